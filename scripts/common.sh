@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared settings for the afmalloc workbench scripts. Source it; do not run it.
+#
+# Every cache lives outside the checkout, under $AFMALLOC_CACHE
+# (default ~/.cache/afmalloc), so a fresh clone reuses kernel trees,
+# build directories, ccache and datasets from earlier runs.
+
+set -euo pipefail
+
+AFMALLOC_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+AFMALLOC_CACHE=${AFMALLOC_CACHE:-$HOME/.cache/afmalloc}
+AFMALLOC_SRC=${AFMALLOC_SRC:-$AFMALLOC_CACHE/src/linux-6.12}     # pristine, never edited
+AFMALLOC_TREE=${AFMALLOC_TREE:-$AFMALLOC_CACHE/tree/linux-6.12}  # working copy with overlay
+AFMALLOC_BUILD=${AFMALLOC_BUILD:-$AFMALLOC_CACHE/build}          # O= build dirs
+AFMALLOC_VENV=${AFMALLOC_VENV:-$AFMALLOC_CACHE/venv}             # virtme-ng, matplotlib
+AFMALLOC_DATA=${AFMALLOC_DATA:-$AFMALLOC_CACHE/data}             # benchmark datasets
+AFMALLOC_JOBS=${AFMALLOC_JOBS:-$(nproc)}
+export CCACHE_DIR=${CCACHE_DIR:-$AFMALLOC_CACHE/ccache}
+export AFMALLOC_TOP AFMALLOC_CACHE AFMALLOC_SRC AFMALLOC_TREE AFMALLOC_BUILD \
+	AFMALLOC_VENV AFMALLOC_DATA AFMALLOC_JOBS
+
+die() { echo "error: $*" >&2; exit 1; }
+log() { echo "[afmalloc] $*" >&2; }
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] || die "$1 needs root (run as root, e.g. with sudo)"
+}
+
+# CC wrapper: ccache when installed.
+kcc() {
+	if command -v ccache >/dev/null 2>&1; then echo "ccache gcc"; else echo gcc; fi
+}
+
+# apt_install PKG...: install Debian packages that are missing (idempotent).
+apt_install() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	need_root "installing ${missing[*]}"
+	log "installing Debian packages: ${missing[*]}"
+	mkdir -p "$AFMALLOC_CACHE"
+	local alog=$AFMALLOC_CACHE/apt.log
+	if [ ! -f "$AFMALLOC_CACHE/.apt-updated" ] ||
+	   [ -n "$(find "$AFMALLOC_CACHE/.apt-updated" -mmin +720 2>/dev/null)" ]; then
+		apt-get update -q >"$alog" 2>&1 || { tail -n 20 "$alog" >&2; die "apt-get update failed"; }
+		touch "$AFMALLOC_CACHE/.apt-updated"
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		"${missing[@]}" >"$alog" 2>&1 ||
+		{ tail -n 20 "$alog" >&2; die "could not install ${missing[*]} (log: $alog)"; }
+}

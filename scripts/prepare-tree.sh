@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Prepare the working kernel tree $AFMALLOC_TREE:
+#   1. a writable copy of the pristine 6.12 source (made once);
+#   2. patches/*.patch applied in order (git apply), re-applied from a clean
+#      copy of the touched files whenever the series changes;
+#   3. mm/Kconfig and mm/Makefile hooked to mm/afmalloc/;
+#   4. the project's sources overlaid: Kconfig Kbuild mm/ kunit/ include/ as
+#      mm/afmalloc/, include/linux/afmalloc.h as include/linux/afmalloc.h.
+# Idempotent; files whose content did not change keep their mtime, so
+# incremental kernel builds stay incremental. Prints the tree path.
+. "$(dirname "$0")/common.sh"
+
+[ $# -eq 0 ] || die "usage: $0 (no arguments)"
+"$AFMALLOC_TOP/scripts/kernel-source.sh" >/dev/null
+command -v rsync >/dev/null || apt_install rsync
+command -v git >/dev/null || apt_install git
+
+tree=$AFMALLOC_TREE
+# git apply must never find an enclosing repository of the cache folder.
+export GIT_CEILING_DIRECTORIES=$(dirname "$tree")
+state=$tree/.afmalloc-state
+
+if [ ! -f "$tree/.afmalloc-copied" ]; then
+	log "making a working copy of $AFMALLOC_SRC in $tree (once)"
+	rm -rf "$tree"
+	mkdir -p "$(dirname "$tree")"
+	cp -a "$AFMALLOC_SRC" "$tree.tmp"
+	chmod -R u+w "$tree.tmp"
+	rm -f "$tree.tmp/.afmalloc-unpacked"
+	mv "$tree.tmp" "$tree"
+	touch "$tree/.afmalloc-copied"
+fi
+
+hook_kconfig='source "mm/afmalloc/Kconfig"'
+hook_make='obj-y += afmalloc/'
+shopt -s nullglob
+patches=("$AFMALLOC_TOP"/patches/*.patch)
+want=$( { cat "$0"; for p in "${patches[@]}"; do cat "$p"; done; } | sha256sum | cut -d' ' -f1)
+have=$(head -n1 "$state" 2>/dev/null || true)
+
+if [ "$want" != "$have" ]; then
+	# Put back every file the previous series (and hooks) touched.
+	if [ -f "$state" ]; then
+		tail -n +2 "$state" | while read -r f; do
+			if [ -f "$AFMALLOC_SRC/$f" ]; then
+				cp "$AFMALLOC_SRC/$f" "$tree/$f" && chmod u+w "$tree/$f"
+			else
+				rm -f "$tree/$f"
+			fi
+		done
+	fi
+	touched=$(mktemp)
+	printf '%s\n' mm/Kconfig mm/Makefile > "$touched"
+	for p in "${patches[@]}"; do
+		log "applying $(basename "$p")"
+		(cd "$tree" && git apply --numstat "$p" | cut -f3- >> "$touched") ||
+			die "cannot read $p"
+		(cd "$tree" && git apply --whitespace=nowarn "$p") ||
+			die "$(basename "$p") does not apply to $(basename "$AFMALLOC_SRC")"
+	done
+	# Hooks: our Kconfig after zsmalloc's options, our kbuild dir in mm/.
+	grep -qxF "$hook_kconfig" "$tree/mm/Kconfig" ||
+		sed -i "/^menu \"Slab allocator options\"/i $hook_kconfig\n" "$tree/mm/Kconfig"
+	grep -qxF "$hook_kconfig" "$tree/mm/Kconfig" || die "could not hook mm/Kconfig"
+	grep -qxF "$hook_make" "$tree/mm/Makefile" || echo "$hook_make" >> "$tree/mm/Makefile"
+	{ echo "$want"; sort -u "$touched"; } > "$state"
+	rm -f "$touched"
+fi
+
+# Overlay the project's sources (checksum compare: unchanged files keep mtime).
+dst=$tree/mm/afmalloc
+mkdir -p "$dst"
+rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod*' \
+	--include='/Kconfig' --include='/Kbuild' \
+	--include='/mm/***' --include='/kunit/***' --include='/include/***' \
+	--include='/bench/' --include='/bench/module/***' \
+	--exclude='*' "$AFMALLOC_TOP/" "$dst/"
+if [ -f "$AFMALLOC_TOP/include/linux/afmalloc.h" ]; then
+	rsync -c "$AFMALLOC_TOP/include/linux/afmalloc.h" "$tree/include/linux/afmalloc.h"
+fi
+echo "$tree"
