@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Build the x86_64 guest kernel from the prepared tree into an O= dir:
+#   tinyconfig + scripts/config/guest.config [+ debug.config with --debug].
+# The config is regenerated only when the fragments change, so rebuilds are
+# incremental (and ccache'd when ccache is installed). Every option a
+# fragment asks for is checked in the final .config.
+# Prints the build directory (bzImage in arch/x86/boot/).
+. "$(dirname "$0")/common.sh"
+
+variant=guest
+frags=("$AFMALLOC_TOP/scripts/config/guest.config")
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--debug) variant=guest-debug; frags+=("$AFMALLOC_TOP/scripts/config/debug.config") ;;
+	-h|--help) echo "usage: $0 [--debug]"; exit 0 ;;
+	*) die "unknown option '$1' (usage: $0 [--debug])" ;;
+	esac
+	shift
+done
+
+apt_install flex bison bc libelf-dev libssl-dev cpio kmod
+tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
+out=$AFMALLOC_BUILD/$variant
+mkdir -p "$out"
+mk=(make -C "$tree" O="$out" ARCH=x86_64 CC="$(kcc)" -j"$AFMALLOC_JOBS")
+
+want=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
+if [ ! -f "$out/.config" ] || [ "$(cat "$out/.afmalloc-config" 2>/dev/null)" != "$want" ]; then
+	log "configuring $variant: tinyconfig + ${frags[*]##*/}"
+	"${mk[@]}" -s tinyconfig >/dev/null
+	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m -O "$out" \
+		"$out/.config" "${frags[@]}" >/dev/null)
+	"${mk[@]}" -s olddefconfig
+	# Check every request made it (an unmet dependency drops it silently).
+	bad=0
+	while IFS= read -r line; do
+		case "$line" in
+		CONFIG_*=n) opt=${line%%=*}
+			grep -q "^$opt=[ym]" "$out/.config" && { echo "  $opt is set, wanted n" >&2; bad=1; } ;;
+		CONFIG_*=*) grep -qxF "$line" "$out/.config" ||
+			{ echo "  wanted $line, got: $(grep "^${line%%=*}=\|# ${line%%=*} is" "$out/.config" || echo unset)" >&2; bad=1; } ;;
+		"# CONFIG_"*" is not set") opt=${line#\# }; opt=${opt%% *}
+			grep -q "^$opt=[ym]" "$out/.config" && { echo "  $opt is set, wanted unset" >&2; bad=1; } ;;
+		esac
+	done < <(cat "${frags[@]}")
+	[ $bad -eq 0 ] || die "the $variant config lacks options its fragments ask for (see above)"
+	echo "$want" > "$out/.afmalloc-config"
+fi
+
+log "building $variant kernel in $out"
+"${mk[@]}" -s bzImage modules
+"${mk[@]}" -s modules_prepare
+echo "$out"
