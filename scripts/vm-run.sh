@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot a built kernel with virtme-ng (QEMU), the host root file system shared
+# read-only over 9p, run SCRIPT [ARGS...] inside as root, print its output and
+# exit with its status. The status travels through a file in a shared
+# writable folder, so it does not depend on virtme-ng's script I/O ports.
+#
+# Accelerator: with --accel auto (default), a bounded probe boots the kernel
+# once under KVM; if /dev/kvm is missing or the guest does not answer in
+# time (nested KVM hangs on these machines) the run uses TCG. The choice is
+# cached per host boot and printed as "[afmalloc] accelerator: kvm|tcg".
+#
+# Exit status: the script's; 124 if the VM timed out; 125 if the VM died
+# before the script reported a status.
+. "$(dirname "$0")/common.sh"
+
+usage() {
+	cat <<USAGE
+usage: $0 [options] SCRIPT [ARGS...]
+  --kernel PATH     bzImage, or a build dir holding arch/x86/boot/bzImage
+                    (default: $AFMALLOC_BUILD/guest)
+  --memory SIZE     guest memory, e.g. 4G (default 2G)
+  --cpus N          guest CPUs (default 2)
+  --append ARGS     extra kernel command line (repeatable)
+  --rwdir DIR       host folder writable from the guest (repeatable)
+  --timeout SEC     stop the VM after SEC seconds (default 1800)
+  --accel MODE      auto | kvm | tcg (default auto, or \$AFMALLOC_ACCEL)
+  --console         also show the kernel console
+USAGE
+}
+
+kernel=$AFMALLOC_BUILD/guest memory=2G cpus=2 timeout_s=1800
+accel=${AFMALLOC_ACCEL:-auto} console=0
+append=() rwdirs=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=${2:?--kernel needs a path}; shift ;;
+	--memory) memory=${2:?--memory needs a size}; shift ;;
+	--cpus) cpus=${2:?--cpus needs a number}; shift ;;
+	--append) append+=("${2:?--append needs arguments}"); shift ;;
+	--rwdir) rwdirs+=("${2:?--rwdir needs a folder}"); shift ;;
+	--timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
+	--accel) accel=${2:?--accel needs auto, kvm or tcg}; shift ;;
+	--console) console=1 ;;
+	-h|--help) usage; exit 0 ;;
+	--) shift; break ;;
+	-*) usage >&2; die "unknown option '$1'" ;;
+	*) break ;;
+	esac
+	shift
+done
+[ $# -ge 1 ] || { usage >&2; die "no script to run"; }
+case "$accel" in auto|kvm|tcg) ;; *) die "--accel must be auto, kvm or tcg, not '$accel'" ;; esac
+[[ "$cpus" =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive number, not '$cpus'"
+[[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
+[[ "$memory" =~ ^[1-9][0-9]*[MG]?$ ]] || die "--memory must look like 2G or 512M, not '$memory'"
+[ -d "$kernel" ] && kernel=$kernel/arch/x86/boot/bzImage
+[ -f "$kernel" ] || die "no kernel image at $kernel (build one with scripts/build-guest.sh)"
+script=$1; shift
+[ -f "$script" ] || die "script $script not found"
+script=$(realpath "$script")
+need_root "booting a VM with the host root file system"
+
+vng=$AFMALLOC_VENV/bin/vng
+[ -x "$vng" ] || "$AFMALLOC_TOP/scripts/setup.sh"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (scripts/setup.sh)"
+
+# run_vng ACCEL TIMEOUT EXTRA_VNG_ARGS... -- exec string
+run_vng() {
+	local a=$1 t=$2; shift 2
+	local args=(--run "$kernel" --force-9p --memory "$memory" --cpus "$cpus")
+	[ "$a" = tcg ] && args+=(--disable-kvm)
+	[ "$console" = 1 ] && args+=(--verbose)
+	# Through a pipe: QEMU reopens its stdout, which on a regular file
+	# would write from offset 0 over what came before.
+	PATH=$AFMALLOC_VENV/bin:$PATH \
+		timeout --kill-after=15 "$t" "$vng" "${args[@]}" "$@" </dev/null 2>&1 | cat
+	return "${PIPESTATUS[0]}"
+}
+
+probe_accel() {
+	local cache=$AFMALLOC_CACHE/accel boot
+	boot=$(cat /proc/sys/kernel/random/boot_id)
+	if [ -f "$cache" ] && [ "$(cut -d' ' -f1 "$cache")" = "$boot" ]; then
+		cut -d' ' -f2 "$cache"; return
+	fi
+	local got=tcg
+	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+		log "probing KVM (a guest must answer within 60 s)"
+		if run_vng kvm 60 --exec 'echo afmalloc-kvm-probe-ok' 2>/dev/null |
+			grep -q afmalloc-kvm-probe-ok; then
+			got=kvm
+		else
+			log "KVM guest did not answer: falling back to TCG"
+		fi
+	else
+		log "/dev/kvm not usable: using TCG"
+	fi
+	mkdir -p "$AFMALLOC_CACHE"
+	echo "$boot $got" > "$cache"
+	echo "$got"
+}
+
+[ "$accel" = auto ] && accel=$(probe_accel)
+log "accelerator: $accel"
+
+mkdir -p "$AFMALLOC_CACHE/vm"
+run=$(mktemp -d "$AFMALLOC_CACHE/vm/run.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+cmd=$(printf '%q ' "$script" "$@")
+cat > "$run/inner.sh" <<INNER
+#!/bin/bash
+export AFMALLOC_IN_VM=1 AFMALLOC_ACCEL=$accel
+cd $(printf '%q' "$PWD") 2>/dev/null || cd /
+bash $cmd
+rc=\$?
+echo \$rc > $run/rc
+sync
+exit \$rc
+INNER
+vargs=(--rwdir "$run")
+for d in "${rwdirs[@]}"; do vargs+=(--rwdir "$d"); done
+for a in "${append[@]}"; do vargs+=(--append "$a"); done
+
+set +e
+run_vng "$accel" "$timeout_s" "${vargs[@]}" --exec "bash $run/inner.sh"
+vrc=$?
+set -e
+if [ -f "$run/rc" ]; then
+	exit "$(cat "$run/rc")"
+elif [ $vrc -eq 124 ] || [ $vrc -eq 137 ]; then
+	log "VM timed out after ${timeout_s}s"
+	exit 124
+fi
+log "VM ended (status $vrc) before the script reported a status"
+exit 125
