@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Make a benchmark dataset (once) in $AFMALLOC_DATA and print its path:
+#   full   the whole Debian linux-source-6.12 tree (~1.5 GB, ~92k files)
+#   quick  a deterministic 1/8 subset: every 8th file in sorted path order,
+#          so drivers/ arch/ fs/ sound/ include/ keep their proportions
+# Both are uncompressed, reproducible tars (sorted, fixed owner and mtime),
+# so untar time inside a TCG guest measures the file system, not xz.
+. "$(dirname "$0")/../scripts/common.sh"
+
+[ $# -eq 1 ] || die "usage: $0 quick|full"
+kind=$1
+case "$kind" in quick|full) ;; *) die "unknown dataset '$kind' (want quick or full)" ;; esac
+
+out=$AFMALLOC_DATA/linux-6.12-$kind.tar
+if [ ! -s "$out" ]; then
+	ver=$("$AFMALLOC_TOP/scripts/kernel-source.sh")
+	mkdir -p "$AFMALLOC_DATA"
+	log "making the $kind dataset from Linux $ver: $out"
+	list=$(mktemp)
+	(cd "$AFMALLOC_SRC" && find . -type f ! -name .afmalloc-unpacked | LC_ALL=C sort) > "$list"
+	if [ "$kind" = quick ]; then
+		awk 'NR % 8 == 1' "$list" > "$list.q" && mv "$list.q" "$list"
+	fi
+	tar -C "$AFMALLOC_SRC" --transform='s|^\./|linux/|' --no-recursion \
+		--owner=0 --group=0 --numeric-owner --mtime='2024-11-17 00:00Z' \
+		-cf "$out.tmp" -T "$list"
+	rm -f "$list"
+	mv "$out.tmp" "$out"
+fi
+echo "$out"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Benchmark driver: builds the guest kernel, makes the dataset, boots ONE
+# guest and runs the untar/remove workload for every allocator in that boot
+# on the same data, then prints the markdown report.
+#   bench/run.sh [--dataset quick|full] [--rounds N] [--alloc LIST]
+#                [--comp lz4|zstd] [--memory SIZE] [--out DIR]
+# Results: DIR (default $AFMALLOC_CACHE/results/<dataset>-<date>) gets
+# steps.csv, buddyinfo.csv, meta.json, report.md and the guest log.
+. "$(dirname "$0")/../scripts/common.sh"
+
+usage() {
+	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR]"
+}
+dataset=quick rounds=1 allocs=zsmalloc comp=lz4 memory= out=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--dataset) dataset=${2:?--dataset needs quick or full}; shift ;;
+	--rounds) rounds=${2:?--rounds needs a number}; shift ;;
+	--alloc) allocs=${2:?--alloc needs a list}; shift ;;
+	--comp) comp=${2:?--comp needs lz4 or zstd}; shift ;;
+	--memory) memory=${2:?--memory needs a size}; shift ;;
+	--out) out=${2:?--out needs a folder}; shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; die "unknown option '$1'" ;;
+	esac
+	shift
+done
+case "$dataset" in quick|full) ;; *) die "unknown dataset '$dataset' (want quick or full)" ;; esac
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number, not '$rounds'"
+case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;; esac
+IFS=, read -r -a alist <<< "$allocs"
+for a in "${alist[@]}"; do
+	case "${a%+compact}" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
+	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage, each optionally +compact)" ;;
+	esac
+done
+[ -n "$memory" ] || { [ "$dataset" = full ] && memory=4G || memory=2G; }
+need_root "the benchmark (it boots a VM)"
+
+"$AFMALLOC_TOP/scripts/setup.sh"
+kdir=$("$AFMALLOC_TOP/scripts/build-guest.sh")
+tar=$("$AFMALLOC_TOP/bench/dataset.sh" "$dataset")
+[ -n "$out" ] || out=$AFMALLOC_CACHE/results/$dataset-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+out=$(realpath "$out")
+rm -f "$out/steps.csv" "$out/buddyinfo.csv"
+
+log "running untar/remove ($dataset, $rounds round(s), $comp) for: $allocs"
+set +e
+"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus 2 \
+	--append slab_nomerge --rwdir "$out" --timeout 14400 \
+	"$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" --out "$out" \
+	--alloc "$allocs" --rounds "$rounds" --comp "$comp" 2>&1 | tee "$out/guest.log"
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" -eq 0 ] || die "the benchmark failed in the guest (status $rc, log $out/guest.log)"
+
+accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$out/guest.log" | head -n 1)
+cat > "$out/meta.json" <<JSON
+{
+  "kernel": "$(cat "$kdir/include/config/kernel.release")",
+  "config_sha256": "$(sha256sum "$kdir/.config" | cut -c1-16)",
+  "dataset": "$dataset ($(basename "$tar"), sha256 $(sha256sum "$tar" | cut -c1-16))",
+  "rounds": $rounds,
+  "comp": "$comp",
+  "allocators": "$allocs",
+  "accelerator": "${accel:-unknown}",
+  "guest_memory": "$memory",
+  "guest_cpus": 2,
+  "boot_args": "slab_nomerge",
+  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "runs": 1
+}
+JSON
+python3 "$AFMALLOC_TOP/bench/report.py" "$out" --out "$out/report.md"
+log "results in $out"

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The afmalloc RFC workload, run inside the guest as root:
+#   ext4 on zram mounted -o discard; untar a kernel tree; remove
+#   drivers arch fs sound include (in that order) and then the rest;
+#   sync and sample after every step; optionally N rounds; optionally zram
+#   `compact` after each step (allocator name suffix "+compact").
+# Every allocator runs on the same device size, data and settings in this
+# boot, one after the other.
+#
+# A sample is taken after `sync` once mm_stat's orig_data_size has stopped
+# changing (ext4's online discards reach zram asynchronously): polled every
+# second until 3 equal readings (at most 120 s); the wait is recorded.
+#
+# Pages held = mem_used_total (zram mm_stat, the allocator's own count)
+#            + pages of the allocator's metadata slab caches that its own
+#              count leaves out, from /proc/slabinfo (needs slab_nomerge).
+# overhead = held - compr_data_size; overhead_ratio = overhead / compr.
+#
+# Writes OUT/steps.csv and OUT/buddyinfo.csv (appending).
+set -euo pipefail
+
+die() { echo "untar-remove: error: $*" >&2; exit 1; }
+usage() {
+	echo "usage: $0 --dataset TAR --out DIR [--alloc zsmalloc[,zsmalloc+compact,...]]"
+	echo "          [--rounds N] [--comp lz4|zstd] [--disksize SIZE] [--dev zramN]"
+}
+
+dataset= out= allocs=zsmalloc rounds=1 comp=lz4 disksize= dev=zram0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--dataset) dataset=${2:?}; shift ;;
+	--out) out=${2:?}; shift ;;
+	--alloc) allocs=${2:?}; shift ;;
+	--rounds) rounds=${2:?}; shift ;;
+	--comp) comp=${2:?}; shift ;;
+	--disksize) disksize=${2:?}; shift ;;
+	--dev) dev=${2:?}; shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; die "unknown option '$1'" ;;
+	esac
+	shift
+done
+[ -n "$dataset" ] && [ -n "$out" ] || { usage >&2; die "--dataset and --out are required"; }
+[ -f "$dataset" ] || die "dataset $dataset not found (make it with bench/dataset.sh)"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number"
+[ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
+grep -qw slab_nomerge /proc/cmdline ||
+	die "boot with slab_nomerge: merged slab caches hide the allocators' metadata"
+sys=/sys/block/$dev
+[ -d "$sys" ] || die "no $sys (is zram built in?)"
+grep -qw "$comp" "$sys/comp_algorithm" || die "zram has no '$comp' compressor: $(cat "$sys/comp_algorithm")"
+if [ -z "$disksize" ]; then
+	# Room for the unpacked tree plus ext4 metadata.
+	disksize=$(( $(stat -c %s "$dataset") * 5 / 4 + 256 * 1024 * 1024 ))
+fi
+mkdir -p "$out"
+mnt=$(mktemp -d /tmp/afm-bench.XXXXXX)
+
+steps_csv=$out/steps.csv
+buddy_csv=$out/buddyinfo.csv
+[ -s "$steps_csv" ] || echo "alloc,round,step,seconds,settle_s,orig_bytes,compr_bytes,mem_used_bytes,mem_limit_bytes,mem_used_max_bytes,same_pages,pages_compacted,huge_pages,huge_pages_since,meta_slab_pages,held_bytes,overhead_bytes,overhead_ratio,u9_normal" > "$steps_csv"
+[ -s "$buddy_csv" ] || echo "alloc,round,step,node,zone,o0,o1,o2,o3,o4,o5,o6,o7,o8,o9,o10" > "$buddy_csv"
+
+# Slab caches holding an allocator's metadata outside its own page count.
+meta_caches() {
+	case "$1" in
+	zsmalloc) echo "^(zs_handle|zspage)-$dev\$" ;;
+	*) echo '^$' ;;  # afmalloc counts its metadata slabs in total_pages
+	esac
+}
+
+slab_pages() {  # regex -> pages held by matching caches
+	awk -v re="$1" 'NR > 2 && $1 ~ re { p += $15 * $6 } END { print p + 0 }' /proc/slabinfo
+}
+
+unusable_index_9() {  # U(9) of zone Normal from /proc/buddyinfo
+	awk '$4 == "Normal" { F = 0; S = 0
+		for (j = 0; j <= 10; j++) { n = $(5 + j); F += n * 2^j; if (j >= 9) S += n * 2^(j - 9) }
+		printf "%.4f", (F == 0) ? 1 : (F - S * 512) / F; found = 1 }
+		END { if (!found) printf "nan" }' /proc/buddyinfo
+}
+
+settle() {  # wait for orig_data_size to stop changing; prints seconds waited
+	local prev= same=0 t=0 cur
+	while [ $t -lt 120 ]; do
+		cur=$(awk '{ print $1 }' "$sys/mm_stat")
+		if [ "$cur" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+		[ $same -ge 2 ] && break
+		prev=$cur; sleep 1; t=$((t + 1))
+	done
+	echo $t
+}
+
+sample() {  # alloc round step seconds
+	local base=${1%+compact} s meta held
+	sync
+	[ "$1" != "$base" ] && echo 1 > "$sys/compact"
+	s=$(settle)
+	read -r -a m < "$sys/mm_stat"
+	meta=$(slab_pages "$(meta_caches "$base")")
+	held=$(( m[2] + meta * $(getconf PAGESIZE) ))
+	awk -v a="$1" -v r="$2" -v st="$3" -v sec="$4" -v s="$s" -v meta="$meta" -v held="$held" \
+	    -v u9="$(unusable_index_9)" -v m="${m[*]}" 'BEGIN {
+		split(m, f, " "); ov = held - f[2]
+		printf "%s,%d,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%d,%d,%.6f,%s\n",
+			a, r, st, sec, s, f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9],
+			meta, held, ov, (f[2] > 0) ? ov / f[2] : 0, u9 }' >> "$steps_csv"
+	awk -v a="$1" -v r="$2" -v st="$3" '{ gsub(",", "", $2)
+		printf "%s,%d,%s,%s,%s", a, r, st, $2, $4
+		for (j = 5; j <= 15; j++) printf ",%s", $j; printf "\n" }' /proc/buddyinfo >> "$buddy_csv"
+	tail -n 1 "$steps_csv" | awk -F, '{ printf "  %-18s r%d %-12s orig %8.1f MB compr %7.1f MB held %7.1f MB overhead %6.2f%% (settled %ss, step %ss)\n",
+		$1, $2, $3, $6 / 1048576, $7 / 1048576, $16 / 1048576, $18 * 100, $5, $4 }'
+}
+
+timed() {  # run a step, print elapsed seconds
+	local t0 t1
+	t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
+}
+
+setup_dev() {  # alloc
+	local base=${1%+compact}
+	echo 1 > "$sys/reset"
+	case "$base" in
+	zsmalloc) [ -f "$sys/allocator" ] && echo zsmalloc > "$sys/allocator" ;;
+	afmalloc/*)
+		[ -f "$sys/allocator" ] || die "this kernel's zram has no allocator selection"
+		echo "${base}" > "$sys/allocator" ;;
+	*) die "unknown allocator '$base'" ;;
+	esac
+	echo "$comp" > "$sys/comp_algorithm"
+	echo "$disksize" > "$sys/disksize"
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "/dev/$dev"
+	mount -o discard "/dev/$dev" "$mnt"
+}
+
+IFS=, read -r -a alloc_list <<< "$allocs"
+for a in "${alloc_list[@]}"; do
+	echo "== $a: $(basename "$dataset"), $rounds round(s), $comp, disksize $disksize"
+	setup_dev "$a"
+	for r in $(seq 1 "$rounds"); do
+		sample "$a" "$r" untar "$(timed tar -xf "$dataset" -C "$mnt")"
+		for d in drivers arch fs sound include; do
+			sample "$a" "$r" "rm_$d" "$(timed rm -rf "$mnt/linux/$d")"
+		done
+		sample "$a" "$r" rm_all "$(timed rm -rf "$mnt/linux")"
+	done
+	umount "$mnt"
+	echo 1 > "$sys/reset"
+done
+rmdir "$mnt"
