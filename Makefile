@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# afmalloc user-facing targets. kbuild itself reads ./Kbuild, both in the
+# kernel tree (overlaid as mm/afmalloc/) and for the out-of-tree module.
+#
+#   make check     set up, KUnit on UML, in-VM integration tests (CI runs this)
+#   make demo      set up, build, boot, untar/remove benchmark, print the table
+#   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N
+#                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir
+#   make module    afmalloc.ko against KDIR (default: the running kernel)
+#
+# Caches live in $(AFMALLOC_CACHE) (default ~/.cache/afmalloc).
+
+SHELL := /bin/bash
+TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+KDIR ?= /lib/modules/$(shell uname -r)/build
+DATASET ?= quick
+ROUNDS ?= 1
+ALLOC ?= zsmalloc
+COMP ?= lz4
+OUT ?=
+
+.PHONY: all help setup source tree kunit guest guest-debug vm-test check demo bench \
+	module module-clean checkpatch
+
+all: help
+
+help:
+	@sed -n '3,13p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+
+setup:
+	$(TOP)/scripts/setup.sh
+
+source:
+	$(TOP)/scripts/kernel-source.sh
+
+tree:
+	$(TOP)/scripts/prepare-tree.sh
+
+kunit: setup
+	$(TOP)/scripts/kunit.sh
+
+guest: setup
+	$(TOP)/scripts/build-guest.sh
+
+guest-debug: setup
+	$(TOP)/scripts/build-guest.sh --debug
+
+vm-test: guest
+	$(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
+		$(TOP)/tests/vm/zram-integrity.sh --dataset "$$($(TOP)/bench/dataset.sh quick)"
+
+check: setup kunit vm-test
+	@echo "make check: all passed"
+
+demo: setup
+	$(TOP)/bench/run.sh --dataset quick --rounds 1 --alloc $(ALLOC)
+
+bench: setup
+	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \
+		--comp $(COMP) $(if $(OUT),--out $(OUT))
+
+module:
+	@test -d $(KDIR) || { echo "error: no kernel build dir $(KDIR); install linux-headers-$$(uname -r) or set KDIR=" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(TOP) CONFIG_AFMALLOC=m modules
+
+module-clean:
+	$(MAKE) -C $(KDIR) M=$(TOP) clean
+
+checkpatch: tree
+	cd "$$($(TOP)/scripts/prepare-tree.sh)" && \
+	for f in $$(cd $(TOP) && git ls-files '*.c' '*.h'); do \
+		./scripts/checkpatch.pl --strict --no-tree --terse -f $(TOP)/$$f || exit 1; done
+	cd "$$($(TOP)/scripts/prepare-tree.sh)" && for p in $(TOP)/patches/*.patch; do \
+		[ -e "$$p" ] || continue; ./scripts/checkpatch.pl --strict --terse $$p || exit 1; done
