@@ -70,7 +70,7 @@ def report(rows, meta):
             out.append("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {} | {:.1f} | {} | {} | {} |".format(
                 r["round"], r["step"], int(r["orig_bytes"]) / MB, int(r["compr_bytes"]) / MB,
                 int(r["held_bytes"]) / MB, r["meta_slab_pages"],
-                int(r["overhead_bytes"]) / MB, pct(r["overhead_ratio"]), r["u9_normal"],
+                int(r["overhead_bytes"]) / MB, pct(r["overhead_ratio"]), r["u9"],
                 r["seconds"]))
     return "\n".join(out) + "\n"
 

@@ -59,7 +59,7 @@ mnt=$(mktemp -d /tmp/afm-bench.XXXXXX)
 
 steps_csv=$out/steps.csv
 buddy_csv=$out/buddyinfo.csv
-[ -s "$steps_csv" ] || echo "alloc,round,step,seconds,settle_s,orig_bytes,compr_bytes,mem_used_bytes,mem_limit_bytes,mem_used_max_bytes,same_pages,pages_compacted,huge_pages,huge_pages_since,meta_slab_pages,held_bytes,overhead_bytes,overhead_ratio,u9_normal" > "$steps_csv"
+[ -s "$steps_csv" ] || echo "alloc,round,step,seconds,settle_s,orig_bytes,compr_bytes,mem_used_bytes,mem_limit_bytes,mem_used_max_bytes,same_pages,pages_compacted,huge_pages,huge_pages_since,meta_slab_pages,held_bytes,overhead_bytes,overhead_ratio,u9,u9_zone" > "$steps_csv"
 [ -s "$buddy_csv" ] || echo "alloc,round,step,node,zone,o0,o1,o2,o3,o4,o5,o6,o7,o8,o9,o10" > "$buddy_csv"
 
 # Slab caches holding an allocator's metadata outside its own page count.
@@ -74,11 +74,11 @@ slab_pages() {  # regex -> pages held by matching caches
 	awk -v re="$1" 'NR > 2 && $1 ~ re { p += $15 * $6 } END { print p + 0 }' /proc/slabinfo
 }
 
-unusable_index_9() {  # U(9) of zone Normal from /proc/buddyinfo
-	awk '$4 == "Normal" { F = 0; S = 0
+unusable_index_9() {  # "U(9) zone" for the zone with the most free pages
+	awk '{ F = 0; S = 0
 		for (j = 0; j <= 10; j++) { n = $(5 + j); F += n * 2^j; if (j >= 9) S += n * 2^(j - 9) }
-		printf "%.4f", (F == 0) ? 1 : (F - S * 512) / F; found = 1 }
-		END { if (!found) printf "nan" }' /proc/buddyinfo
+		if (F > bestF) { bestF = F; u = (F - S * 512) / F; z = $4 } }
+		END { if (bestF > 0) printf "%.4f,%s", u, z; else printf "1,none" }' /proc/buddyinfo
 }
 
 settle() {  # wait for orig_data_size to stop changing; prints seconds waited

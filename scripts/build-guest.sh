@@ -20,6 +20,7 @@ while [ $# -gt 0 ]; do
 done
 
 apt_install flex bison bc libelf-dev libssl-dev cpio kmod
+lock "build-$variant"
 tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
 out=$AFMALLOC_BUILD/$variant
 mkdir -p "$out"

@@ -52,3 +52,15 @@ apt_install() {
 		"${missing[@]}" >"$alog" 2>&1 ||
 		{ tail -n 20 "$alog" >&2; die "could not install ${missing[*]} (log: $alog)"; }
 }
+
+# lock NAME: hold an exclusive lock on $AFMALLOC_CACHE/locks/NAME until this
+# shell exits, so concurrent runs never share a tree or build dir mid-build.
+lock() {
+	local fd
+	mkdir -p "$AFMALLOC_CACHE/locks"
+	exec {fd}>"$AFMALLOC_CACHE/locks/$1"
+	if ! flock -n "$fd"; then
+		log "waiting for another run holding the '$1' lock"
+		flock "$fd"
+	fi
+}

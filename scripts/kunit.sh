@@ -10,6 +10,7 @@ for a in "$@"; do
 	-h|--help) echo "usage: $0 [kunit.py run options]"; exit 0 ;;
 	esac
 done
+lock build-kunit
 tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
 out=$AFMALLOC_BUILD/kunit
 mkdir -p "$out"

@@ -16,6 +16,7 @@
 command -v rsync >/dev/null || apt_install rsync
 command -v git >/dev/null || apt_install git
 
+lock tree
 tree=$AFMALLOC_TREE
 # git apply must never find an enclosing repository of the cache folder.
 export GIT_CEILING_DIRECTORIES=$(dirname "$tree")

@@ -50,6 +50,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ $# -ge 1 ] || { usage >&2; die "no script to run"; }
+need_root "booting a VM with the host root file system"
 case "$accel" in auto|kvm|tcg) ;; *) die "--accel must be auto, kvm or tcg, not '$accel'" ;; esac
 [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive number, not '$cpus'"
 [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
@@ -59,7 +60,6 @@ case "$accel" in auto|kvm|tcg) ;; *) die "--accel must be auto, kvm or tcg, not 
 script=$1; shift
 [ -f "$script" ] || die "script $script not found"
 script=$(realpath "$script")
-need_root "booting a VM with the host root file system"
 
 vng=$AFMALLOC_VENV/bin/vng
 [ -x "$vng" ] || "$AFMALLOC_TOP/scripts/setup.sh"
