@@ -6,7 +6,7 @@
 #   bench/run.sh [--dataset quick|full] [--rounds N] [--alloc LIST]
 #                [--comp lz4|zstd] [--memory SIZE] [--out DIR]
 # Results: DIR (default $AFMALLOC_CACHE/results/<dataset>-<date>) gets
-# steps.csv, buddyinfo.csv, meta.json, report.md and the guest log.
+# steps.csv, buddyinfo.csv, meta.json, report.md, overhead.png and the guest log.
 . "$(dirname "$0")/../scripts/common.sh"
 
 usage() {
@@ -74,4 +74,5 @@ cat > "$out/meta.json" <<JSON
 }
 JSON
 python3 "$AFMALLOC_TOP/bench/report.py" "$out" --out "$out/report.md"
+"$AFMALLOC_VENV/bin/python3" "$AFMALLOC_TOP/bench/plot.py" "$out" --out "$out/overhead.png" >/dev/null
 log "results in $out"

@@ -10,8 +10,12 @@
 # time (nested KVM hangs on these machines) the run uses TCG. The choice is
 # cached per host boot and printed as "[afmalloc] accelerator: kvm|tcg".
 #
-# Exit status: the script's; 124 if the VM timed out; 125 if the VM died
-# before the script reported a status.
+# After the script, the kernel log is searched for splats (BUG, WARNING,
+# Oops, KASAN, lockdep, kmemleak reports after a forced scan, hung tasks,
+# RCU stalls); any splat fails the run with status 99 and is printed.
+#
+# Exit status: the script's (99 if it passed but dmesg has a splat); 124 if
+# the VM timed out; 125 if the VM died before the script reported a status.
 . "$(dirname "$0")/common.sh"
 
 usage() {
@@ -26,11 +30,12 @@ usage: $0 [options] SCRIPT [ARGS...]
   --timeout SEC     stop the VM after SEC seconds (default 1800)
   --accel MODE      auto | kvm | tcg (default auto, or \$AFMALLOC_ACCEL)
   --console         also show the kernel console
+  --no-dmesg-check  do not fail the run on kernel splats in dmesg
 USAGE
 }
 
 kernel=$AFMALLOC_BUILD/guest memory=2G cpus=2 timeout_s=1800
-accel=${AFMALLOC_ACCEL:-auto} console=0
+accel=${AFMALLOC_ACCEL:-auto} console=0 dmesg_check=1
 append=() rwdirs=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -42,6 +47,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
 	--accel) accel=${2:?--accel needs auto, kvm or tcg}; shift ;;
 	--console) console=1 ;;
+	--no-dmesg-check) dmesg_check=0 ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
 	-*) usage >&2; die "unknown option '$1'" ;;
@@ -104,6 +110,8 @@ probe_accel() {
 [ "$accel" = auto ] && accel=$(probe_accel)
 log "accelerator: $accel"
 
+# What counts as a kernel splat in dmesg.
+AFMALLOC_SPLAT_RE='(^|[] ])(BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|kmemleak: unreferenced|list_add corruption|list_del corruption|kernel BUG at)'
 mkdir -p "$AFMALLOC_CACHE/vm"
 run=$(mktemp -d "$AFMALLOC_CACHE/vm/run.XXXXXX")
 trap 'rm -rf "$run"' EXIT
@@ -114,6 +122,18 @@ export AFMALLOC_IN_VM=1 AFMALLOC_ACCEL=$accel
 cd $(printf '%q' "$PWD") 2>/dev/null || cd /
 bash $cmd
 rc=\$?
+if [ $dmesg_check = 1 ]; then
+	if [ -w /sys/kernel/debug/kmemleak ]; then
+		echo scan > /sys/kernel/debug/kmemleak; sleep 1
+		echo scan > /sys/kernel/debug/kmemleak
+		cat /sys/kernel/debug/kmemleak > /tmp/afm-kmemleak 2>/dev/null
+		[ -s /tmp/afm-kmemleak ] && { head -n 40 /tmp/afm-kmemleak; echo "kmemleak: unreferenced objects" | tee /dev/kmsg; }
+	fi
+	if dmesg | grep -E -m 20 -B 2 -A 25 $(printf '%q' "$AFMALLOC_SPLAT_RE"); then
+		echo "[afmalloc] kernel splat in dmesg (above)" >&2
+		[ \$rc -eq 0 ] && rc=99
+	fi
+fi
 echo \$rc > $run/rc
 sync
 exit \$rc
