@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * afmalloc: anti-fragmentation allocator for compressed memory.
+ *
+ * afmalloc stores objects of 1 byte to PAGE_SIZE (compressed pages of
+ * zram and zswap) behind opaque handles. It offers the operations zram and
+ * zswap use from zsmalloc, plus copy helpers that avoid the bounce buffer.
+ * See mm/afmalloc/mm/core.c for the object model and locking rules.
+ */
+#ifndef _LINUX_AFMALLOC_H
+#define _LINUX_AFMALLOC_H
+
+#include <linux/err.h>
+#include <linux/gfp_types.h>
+#include <linux/kconfig.h>
+#include <linux/types.h>
+
+/**
+ * enum afm_store_type - how a pool lays out its objects
+ * @AFM_STORE_SLAB: objects are split into power-of-two chunks taken from
+ *	the pool's own slab caches (and whole pages for PAGE_SIZE chunks).
+ * @AFM_STORE_ZSPAGE: objects are packed back to back into chains of
+ *	order-0 pages. Not implemented yet: afm_create_pool() fails with
+ *	-EOPNOTSUPP.
+ */
+enum afm_store_type {
+	AFM_STORE_SLAB,
+	AFM_STORE_ZSPAGE,
+};
+
+/**
+ * enum afm_mapmode - access mode of afm_map_object()
+ * @AFM_MM_RW: read-write: the object is copied in at map time and out at
+ *	unmap time when it goes through the bounce buffer.
+ * @AFM_MM_RO: read-only: nothing is copied back at unmap time. Writing
+ *	through the mapping is a bug; the write may be lost.
+ * @AFM_MM_WO: write-only: the mapping starts with undefined content and
+ *	is copied out at unmap time. Only for initialising a new object: a
+ *	partial write through a WO mapping leaves the rest of the object
+ *	undefined.
+ *
+ * The values and order match &enum zs_mapmode.
+ */
+enum afm_mapmode {
+	AFM_MM_RW,
+	AFM_MM_RO,
+	AFM_MM_WO,
+};
+
+/**
+ * struct afm_pool_stats - pool statistics returned by afm_pool_stats()
+ * @pages_compacted: pages given back to the page allocator by afm_compact()
+ *	since the pool was created (the counterpart of zsmalloc's
+ *	&zs_pool_stats.pages_compacted).
+ * @compactions: number of afm_compact() runs.
+ * @objects: live objects.
+ * @stored_bytes: sum of the sizes passed to afm_malloc() of live objects.
+ * @meta_bytes: bytes of metadata counted in afm_get_total_pages()
+ *	(descriptor slabs) plus bookkeeping allocated outside it.
+ */
+struct afm_pool_stats {
+	unsigned long pages_compacted;
+	unsigned long compactions;
+	unsigned long objects;
+	unsigned long stored_bytes;
+	unsigned long meta_bytes;
+};
+
+struct afm_pool;
+
+/*
+ * afmalloc's own sources define AFMALLOC_IMPL: they need the declarations
+ * even when built out of tree against a kernel whose configuration does
+ * not know CONFIG_AFMALLOC (then only the make command line sets it).
+ */
+#if IS_REACHABLE(CONFIG_AFMALLOC) || defined(AFMALLOC_IMPL)
+
+/**
+ * afm_create_pool() - create an afmalloc pool
+ * @name: pool name, used for the slab caches (afm-<name>-<size>) and the
+ *	debugfs directory (afmalloc/<name>/). It must be unique among the
+ *	pools and must not contain '/' or spaces.
+ * @type: the store to use, see &enum afm_store_type.
+ *
+ * Context: Process context, may sleep.
+ * Return: the new pool, or an ERR_PTR(): -EINVAL for a bad name or type,
+ * -EEXIST if a pool of that name exists, -EOPNOTSUPP if the store is not
+ * implemented, -ENOMEM.
+ */
+struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type);
+
+/**
+ * afm_destroy_pool() - destroy a pool
+ * @pool: the pool; every object must have been freed.
+ *
+ * Objects still allocated are reported with a warning and leaked.
+ *
+ * Context: Process context, may sleep.
+ * Return: nothing.
+ */
+void afm_destroy_pool(struct afm_pool *pool);
+
+/**
+ * afm_malloc() - allocate an object
+ * @pool: pool to allocate from
+ * @size: object size in bytes, 1 to PAGE_SIZE
+ * @gfp: allocation flags. __GFP_HIGHMEM and __GFP_MOVABLE are accepted
+ *	(zram passes them) and ignored: afmalloc memory is neither.
+ *
+ * The handle stays valid, and keeps designating the same bytes, until
+ * afm_free(), whatever compaction does underneath.
+ *
+ * Context: Task context, not in interrupt (the pool lock does not disable
+ * interrupts or bottom halves), preemption may be disabled; sleeps only if
+ * @gfp allows direct reclaim.
+ * Return: a handle, or a negative errno encoded as in ERR_PTR() (test it
+ * with IS_ERR_VALUE()): -EINVAL for @size 0 or above PAGE_SIZE, -ENOMEM.
+ */
+unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
+
+/**
+ * afm_free() - free an object
+ * @pool: pool the object belongs to
+ * @handle: handle from afm_malloc(); error values and 0 are ignored.
+ *
+ * The object must not be mapped. Freeing a mapped object, or a handle the
+ * pool does not know, triggers a warning and the object is leaked rather
+ * than corrupted (best effort: a reused handle cannot be told apart).
+ *
+ * Context: Task context, not in interrupt; does not sleep.
+ * Return: nothing.
+ */
+void afm_free(struct afm_pool *pool, unsigned long handle);
+
+/**
+ * afm_map_object() - map an object for direct access
+ * @pool: pool the object belongs to
+ * @handle: handle of the object
+ * @mm: access mode, see &enum afm_mapmode
+ *
+ * An object stored as one chunk is mapped in place; an object stored as
+ * several chunks is copied into a per-CPU buffer (copied in unless @mm is
+ * %AFM_MM_WO). The returned address is in the kernel linear map. The
+ * object cannot be moved by compaction while it is mapped.
+ *
+ * Only one object can be mapped per CPU at a time, there is no nesting,
+ * and afm_unmap_object() must be called on the same CPU. Do not sleep in
+ * between.
+ *
+ * Context: Task context, not in interrupt (in_interrupt() must be false).
+ * Returns with a per-CPU local lock held, so preemption disabled, until
+ * afm_unmap_object().
+ * Return: the address of the object's first byte, or NULL on misuse
+ * (interrupt context, invalid handle), with a warning.
+ */
+void *afm_map_object(struct afm_pool *pool, unsigned long handle,
+		     enum afm_mapmode mm);
+
+/**
+ * afm_unmap_object() - unmap an object mapped by afm_map_object()
+ * @pool: pool the object belongs to
+ * @handle: handle passed to afm_map_object()
+ *
+ * Writes the per-CPU buffer back to the object for %AFM_MM_WO and
+ * %AFM_MM_RW mappings of multi-chunk objects.
+ *
+ * Context: The context afm_map_object() returned in; re-enables
+ * preemption.
+ * Return: nothing.
+ */
+void afm_unmap_object(struct afm_pool *pool, unsigned long handle);
+
+/**
+ * afm_read() - copy a whole object out
+ * @pool: pool the object belongs to
+ * @handle: handle of the object
+ * @dst: destination, at least afm_obj_size() bytes
+ *
+ * Copies straight from the chunks, without going through the per-CPU
+ * buffer, and does not disable preemption. The object may be mapped or
+ * read concurrently, but not written.
+ *
+ * Context: Task context, not in interrupt; does not sleep.
+ * Return: the number of bytes copied (the object size), 0 for an invalid
+ * handle.
+ */
+size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst);
+
+/**
+ * afm_write() - copy data into an object
+ * @pool: pool the object belongs to
+ * @handle: handle of the object
+ * @src: source
+ * @len: bytes to copy to the start of the object, at most afm_obj_size()
+ *
+ * Copies straight into the chunks, without going through the per-CPU
+ * buffer. The object must not be mapped or accessed concurrently.
+ *
+ * Context: Task context, not in interrupt; does not sleep.
+ * Return: 0, or -EINVAL if @len exceeds the object size or the handle is
+ * invalid.
+ */
+int afm_write(struct afm_pool *pool, unsigned long handle, const void *src,
+	      size_t len);
+
+/**
+ * afm_obj_size() - size of an object
+ * @pool: pool the object belongs to
+ * @handle: handle of the object
+ *
+ * Context: Task context, not in interrupt; does not sleep.
+ * Return: the size passed to afm_malloc() (for a direct handle, the chunk
+ * size, which is the same), 0 for an invalid handle.
+ */
+size_t afm_obj_size(struct afm_pool *pool, unsigned long handle);
+
+/**
+ * afm_get_total_pages() - pages held by the pool
+ * @pool: the pool
+ *
+ * Counts, exactly, every page of every slab of the pool's caches that
+ * holds at least one live chunk or descriptor, plus the pages of
+ * PAGE_SIZE chunks. Empty slabs that the slab allocator keeps cached
+ * are not counted; afm_compact() gives them back.
+ *
+ * Context: Any context; lockless.
+ * Return: the number of pages.
+ */
+unsigned long afm_get_total_pages(struct afm_pool *pool);
+
+/**
+ * afm_compact() - compact a pool
+ * @pool: the pool
+ *
+ * Moves chunks out of the most sparsely used slabs, in address order,
+ * into the fuller ones, and gives emptied slabs back to the page
+ * allocator. Mapped objects are not moved. Objects stored behind a
+ * direct handle (power-of-two sizes) cannot be moved.
+ *
+ * Context: Process context, may sleep. Runs of one pool are serialised.
+ * Return: the number of pages freed (pages held before minus after; other
+ * users of the pool may make this differ from the pages compaction freed).
+ */
+unsigned long afm_compact(struct afm_pool *pool);
+
+/**
+ * afm_pool_stats() - read pool statistics
+ * @pool: the pool
+ * @stats: filled in
+ *
+ * Context: Task context, not in interrupt; does not sleep.
+ * Return: nothing.
+ */
+void afm_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats);
+
+/**
+ * afm_huge_class_size() - size from which objects cost a page or more
+ * @pool: the pool
+ *
+ * An object of this size or larger takes at least PAGE_SIZE bytes of pool
+ * memory, so a caller gains nothing by storing it compressed (zram then
+ * stores the page uncompressed, as with zs_huge_class_size()).
+ *
+ * Context: Any context.
+ * Return: the size in bytes.
+ */
+size_t afm_huge_class_size(struct afm_pool *pool);
+
+/**
+ * afm_lookup_class_index() - memory class of an object size
+ * @pool: the pool
+ * @size: object size in bytes (clamped to 1..PAGE_SIZE)
+ *
+ * Two sizes with the same index take the same amount of pool memory, and
+ * a smaller index takes less memory, so a caller such as zram's
+ * recompression can tell whether a smaller object would save memory.
+ * Indices are only comparable within one pool. For the slab store the
+ * index is the object's footprint in bytes (chunks plus descriptor).
+ *
+ * Context: Any context.
+ * Return: the class index.
+ */
+unsigned int afm_lookup_class_index(struct afm_pool *pool, unsigned int size);
+
+#else /* !(IS_REACHABLE(CONFIG_AFMALLOC) || AFMALLOC_IMPL) */
+
+static inline struct afm_pool *afm_create_pool(const char *name,
+					       enum afm_store_type type)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static inline void afm_destroy_pool(struct afm_pool *pool)
+{
+}
+
+static inline unsigned long afm_malloc(struct afm_pool *pool, size_t size,
+				       gfp_t gfp)
+{
+	return (unsigned long)ERR_PTR(-EOPNOTSUPP);
+}
+
+static inline void afm_free(struct afm_pool *pool, unsigned long handle)
+{
+}
+
+static inline void *afm_map_object(struct afm_pool *pool,
+				   unsigned long handle, enum afm_mapmode mm)
+{
+	return NULL;
+}
+
+static inline void afm_unmap_object(struct afm_pool *pool,
+				    unsigned long handle)
+{
+}
+
+static inline size_t afm_read(struct afm_pool *pool, unsigned long handle,
+			      void *dst)
+{
+	return 0;
+}
+
+static inline int afm_write(struct afm_pool *pool, unsigned long handle,
+			    const void *src, size_t len)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline size_t afm_obj_size(struct afm_pool *pool, unsigned long handle)
+{
+	return 0;
+}
+
+static inline unsigned long afm_get_total_pages(struct afm_pool *pool)
+{
+	return 0;
+}
+
+static inline unsigned long afm_compact(struct afm_pool *pool)
+{
+	return 0;
+}
+
+static inline void afm_pool_stats(struct afm_pool *pool,
+				  struct afm_pool_stats *stats)
+{
+	*stats = (struct afm_pool_stats){ };
+}
+
+static inline size_t afm_huge_class_size(struct afm_pool *pool)
+{
+	return 0;
+}
+
+static inline unsigned int afm_lookup_class_index(struct afm_pool *pool,
+						  unsigned int size)
+{
+	return 0;
+}
+
+#endif /* IS_REACHABLE(CONFIG_AFMALLOC) || AFMALLOC_IMPL */
+
+#endif /* _LINUX_AFMALLOC_H */

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests of afmalloc compaction (mm/compact.c): pages freed on a
+ * fragmented pool with every byte preserved, pinned objects left in place,
+ * nothing moved in an unfragmented pool, and a multi-threaded stress run
+ * with compaction in parallel.
+ */
+
+#include <kunit/test.h>
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/jiffies.h>
+#include <linux/kthread.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "afm_test.h"
+
+#define AFM_FRAG_OBJS	3000
+
+/* A zram-like spread of sizes, deterministic. */
+static size_t afm_frag_size(unsigned int i)
+{
+	return 20 + (i * 2654435761U >> 8) % 3000;
+}
+
+/*
+ * Fill a pool with AFM_FRAG_OBJS objects of mixed sizes, each with its own
+ * pattern, then free three of every four.
+ */
+static void afm_frag_fill(struct kunit *test, struct afm_test_set *ts)
+{
+	unsigned int i;
+	void *p;
+
+	for (i = 0; i < ts->n; i++) {
+		size_t size = afm_frag_size(i);
+
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		p = afm_map_object(ts->pool, ts->h[i], AFM_MM_WO);
+		KUNIT_ASSERT_NOT_NULL(test, p);
+		afm_test_fill(p, i, size);
+		afm_unmap_object(ts->pool, ts->h[i]);
+	}
+	for (i = 0; i < ts->n; i++) {
+		if (i % 4) {
+			afm_free(ts->pool, ts->h[i]);
+			ts->h[i] = 0;
+		}
+	}
+}
+
+static unsigned int afm_frag_verify(struct kunit *test,
+				    struct afm_test_set *ts, void *buf)
+{
+	unsigned int i, errors = 0;
+	long bad;
+
+	for (i = 0; i < ts->n; i++) {
+		if (!ts->h[i])
+			continue;
+		KUNIT_EXPECT_EQ(test, afm_read(ts->pool, ts->h[i], buf),
+				afm_frag_size(i));
+		bad = afm_test_check(buf, i, afm_frag_size(i));
+		if (bad >= 0 && errors++ < 5)
+			KUNIT_FAIL(test, "object %u: byte %ld differs", i, bad);
+	}
+	return errors;
+}
+
+/* Chunk addresses of every live object, AFM_MAX_CHUNKS per object. */
+static void **afm_frag_chunks(struct kunit *test, struct afm_test_set *ts)
+{
+	void **chunks;
+	unsigned int i;
+
+	chunks = kunit_kcalloc(test, ts->n * AFM_MAX_CHUNKS, sizeof(void *),
+			       GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, chunks);
+	for (i = 0; i < ts->n; i++) {
+		if (ts->h[i])
+			afm_slab_obj_chunks(ts->pool, ts->h[i],
+					    &chunks[i * AFM_MAX_CHUNKS]);
+	}
+	return chunks;
+}
+
+static bool afm_frag_moved(struct afm_test_set *ts, void **before,
+			   unsigned int i)
+{
+	void *now[AFM_MAX_CHUNKS] = { };
+
+	afm_slab_obj_chunks(ts->pool, ts->h[i], now);
+	return memcmp(now, &before[i * AFM_MAX_CHUNKS], sizeof(now));
+}
+
+static void afm_test_compact_fragmented(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_test_set(test, AFM_FRAG_OBJS);
+	unsigned long before, after, freed;
+	unsigned int i, moved = 0;
+	struct afm_pool_stats st;
+	void **chunks;
+	void *buf;
+
+	buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	afm_frag_fill(test, ts);
+	chunks = afm_frag_chunks(test, ts);
+
+	before = afm_get_total_pages(ts->pool);
+	freed = afm_compact(ts->pool);
+	after = afm_get_total_pages(ts->pool);
+	kunit_info(test, "pages %lu -> %lu, freed %lu\n", before, after, freed);
+
+	KUNIT_EXPECT_GT(test, freed, 0);
+	KUNIT_EXPECT_LT(test, after, before);
+	KUNIT_EXPECT_EQ(test, freed, before - after);
+	/* A quarter of the data is left: at least a third must go. */
+	KUNIT_EXPECT_LT(test, after, before * 2 / 3);
+	afm_pool_stats(ts->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.compactions, 1);
+	KUNIT_EXPECT_EQ(test, st.pages_compacted, freed);
+
+	for (i = 0; i < ts->n; i++)
+		moved += ts->h[i] && afm_frag_moved(ts, chunks, i);
+	KUNIT_EXPECT_GT(test, moved, 0);
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+
+	/* A second run finds little or nothing left to do. */
+	freed = afm_compact(ts->pool);
+	KUNIT_EXPECT_LE(test, freed, after / 10);
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+}
+
+/*
+ * Pinned objects (what afm_map_object() does to them, without disabling
+ * preemption, which compaction could not run under in the same thread)
+ * keep their chunks; others move; nothing is corrupted.
+ */
+static void afm_test_compact_pinned(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_test_set(test, AFM_FRAG_OBJS);
+	unsigned int i, pinned = 0, moved = 0, pinned_moved = 0;
+	void **chunks;
+	void *buf;
+
+	buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	afm_frag_fill(test, ts);
+
+	for (i = 0; i < ts->n; i += 8) {
+		if (afm_test_handle_ok(ts->h[i]) &&
+		    !afm_handle_is_direct(ts->h[i])) {
+			afm_desc_pin((struct afm_desc *)ts->h[i]);
+			pinned++;
+		}
+	}
+	KUNIT_ASSERT_GT(test, pinned, 0);
+	chunks = afm_frag_chunks(test, ts);
+
+	afm_compact(ts->pool);
+
+	for (i = 0; i < ts->n; i += 4) {
+		if (!ts->h[i] || afm_handle_is_direct(ts->h[i]))
+			continue;
+		if (i % 8 == 0) {
+			pinned_moved += afm_frag_moved(ts, chunks, i);
+			afm_desc_unpin((struct afm_desc *)ts->h[i]);
+		} else {
+			moved += afm_frag_moved(ts, chunks, i);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, pinned_moved, 0);
+	KUNIT_EXPECT_GT(test, moved, 0);
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+
+	/* Unpinned, they can move now. */
+	afm_compact(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+}
+
+/* Nothing to gain, nothing moved: densely filled slabs stay as they are. */
+static void afm_test_compact_dense(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_test_set(test, 1024);
+	unsigned int i, moved = 0;
+	unsigned long before;
+	void **chunks;
+
+	KUNIT_EXPECT_EQ(test, afm_compact(ts->pool), 0);
+	for (i = 0; i < ts->n; i++)
+		ts->h[i] = afm_test_malloc(test, ts->pool, 400);
+	chunks = afm_frag_chunks(test, ts);
+	before = afm_get_total_pages(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_compact(ts->pool), 0);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), before);
+	for (i = 0; i < ts->n; i++)
+		moved += afm_frag_moved(ts, chunks, i);
+	KUNIT_EXPECT_EQ(test, moved, 0);
+}
+
+/**
+ * struct afm_limbo - what the compaction hook did to objects in flight
+ * @ts: the test set.
+ * @cbuf: the compaction buffer seen by the hook.
+ * @cbuf_size: its size.
+ * @freed: object freed while in flight, or -1.
+ * @read: object read and mapped while in flight, or -1.
+ * @written: object rewritten while in flight, or -1.
+ * @pinned: object pinned while in flight until @unpin runs, or -1.
+ * @read_bad: the in-flight read saw wrong data.
+ * @waited: @pinned was still in the buffer when its pin was dropped.
+ * @unpin: drops the pin of @pinned a little later, from a worker.
+ */
+struct afm_limbo {
+	struct afm_test_set *ts;
+	void *cbuf;
+	size_t cbuf_size;
+	int freed, read, written, pinned;
+	bool read_bad;
+	bool waited;
+	struct delayed_work unpin;
+};
+
+#define AFM_LIMBO_SEED	100000
+
+static bool afm_limbo_in_buf(struct afm_limbo *l, unsigned int i)
+{
+	void *chunk[AFM_MAX_CHUNKS];
+	unsigned int k, nr;
+
+	nr = afm_slab_obj_chunks(l->ts->pool, l->ts->h[i], chunk);
+	for (k = 0; k < nr; k++) {
+		if (chunk[k] >= l->cbuf && chunk[k] < l->cbuf + l->cbuf_size)
+			return true;
+	}
+	return false;
+}
+
+static void afm_limbo_unpin(struct work_struct *work)
+{
+	struct afm_limbo *l = container_of(to_delayed_work(work),
+					   struct afm_limbo, unpin);
+
+	/* Compaction must not have put it back under the pin. */
+	l->waited = afm_limbo_in_buf(l, l->pinned);
+	afm_desc_unpin((struct afm_desc *)l->ts->h[l->pinned]);
+}
+
+/* Runs inside afm_compact(), with the first batch's chunks in the buffer. */
+static void afm_limbo_hook(struct afm_pool *pool, void *data)
+{
+	struct afm_slab_pool *sp = pool->store;
+	struct afm_limbo *l = data;
+	struct afm_test_set *ts = l->ts;
+	unsigned int i, found = 0;
+	const void *p;
+	void *buf;
+
+	l->cbuf = sp->cbuf;
+	l->cbuf_size = sp->cbuf_size;
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!buf)
+		return;
+	for (i = 0; i < ts->n && found < 4; i++) {
+		size_t size = afm_frag_size(i);
+
+		if (!ts->h[i] || !afm_limbo_in_buf(l, i))
+			continue;
+		switch (found++) {
+		case 0:
+			afm_free(pool, ts->h[i]);
+			ts->h[i] = 0;
+			l->freed = i;
+			break;
+		case 1:
+			if (afm_read(pool, ts->h[i], buf) != size ||
+			    afm_test_check(buf, i, size) >= 0)
+				l->read_bad = true;
+			p = afm_map_object(pool, ts->h[i], AFM_MM_RO);
+			if (!p || afm_test_check(p, i, size) >= 0)
+				l->read_bad = true;
+			if (p)
+				afm_unmap_object(pool, ts->h[i]);
+			l->read = i;
+			break;
+		case 2:
+			afm_test_fill(buf, i + AFM_LIMBO_SEED, size);
+			if (!afm_write(pool, ts->h[i], buf, size))
+				l->written = i;
+			break;
+		case 3:
+			afm_desc_pin((struct afm_desc *)ts->h[i]);
+			l->pinned = i;
+			schedule_delayed_work(&l->unpin, HZ / 10);
+			break;
+		}
+	}
+	kfree(buf);
+	pool->compact_hook = NULL;
+}
+
+/*
+ * Objects whose chunks are in the compaction buffer stay usable: they can
+ * be freed, read, mapped and written, and a pin taken then makes
+ * compaction wait before putting the chunk back.
+ */
+static void afm_test_compact_in_flight(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_test_set(test, AFM_FRAG_OBJS);
+	struct afm_pool_stats before, after;
+	struct afm_limbo *l;
+	unsigned int i, in_buf = 0;
+	size_t size;
+	void *buf;
+
+	buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	l = kunit_kzalloc(test, sizeof(*l), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_NOT_NULL(test, l);
+	l->ts = ts;
+	l->freed = -1;
+	l->read = -1;
+	l->written = -1;
+	l->pinned = -1;
+	INIT_DELAYED_WORK(&l->unpin, afm_limbo_unpin);
+
+	afm_frag_fill(test, ts);
+	afm_pool_stats(ts->pool, &before);
+	ts->pool->compact_hook_data = l;
+	ts->pool->compact_hook = afm_limbo_hook;
+	afm_compact(ts->pool);
+	ts->pool->compact_hook = NULL;
+	flush_delayed_work(&l->unpin);
+
+	KUNIT_ASSERT_NOT_NULL(test, l->cbuf);
+	KUNIT_EXPECT_GE(test, l->freed, 0);
+	KUNIT_EXPECT_GE(test, l->read, 0);
+	KUNIT_EXPECT_GE(test, l->written, 0);
+	KUNIT_ASSERT_GE(test, l->pinned, 0);
+	KUNIT_EXPECT_FALSE(test, l->read_bad);
+	KUNIT_EXPECT_TRUE(test, l->waited);
+
+	afm_pool_stats(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.objects, before.objects - 1);
+	/* Every chunk is back in a slab. */
+	for (i = 0; i < ts->n; i++)
+		in_buf += ts->h[i] && afm_limbo_in_buf(l, i);
+	KUNIT_EXPECT_EQ(test, in_buf, 0);
+
+	if (l->written >= 0) {
+		i = l->written;
+		size = afm_frag_size(i);
+		KUNIT_EXPECT_EQ(test, afm_read(ts->pool, ts->h[i], buf), size);
+		KUNIT_EXPECT_EQ(test, afm_test_check(buf, i + AFM_LIMBO_SEED,
+						     size), -1);
+		afm_test_fill(buf, i, size);
+		KUNIT_EXPECT_EQ(test, afm_write(ts->pool, ts->h[i], buf, size), 0);
+	}
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+}
+
+#define AFM_STRESS_WORKERS	3
+#define AFM_STRESS_SLOTS	64
+#define AFM_STRESS_SECONDS	4
+
+struct afm_stress {
+	struct afm_pool *pool;
+	unsigned long deadline;
+	atomic_t errors;
+	atomic_t ops;
+	atomic_t compactions;
+	atomic_t running;
+	struct completion done;
+};
+
+struct afm_stress_slot {
+	unsigned long h;
+	unsigned int seed;
+	size_t size;
+};
+
+static void afm_stress_error(struct afm_stress *st, const char *what,
+			     unsigned int seed)
+{
+	if (atomic_inc_return(&st->errors) <= 5)
+		pr_err("afmalloc stress: %s (object %u)\n", what, seed);
+}
+
+static void afm_stress_verify(struct afm_stress *st,
+			      struct afm_stress_slot *s, void *buf, bool map)
+{
+	const void *p;
+
+	if (!map) {
+		if (afm_read(st->pool, s->h, buf) != s->size ||
+		    afm_test_check(buf, s->seed, s->size) >= 0)
+			afm_stress_error(st, "afm_read mismatch", s->seed);
+		return;
+	}
+	p = afm_map_object(st->pool, s->h, AFM_MM_RO);
+	if (!p) {
+		afm_stress_error(st, "map failed", s->seed);
+		return;
+	}
+	if (afm_test_check(p, s->seed, s->size) >= 0)
+		afm_stress_error(st, "mapped data mismatch", s->seed);
+	afm_unmap_object(st->pool, s->h);
+}
+
+static int afm_stress_worker(void *data)
+{
+	struct afm_stress *st = data;
+	struct afm_stress_slot *slot;
+	unsigned int i, seq = 0;
+	void *buf, *p;
+
+	slot = kcalloc(AFM_STRESS_SLOTS, sizeof(*slot), GFP_KERNEL);
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!slot || !buf) {
+		afm_stress_error(st, "no memory for the worker", 0);
+		goto out;
+	}
+
+	while (time_before(jiffies, st->deadline)) {
+		struct afm_stress_slot *s;
+		u32 r = get_random_u32();
+
+		s = &slot[r % AFM_STRESS_SLOTS];
+		r /= AFM_STRESS_SLOTS;
+		if (s->h) {
+			afm_stress_verify(st, s, buf, r & 1);
+			afm_free(st->pool, s->h);
+			s->h = 0;
+		} else {
+			s->size = 1 + get_random_u32_below(PAGE_SIZE);
+			s->seed = (u32)(unsigned long)current->pid << 20 | seq++;
+			s->h = afm_malloc(st->pool, s->size, GFP_KERNEL);
+			if (IS_ERR_VALUE(s->h)) {
+				if (s->h != (unsigned long)ERR_PTR(-ENOMEM))
+					afm_stress_error(st, "malloc failed", s->seed);
+				s->h = 0;
+				continue;
+			}
+			if (r & 1) {
+				afm_test_fill(buf, s->seed, s->size);
+				if (afm_write(st->pool, s->h, buf, s->size))
+					afm_stress_error(st, "write failed", s->seed);
+			} else {
+				p = afm_map_object(st->pool, s->h, AFM_MM_WO);
+				if (p) {
+					afm_test_fill(p, s->seed, s->size);
+					afm_unmap_object(st->pool, s->h);
+				} else {
+					afm_stress_error(st, "map failed", s->seed);
+				}
+			}
+		}
+		atomic_inc(&st->ops);
+		cond_resched();
+	}
+
+	for (i = 0; i < AFM_STRESS_SLOTS; i++) {
+		if (slot[i].h) {
+			afm_stress_verify(st, &slot[i], buf, i & 1);
+			afm_free(st->pool, slot[i].h);
+		}
+	}
+out:
+	kfree(buf);
+	kfree(slot);
+	if (atomic_dec_and_test(&st->running))
+		complete(&st->done);
+	return 0;
+}
+
+static int afm_stress_compactor(void *data)
+{
+	struct afm_stress *st = data;
+
+	while (time_before(jiffies, st->deadline)) {
+		afm_compact(st->pool);
+		atomic_inc(&st->compactions);
+		msleep(20);
+	}
+	if (atomic_dec_and_test(&st->running))
+		complete(&st->done);
+	return 0;
+}
+
+/*
+ * Several threads allocate, write, map, verify and free random objects
+ * while another compacts the pool in a loop.
+ */
+static void afm_test_compact_stress(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_test_set(test, 0);
+	struct afm_pool_stats pst;
+	struct task_struct *t;
+	struct afm_stress *st;
+	unsigned int i, started = 0;
+
+	st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, st);
+	st->pool = ts->pool;
+	st->deadline = jiffies + AFM_STRESS_SECONDS * HZ;
+	init_completion(&st->done);
+	atomic_set(&st->running, AFM_STRESS_WORKERS + 2);
+
+	for (i = 0; i <= AFM_STRESS_WORKERS; i++) {
+		t = kthread_run(i ? afm_stress_worker : afm_stress_compactor,
+				st, "afm-stress/%u", i);
+		if (IS_ERR(t))
+			break;
+		started++;
+	}
+	/* Drop the threads not started, and the extra count. */
+	if (atomic_sub_and_test(AFM_STRESS_WORKERS + 2 - started, &st->running))
+		complete(&st->done);
+	wait_for_completion(&st->done);
+
+	if (started < AFM_STRESS_WORKERS + 1)
+		kunit_skip(test, "could only start %u threads", started);
+	afm_pool_stats(ts->pool, &pst);
+	kunit_info(test, "%d operations, %d compactions, %lu pages compacted\n",
+		   atomic_read(&st->ops), atomic_read(&st->compactions),
+		   pst.pages_compacted);
+	KUNIT_EXPECT_EQ(test, atomic_read(&st->errors), 0);
+	KUNIT_EXPECT_GT(test, atomic_read(&st->ops), 0);
+	KUNIT_EXPECT_GT(test, atomic_read(&st->compactions), 0);
+	afm_pool_stats(ts->pool, &pst);
+	KUNIT_EXPECT_EQ(test, pst.objects, 0);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
+static struct kunit_case afm_compact_test_cases[] = {
+	KUNIT_CASE(afm_test_compact_fragmented),
+	KUNIT_CASE(afm_test_compact_pinned),
+	KUNIT_CASE(afm_test_compact_dense),
+	KUNIT_CASE(afm_test_compact_in_flight),
+	KUNIT_CASE_SLOW(afm_test_compact_stress),
+	{}
+};
+
+static struct kunit_suite afm_compact_test_suite = {
+	.name = "afmalloc_compact",
+	.test_cases = afm_compact_test_cases,
+};
+
+kunit_test_suite(afm_compact_test_suite);

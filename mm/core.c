@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * afmalloc: anti-fragmentation allocator for compressed memory.
+ *
+ * This file holds the store-independent core: the pool list, argument
+ * checks, the per-CPU map area, compaction serialisation and module setup.
+ * Objects are kept by a store (struct afm_store_ops); the slab store
+ * (slab_store.c, compact.c) is the only one so far.
+ *
+ * Object model (slab store)
+ * -------------------------
+ * A request of size bytes (1..PAGE_SIZE) is rounded up to a multiple of
+ * AFM_MIN_CHUNK (16 bytes) and split into power-of-two chunks, following the
+ * binary decomposition of the rounded size: 400 B = 256 + 128 + 16. Each
+ * chunk comes from the pool's own cache of that size (afm-<pool>-<size>,
+ * SLAB_NO_MERGE, naturally aligned), except PAGE_SIZE chunks, which are
+ * order-0 pages from the page allocator: a PAGE_SIZE slab cache would use
+ * order-3 slabs of 8 objects that fragment like zspages do, while a page
+ * per chunk never leaves part of a slab unused.
+ *
+ * When rounding further up removes chunks, and so descriptor pointers,
+ * costing fewer bytes in total, the store rounds further (4000 B keeps
+ * 2048+1024+512+256+128+32, 4040 B becomes one 4096 B chunk): the sum of the
+ * chunks is the multiple of 16 at or above size, or that value rounded up
+ * to a larger power of two, whichever has the smallest footprint (below).
+ * At most AFM_MAX_CHUNKS chunks are needed; 4 KiB pages never use more
+ * than 7.
+ *
+ * Handle encoding
+ * ---------------
+ * - Direct handle (bit 0 set): the object size is a power of two from 16
+ *   to PAGE_SIZE, so the object is exactly one chunk. The handle is the
+ *   chunk address, which is aligned to its size 2^o, with bit o-1 set to
+ *   record o, and bit 0 set:  handle = addr | 1 << (o - 1) | 1.
+ *   There is no descriptor. The handle is the address, so compaction can
+ *   never move a direct object: slabs holding one cannot be emptied by
+ *   compaction and are skipped by it.
+ * - Descriptor handle (bit 0 clear): the address of a struct afm_desc from
+ *   the pool's cache for descriptors of that many chunks
+ *   (afm-<pool>-desc<n>): a state word (pin count and compaction lock), the
+ *   size, and one pointer per chunk, largest first. The descriptor never
+ *   moves; compaction moves chunks and updates the pointers, so handles are
+ *   stable for the object's life.
+ * Error values (IS_ERR_VALUE()) are never valid handles: no slab or page
+ * address lies in the last page of the address space.
+ *
+ * Per-object cost (64-bit, 4 KiB pages)
+ * -------------------------------------
+ * With sum the total chunk size chosen for size, and n its number of chunks:
+ *   direct (size = 2^k >= 16):  footprint = size
+ *   otherwise:                  footprint = sum + 8 + 8 * n
+ * (the 8 + 8 * n byte descriptor is allocated from a cache of exactly that
+ * object size). Examples: 16 -> 16; 1 -> 32; 100 -> 144 (+44%);
+ * 250 -> 272; 400 -> 432 (+8%); 1300 -> 1344 (+3.4%); 2000 -> 2056;
+ * 4000 -> 4056 (+1.4%); 4033..4095 -> 4112, so afm_huge_class_size() is
+ * 4033. Averaged over sizes 1..4096 the overhead is 46 bytes (at most 79).
+ * Chunk caches of power-of-two sizes have no tail waste inside a slab. On
+ * top of that, per slab: one slot in the slab tracker (an xarray indexed
+ * by pfn, not in the pool's pages: 576-byte nodes of 64 slots, so 9 to 576
+ * bytes per slab depending on how densely the pool's slabs sit in physical
+ * memory, shown as aux_bytes in debugfs) and for descriptor slabs a live
+ * bitmap of one bit per 8 bytes (72 bytes, 96 after kmalloc rounding, per
+ * 4 KiB slab; counted in meta_bytes).
+ * For comparison, zsmalloc in 6.12 spends 16 bytes per object (an 8-byte
+ * handle slot and an 8-byte header in the object) plus class rounding of 8
+ * bytes on average plus zspage tail waste.
+ *
+ * Page accounting (slab store)
+ * ----------------------------
+ * The slab tracker counts, per slab folio, the pool's live chunks (and live
+ * descriptors, in the bitmap) in it; a folio enters the tracker when its
+ * first live object is allocated and leaves when its last one is freed.
+ * afm_get_total_pages() is the sum of folio_nr_pages() of the tracked
+ * folios plus one page per PAGE_SIZE chunk: exact, not estimated, for both
+ * built-in and modular builds, since it needs neither struct slab nor
+ * slabinfo internals. Not counted: empty slabs SLUB keeps in its per-CPU
+ * and per-node partial lists until kmem_cache_shrink() (afm_compact()
+ * shrinks every cache of the pool); the tracker's own xarray nodes (shown
+ * in debugfs as aux_bytes) and descriptor bitmaps (in meta_bytes); the
+ * compaction buffer while a compaction runs. /proc/slabinfo of the pool's
+ * caches therefore shows at least the tracked pages; after afm_compact()
+ * the two agree up to slabs allocated concurrently. Note that slabinfo
+ * multiplies slabs by the cache's preferred order, while the tracker counts
+ * the real size of fallback lower-order slabs.
+ *
+ * Locking
+ * -------
+ * In the order they nest:
+ *   afm_pools_lock (mutex)       pool list and names; create/destroy only.
+ *   afm_pool.compact_lock (mutex) one compaction per pool; may sleep.
+ *   pool lock (xa_lock of afm_slab_pool.slabs, spinlock)
+ *                                 slab tracker, descriptor bitmaps, class
+ *                                 counters, the compaction buffer, and the
+ *                                 chunk pointers of published descriptors.
+ *                                 Taken by malloc, free, compaction and stats,
+ *                                 not by map (except to check the handle with
+ *                                 CONFIG_DEBUG_VM). Not IRQ or BH safe, hence
+ *                                 no calls from interrupt context. malloc may
+ *                                 drop it to allocate tracker memory.
+ *   AFM_DESC_LOCKED (bit in afm_desc.state)
+ *                                 compaction's exclusive access to one
+ *                                 descriptor: only trylock, only under the
+ *                                 pool lock, never held across a sleep or a
+ *                                 drop of the pool lock.
+ * Map path, separately:
+ *   afm_map_area.lock (local_lock) -> descriptor pin (count in
+ *   afm_desc.state, taken with cmpxchg, spins while AFM_DESC_LOCKED is set;
+ *   afm_read()/afm_write() pin without the local lock).
+ * A pinned object is never moved: compaction's trylock fails on a non-zero
+ * state and the chunk is left in place (or, if it is already in the
+ * compaction buffer, compaction waits for the pin to go).
+ *
+ * Known limitations
+ * -----------------
+ * - Direct objects, descriptors and PAGE_SIZE chunks never move, so
+ *   descriptor slabs fragment like zsmalloc's handle cache does and are
+ *   given back only when they empty.
+ * - Slab pages are not movable: kernel compaction, CMA and memory offlining
+ *   cannot migrate them, unlike zsmalloc's zspages.
+ * - One pool lock serialises malloc and free (zsmalloc has one per class),
+ *   and a compaction round walks every descriptor of the pool.
+ * - PREEMPT_RT: a pin spins on AFM_DESC_LOCKED, whose holder runs under a
+ *   spinlock that RT makes preemptible.
+ */
+
+#define pr_fmt(fmt) "afmalloc: " fmt
+
+#include <linux/cpuhotplug.h>
+#include <linux/err.h>
+#include <linux/gfp.h>
+#include <linux/hardirq.h>
+#include <linux/list.h>
+#include <linux/local_lock.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include <kunit/visibility.h>
+
+#include "afmalloc_internal.h"
+
+static const struct afm_store_ops *const afm_stores[] = {
+	[AFM_STORE_SLAB]	= &afm_slab_store_ops,
+	[AFM_STORE_ZSPAGE]	= NULL,		/* not implemented yet */
+};
+
+static const char *const afm_store_names[] = {
+	[AFM_STORE_SLAB]	= "slab",
+	[AFM_STORE_ZSPAGE]	= "zspage",
+};
+
+static LIST_HEAD(afm_pools);		/* under afm_pools_lock */
+static DEFINE_MUTEX(afm_pools_lock);
+
+/**
+ * struct afm_map_area - per-CPU state of afm_map_object()
+ * @lock: held from afm_map_object() to afm_unmap_object().
+ * @buf: PAGE_SIZE bounce buffer for multi-chunk objects.
+ * @pool: pool of the mapped object, for checking the unmap.
+ * @handle: handle of the mapped object.
+ * @mm: mapping mode.
+ */
+struct afm_map_area {
+	local_lock_t lock;
+	void *buf;
+	struct afm_pool *pool;
+	unsigned long handle;
+	enum afm_mapmode mm;
+};
+
+static DEFINE_PER_CPU(struct afm_map_area, afm_map_area) = {
+	.lock = INIT_LOCAL_LOCK(lock),
+};
+
+static enum cpuhp_state afm_cpuhp_state;
+
+static bool afm_handle_ok(unsigned long handle)
+{
+	return handle && !IS_ERR_VALUE(handle);
+}
+
+struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type)
+{
+	const struct afm_store_ops *ops;
+	struct afm_pool *pool, *p;
+	int err;
+
+	if (!name || !*name || strpbrk(name, "/ \t\n"))
+		return ERR_PTR(-EINVAL);
+	if ((unsigned int)type >= ARRAY_SIZE(afm_stores))
+		return ERR_PTR(-EINVAL);
+	ops = afm_stores[type];
+	if (!ops) {
+		pr_err("pool %s: the %s store is not implemented\n", name,
+		       afm_store_names[type]);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	if (!pool)
+		return ERR_PTR(-ENOMEM);
+	pool->name = kstrdup(name, GFP_KERNEL);
+	if (!pool->name) {
+		err = -ENOMEM;
+		goto free_pool;
+	}
+	pool->type = type;
+	pool->ops = ops;
+	mutex_init(&pool->compact_lock);
+
+	mutex_lock(&afm_pools_lock);
+	list_for_each_entry(p, &afm_pools, list) {
+		if (!strcmp(p->name, name)) {
+			err = -EEXIST;
+			goto unlock;
+		}
+	}
+	err = ops->create(pool);
+	if (err)
+		goto unlock;
+	list_add(&pool->list, &afm_pools);
+	mutex_unlock(&afm_pools_lock);
+
+	afm_stat_pool_add(pool);
+	return pool;
+
+unlock:
+	mutex_unlock(&afm_pools_lock);
+	kfree(pool->name);
+free_pool:
+	kfree(pool);
+	return ERR_PTR(err);
+}
+EXPORT_SYMBOL_GPL(afm_create_pool);
+
+void afm_destroy_pool(struct afm_pool *pool)
+{
+	if (IS_ERR_OR_NULL(pool))
+		return;
+
+	afm_stat_pool_del(pool);
+	mutex_lock(&afm_pools_lock);
+	list_del(&pool->list);
+	pool->ops->destroy(pool);
+	mutex_unlock(&afm_pools_lock);
+	mutex_destroy(&pool->compact_lock);
+	kfree(pool->name);
+	kfree(pool);
+}
+EXPORT_SYMBOL_GPL(afm_destroy_pool);
+
+unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp)
+{
+	if (unlikely(!size || size > PAGE_SIZE))
+		return (unsigned long)ERR_PTR(-EINVAL);
+
+	return pool->ops->malloc(pool, size, gfp);
+}
+EXPORT_SYMBOL_GPL(afm_malloc);
+
+void afm_free(struct afm_pool *pool, unsigned long handle)
+{
+	if (!afm_handle_ok(handle))
+		return;
+
+	pool->ops->free(pool, handle);
+}
+EXPORT_SYMBOL_GPL(afm_free);
+
+void *afm_map_object(struct afm_pool *pool, unsigned long handle,
+		     enum afm_mapmode mm)
+{
+	struct afm_map_area *area;
+	void *addr;
+
+	/*
+	 * The map area is per CPU and shared by all pools: an interrupt
+	 * mapping an object would clobber the mapping it interrupted.
+	 */
+	if (WARN_ON_ONCE(in_interrupt()) || WARN_ON_ONCE(!afm_handle_ok(handle)))
+		return NULL;
+
+	local_lock(&afm_map_area.lock);
+	area = this_cpu_ptr(&afm_map_area);
+	addr = pool->ops->map(pool, handle, mm, area->buf);
+	if (unlikely(!addr)) {
+		local_unlock(&afm_map_area.lock);
+		return NULL;
+	}
+	area->pool = pool;
+	area->handle = handle;
+	area->mm = mm;
+	return addr;
+}
+EXPORT_SYMBOL_GPL(afm_map_object);
+
+void afm_unmap_object(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_map_area *area = this_cpu_ptr(&afm_map_area);
+
+	/* Nothing mapped on this CPU: unbalanced or cross-CPU unmap. */
+	if (WARN_ON_ONCE(!area->pool))
+		return;
+	/*
+	 * Unmap what is mapped here even if the caller names another
+	 * object: unpinning the wrong one would let compaction move it
+	 * under its user, and the local lock must be released.
+	 */
+	WARN_ON_ONCE(area->pool != pool || area->handle != handle);
+	area->pool->ops->unmap(area->pool, area->handle, area->mm, area->buf);
+	area->pool = NULL;
+	area->handle = 0;
+	local_unlock(&afm_map_area.lock);
+}
+EXPORT_SYMBOL_GPL(afm_unmap_object);
+
+size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst)
+{
+	if (WARN_ON_ONCE(!afm_handle_ok(handle)))
+		return 0;
+
+	return pool->ops->read(pool, handle, dst);
+}
+EXPORT_SYMBOL_GPL(afm_read);
+
+int afm_write(struct afm_pool *pool, unsigned long handle, const void *src,
+	      size_t len)
+{
+	if (WARN_ON_ONCE(!afm_handle_ok(handle)))
+		return -EINVAL;
+
+	return pool->ops->write(pool, handle, src, len);
+}
+EXPORT_SYMBOL_GPL(afm_write);
+
+size_t afm_obj_size(struct afm_pool *pool, unsigned long handle)
+{
+	if (!afm_handle_ok(handle))
+		return 0;
+
+	return pool->ops->obj_size(pool, handle);
+}
+EXPORT_SYMBOL_GPL(afm_obj_size);
+
+unsigned long afm_get_total_pages(struct afm_pool *pool)
+{
+	return pool->ops->total_pages(pool);
+}
+EXPORT_SYMBOL_GPL(afm_get_total_pages);
+
+unsigned long afm_compact(struct afm_pool *pool)
+{
+	unsigned long before, after, freed;
+
+	mutex_lock(&pool->compact_lock);
+	before = pool->ops->total_pages(pool);
+	pool->ops->compact(pool);
+	after = pool->ops->total_pages(pool);
+	freed = before > after ? before - after : 0;
+	atomic_long_inc(&pool->compactions);
+	atomic_long_add(freed, &pool->pages_compacted);
+	mutex_unlock(&pool->compact_lock);
+
+	return freed;
+}
+EXPORT_SYMBOL_GPL(afm_compact);
+
+void afm_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats)
+{
+	struct afm_store_stats ss;
+
+	pool->ops->stats(pool, &ss);
+	stats->pages_compacted = atomic_long_read(&pool->pages_compacted);
+	stats->compactions = atomic_long_read(&pool->compactions);
+	stats->objects = ss.objects;
+	stats->stored_bytes = ss.stored_bytes;
+	stats->meta_bytes = ss.meta_bytes;
+}
+EXPORT_SYMBOL_GPL(afm_pool_stats);
+
+size_t afm_huge_class_size(struct afm_pool *pool)
+{
+	return pool->ops->huge_class_size(pool);
+}
+EXPORT_SYMBOL_GPL(afm_huge_class_size);
+
+unsigned int afm_lookup_class_index(struct afm_pool *pool, unsigned int size)
+{
+	return pool->ops->class_index(pool, clamp_t(unsigned int, size, 1,
+						    PAGE_SIZE));
+}
+EXPORT_SYMBOL_GPL(afm_lookup_class_index);
+
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/**
+ * afm_set_fail_nth() - arm allocation-failure injection
+ * @pool: the pool
+ * @nth: fail the @nth internal allocation from now (1 = the next one);
+ *	0 disarms.
+ */
+void afm_set_fail_nth(struct afm_pool *pool, unsigned int nth)
+{
+	atomic_set(&pool->fail_nth, nth);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_set_fail_nth);
+#endif
+
+static int afm_cpu_prepare(unsigned int cpu)
+{
+	struct afm_map_area *area = per_cpu_ptr(&afm_map_area, cpu);
+	struct page *page;
+
+	if (area->buf)
+		return 0;
+	page = alloc_pages_node(cpu_to_node(cpu), GFP_KERNEL, 0);
+	if (!page)
+		return -ENOMEM;
+	area->buf = page_address(page);
+	return 0;
+}
+
+static int afm_cpu_dead(unsigned int cpu)
+{
+	struct afm_map_area *area = per_cpu_ptr(&afm_map_area, cpu);
+
+	free_page((unsigned long)area->buf);
+	area->buf = NULL;
+	return 0;
+}
+
+static int __init afm_init(void)
+{
+	int ret;
+
+	afm_slab_store_init();
+	ret = cpuhp_setup_state(CPUHP_BP_PREPARE_DYN, "mm/afmalloc:prepare",
+				afm_cpu_prepare, afm_cpu_dead);
+	if (ret < 0)
+		return ret;
+	afm_cpuhp_state = ret;
+	afm_stat_init();
+	return 0;
+}
+
+static void __exit afm_exit(void)
+{
+	afm_stat_exit();
+	cpuhp_remove_state(afm_cpuhp_state);
+}
+
+module_init(afm_init);
+module_exit(afm_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Anti-fragmentation allocator for compressed memory");
