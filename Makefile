@@ -8,6 +8,7 @@
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
+#   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
 #
 # Caches live in $(AFMALLOC_CACHE) (default ~/.cache/afmalloc).
 
@@ -20,13 +21,13 @@ ALLOC ?= zsmalloc
 COMP ?= lz4
 OUT ?=
 
-.PHONY: all help setup source tree kunit guest guest-debug vm-test check demo bench \
-	module module-clean checkpatch
+.PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
+	vm-test-stock check demo bench module module-clean checkpatch
 
 all: help
 
 help:
-	@sed -n '3,13p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	$(TOP)/scripts/setup.sh
@@ -50,7 +51,15 @@ vm-test: guest
 	$(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
 		$(TOP)/tests/vm/zram-integrity.sh --dataset "$$($(TOP)/bench/dataset.sh quick)"
 
-check: setup kunit vm-test
+# zswap on afmalloc built into the project's kernel.
+vm-test-zswap: guest
+	$(TOP)/tests/vm/zswap-stock.sh --own-kernel
+
+# zswap on afmalloc.ko built against Debian's linux-headers, in Debian's kernel.
+vm-test-stock: setup
+	$(TOP)/tests/vm/zswap-stock.sh
+
+check: setup kunit vm-test vm-test-zswap vm-test-stock
 	@echo "make check: all passed"
 
 demo: setup

@@ -442,11 +442,13 @@ static int __init afm_init(void)
 		return ret;
 	afm_cpuhp_state = ret;
 	afm_stat_init();
+	afm_zpool_init();
 	return 0;
 }
 
 static void __exit afm_exit(void)
 {
+	afm_zpool_exit();
 	afm_stat_exit();
 	cpuhp_remove_state(afm_cpuhp_state);
 }

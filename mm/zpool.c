@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * afmalloc as a zpool driver, so that zswap can keep its compressed pages
+ * in afmalloc: zswap.zpool=afmalloc on the command line, or at run time
+ *
+ *   echo afmalloc > /sys/module/zswap/parameters/zpool
+ *
+ * Built only when the kernel has the zpool API (CONFIG_ZPOOL, 6.12 and
+ * earlier). Without it the module still loads and offers the afm_* API;
+ * only this driver (and its zswap_store parameter) is absent.
+ *
+ * Module lifetime: zpool_create_pool() takes a reference on the driver's
+ * owner (try_module_get(driver->owner)) for every pool and drops it in
+ * zpool_destroy_pool(), so while zswap has an afmalloc pool, including an
+ * old pool that is no longer current but still holds entries, rmmod
+ * afmalloc fails with EBUSY ("Module afmalloc is in use"). The module exit
+ * can thus only run without pools, when zpool_unregister_driver() cannot
+ * fail; once unloading has begun try_module_get() fails and no new pool
+ * can appear. MODULE_ALIAS("zpool-afmalloc") lets zswap load the module on
+ * demand (zpool's request_module("zpool-%s")) when it is installed.
+ *
+ * The store of new pools is the module parameter zswap_store (slab or
+ * zspage; default slab). Changing it affects pools created afterwards:
+ * zswap creates a pool when zswap.zpool or zswap.compressor changes.
+ */
+
+#define pr_fmt(fmt) "afmalloc: " fmt
+
+#include <linux/err.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+#include <linux/zpool.h>
+
+#include "afmalloc_internal.h"
+
+static const char *const afm_zpool_store_names[] = {
+	[AFM_STORE_SLAB]	= "slab",
+	[AFM_STORE_ZSPAGE]	= "zspage",
+};
+
+/*
+ * Whether a store allocates movable (and possibly highmem) memory when
+ * given __GFP_MOVABLE | __GFP_HIGHMEM. Every store accepts those flags:
+ * the slab store drops them (slab pages are never movable), the zspage
+ * store honours them (its pages are movable and only reached through
+ * kmap_local_page()).
+ */
+static const bool afm_zpool_store_movable[] = {
+	[AFM_STORE_SLAB]	= false,
+	[AFM_STORE_ZSPAGE]	= true,
+};
+
+/* Store of the zswap pools created from now on; see the file comment. */
+static enum afm_store_type afm_zswap_store = AFM_STORE_SLAB;
+
+static struct zpool_driver afm_zpool_driver;
+
+static int afm_zswap_store_set(const char *val, const struct kernel_param *kp)
+{
+	int type = sysfs_match_string(afm_zpool_store_names, val);
+
+	if (type < 0) {
+		pr_warn("zswap_store: unknown store '%.*s', valid stores: slab, zspage; keeping %s\n",
+			(int)strcspn(val, "\n"), val,
+			afm_zpool_store_names[READ_ONCE(afm_zswap_store)]);
+		return -EINVAL;
+	}
+	WRITE_ONCE(afm_zswap_store, type);
+	return 0;
+}
+
+static int afm_zswap_store_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n",
+			  afm_zpool_store_names[READ_ONCE(afm_zswap_store)]);
+}
+
+static const struct kernel_param_ops afm_zswap_store_ops = {
+	.set = afm_zswap_store_set,
+	.get = afm_zswap_store_get,
+};
+module_param_cb(zswap_store, &afm_zswap_store_ops, &afm_zswap_store, 0644);
+MODULE_PARM_DESC(zswap_store,
+		 "store of new zswap pools: slab (default) or zspage");
+
+static void *afm_zpool_create(const char *name, gfp_t gfp)
+{
+	enum afm_store_type type = READ_ONCE(afm_zswap_store);
+	struct afm_pool *pool;
+
+	/*
+	 * As for zsmalloc, @gfp is ignored: the pool's own allocations are
+	 * made with GFP_KERNEL, objects with the flags given to malloc.
+	 */
+	pool = afm_create_pool(name, type);
+	if (IS_ERR(pool)) {
+		pr_warn("cannot create zswap pool %s with the %s store: %pe\n",
+			name, afm_zpool_store_names[type], pool);
+		return NULL;
+	}
+	/* See afm_zpool_driver: the new pool becomes zswap's current one. */
+	WRITE_ONCE(afm_zpool_driver.malloc_support_movable,
+		   afm_zpool_store_movable[type]);
+	return pool;
+}
+
+static void afm_zpool_destroy(void *pool)
+{
+	afm_destroy_pool(pool);
+}
+
+static int afm_zpool_malloc(void *pool, size_t size, gfp_t gfp,
+			    unsigned long *handle)
+{
+	unsigned long h;
+
+	/*
+	 * zsmalloc's convention, which zswap relies on: an object larger
+	 * than a page is -ENOSPC (counted as reject_compress_poor), not
+	 * -EINVAL.
+	 */
+	if (unlikely(!size))
+		return -EINVAL;
+	if (unlikely(size > PAGE_SIZE))
+		return -ENOSPC;
+
+	h = afm_malloc(pool, size, gfp);
+	if (IS_ERR_VALUE(h))
+		return PTR_ERR((void *)h);
+	*handle = h;
+	return 0;
+}
+
+static void afm_zpool_free(void *pool, unsigned long handle)
+{
+	afm_free(pool, handle);
+}
+
+static void *afm_zpool_map(void *pool, unsigned long handle,
+			   enum zpool_mapmode mm)
+{
+	enum afm_mapmode afm_mm;
+
+	switch (mm) {
+	case ZPOOL_MM_RO:
+		afm_mm = AFM_MM_RO;
+		break;
+	case ZPOOL_MM_WO:
+		afm_mm = AFM_MM_WO;
+		break;
+	case ZPOOL_MM_RW:
+	default:
+		afm_mm = AFM_MM_RW;
+		break;
+	}
+	return afm_map_object(pool, handle, afm_mm);
+}
+
+static void afm_zpool_unmap(void *pool, unsigned long handle)
+{
+	afm_unmap_object(pool, handle);
+}
+
+static u64 afm_zpool_total_pages(void *pool)
+{
+	return afm_get_total_pages(pool);
+}
+
+/*
+ * The flags are per driver, not per pool:
+ * - malloc_support_movable: whether zswap passes __GFP_HIGHMEM |
+ *   __GFP_MOVABLE to malloc. It follows the store of the pool created
+ *   last (false, the slab store's answer, until then): zswap creates a
+ *   pool only to make it current, and allocates only from its current
+ *   pool, so the flag describes the pool zswap allocates from. When zswap
+ *   goes back to an older pool of another store without creating one, or
+ *   in the instant of a switch, a pool may see the other store's flags;
+ *   that is harmless, as every store accepts them (see
+ *   afm_zpool_store_movable): the slab store merely ignores them, the
+ *   zspage store merely allocates unmovable pages.
+ * - sleep_mapped: false, for every store. afm_map_object() returns with a
+ *   per-CPU local lock held (preemption disabled) until
+ *   afm_unmap_object(), as zs_map_object() does; zswap then copies out
+ *   before a decompression that may sleep.
+ * zswap copies an object out first if its mapped address is not in the
+ * linear map (virt_addr_valid()), so either kind of address is fine.
+ */
+static struct zpool_driver afm_zpool_driver = {
+	.type			= "afmalloc",
+	.owner			= THIS_MODULE,
+	.create			= afm_zpool_create,
+	.destroy		= afm_zpool_destroy,
+	.malloc_support_movable	= false,
+	.malloc			= afm_zpool_malloc,
+	.free			= afm_zpool_free,
+	.sleep_mapped		= false,
+	.map			= afm_zpool_map,
+	.unmap			= afm_zpool_unmap,
+	.total_pages		= afm_zpool_total_pages,
+};
+
+MODULE_ALIAS("zpool-afmalloc");
+
+/**
+ * afm_zpool_init() - register the zpool driver
+ *
+ * Called last in the module init, once the rest of afmalloc is ready:
+ * zswap may create a pool as soon as the driver is registered.
+ */
+void afm_zpool_init(void)
+{
+	zpool_register_driver(&afm_zpool_driver);
+}
+
+/**
+ * afm_zpool_exit() - unregister the zpool driver
+ *
+ * Called first in the module exit. Every zswap pool holds a reference on
+ * this module, so no pool exists here and unregistering cannot fail. Only
+ * a forced unload (rmmod -f, CONFIG_MODULE_FORCE_UNLOAD) gets here with
+ * live pools: then zpool keeps pointers into the unloaded module, and all
+ * this can do is say so.
+ */
+void afm_zpool_exit(void)
+{
+	WARN(zpool_unregister_driver(&afm_zpool_driver),
+	     "afmalloc: zpool driver still in use at exit\n");
+}

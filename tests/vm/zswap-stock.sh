@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# zswap on afmalloc in a VM (host side; the guest part is zswap-test.sh).
+#
+#   tests/vm/zswap-stock.sh [--own-kernel] [--no-kunit] [--mb N]
+#                           [--limit-mb N] [--timeout SEC]
+#
+# Default: the unmodified Debian kernel. scripts/stock-kernel.sh installs
+# linux-image/linux-headers 6.12.N+deb12-amd64 and builds afmalloc.ko (and
+# the KUnit modules when that kernel has CONFIG_KUNIT); the VM boots
+# /boot/vmlinuz-KVER (virtme-ng takes its modules from /lib/modules/KVER),
+# insmods afmalloc.ko and switches zswap to it at run time.
+# --own-kernel: the project's guest kernel (scripts/build-guest.sh), where
+# afmalloc is built in: same test without insmod/rmmod.
+# The workload program is built here with the host's gcc into
+# $AFMALLOC_BUILD/zswap-load/ (the guest shares the host's root fs).
+. "$(dirname "$0")/../../scripts/common.sh"
+
+own=0 kunit=1 mb=128 limit_mb=32 timeout_s=420
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--own-kernel) own=1 ;;
+	--no-kunit) kunit=0 ;;
+	--mb) mb=${2:?}; shift ;;
+	--limit-mb) limit_mb=${2:?}; shift ;;
+	--timeout) timeout_s=${2:?}; shift ;;
+	-h|--help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown option '$1'" ;;
+	esac
+	shift
+done
+[[ "$mb" =~ ^[1-9][0-9]*$ && "$limit_mb" =~ ^[1-9][0-9]*$ ]] || die "--mb and --limit-mb take MiB"
+need_root "booting a VM"
+test_sh=$AFMALLOC_TOP/tests/vm/zswap-test.sh
+
+# The workload binary, rebuilt when its source changes.
+loaddir=$AFMALLOC_BUILD/zswap-load
+mkdir -p "$loaddir"
+bash "$test_sh" --emit-load-source > "$loaddir/zswap-load.c.new"
+if ! cmp -s "$loaddir/zswap-load.c.new" "$loaddir/zswap-load.c" || [ ! -x "$loaddir/zswap-load" ]; then
+	mv "$loaddir/zswap-load.c.new" "$loaddir/zswap-load.c"
+	gcc -O2 -Wall -Werror -o "$loaddir/zswap-load" "$loaddir/zswap-load.c" ||
+		die "cannot build the workload"
+else
+	rm -f "$loaddir/zswap-load.c.new"
+fi
+
+args=(--load "$loaddir/zswap-load" --mb "$mb" --limit-mb "$limit_mb")
+if [ "$own" = 1 ]; then
+	kernel=$AFMALLOC_BUILD/guest/arch/x86/boot/bzImage
+	[ -f "$kernel" ] || die "no guest kernel at $kernel: run scripts/build-guest.sh (make guest)"
+	args+=(--builtin)
+	log "zswap test on the project's kernel ($kernel), afmalloc built in"
+else
+	vars=$("$AFMALLOC_TOP/scripts/stock-kernel.sh")
+	eval "$vars"
+	kernel=$STOCK_KERNEL
+	args+=(--module "$STOCK_MODULE")
+	if [ "$kunit" = 1 ] && [ -n "$STOCK_KUNIT_DIR" ]; then
+		args+=(--kunit "$STOCK_KUNIT_DIR")
+	elif [ "$kunit" = 1 ]; then
+		log "$STOCK_KVER has CONFIG_KUNIT=$STOCK_KUNIT_CONFIG: no KUnit run on the stock kernel"
+	fi
+	log "zswap test on the stock kernel $STOCK_KVER ($kernel), afmalloc.ko from $STOCK_MODULE"
+fi
+
+# slab_nomerge: zsmalloc's handle and zspage caches show up on their own in
+# /proc/slabinfo, so the test can count every page each allocator holds.
+exec "$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kernel" --memory 2G --cpus 2 \
+	--append slab_nomerge --timeout "$timeout_s" "$test_sh" "${args[@]}"

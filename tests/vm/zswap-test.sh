@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# In-VM zswap test of afmalloc's zpool driver, run by tests/vm/zswap-stock.sh
+# through scripts/vm-run.sh, as root, in a throw-away guest.
+#
+#   zswap-test.sh --load BIN (--module KO | --builtin) [--kunit DIR]
+#                 [--mb N] [--limit-mb N]
+#   zswap-test.sh --emit-load-source      print the workload's C source
+#
+# --module KO: unmodified kernel, afmalloc.ko loaded with insmod (and the
+# rmmod rules checked); --builtin: the project's kernel, afmalloc built in.
+# --kunit DIR: also load DIR/afmalloc.ko + DIR/afmalloc_kunit.ko (a build
+# with CONFIG_AFMALLOC_KUNIT_TEST=m), check every suite passed, unload.
+#
+# Swap device: a zram disk (zsmalloc, lz4) as the swap device behind zswap.
+# It needs no disk image and works in both kernels; zswap sits in front of
+# it, so a page reaches zram only when zswap rejects it or writes it back.
+# (A swap file on the 9p root or on tmpfs is impossible, and a loop device
+# over a tmpfs file would swap tmpfs pages into themselves.)
+#
+# Workload (the C program from --emit-load-source, built on the host): in a
+# cgroup v2 with memory.max = --limit-mb, touch --mb MiB (4x the limit by
+# default) of 4 KiB pages, each a deterministic function of (page, pass):
+# a pseudo-random head of 16..767 bytes (1 page in 16: up to 3.8 KiB) and
+# a repetitive tail, so compressed sizes spread over the whole object range
+# and no page is zero-filled; rewrite half of the pages, stop (SIGSTOP) so
+# the test can look at zswap while the data sits in it, then verify every
+# byte of every page. zswap's compressed pool is charged to the cgroup, so
+# the data must compress well for 4x the limit to fit (about 7:1 here).
+#
+# Phases:
+#  1. bad input: insmod with zswap_store=bogus fails (module mode); writing
+#     an unknown store to /sys/module/afmalloc/parameters/zswap_store fails
+#     and leaves it unchanged.
+#  2. KUnit (--kunit).
+#  3. afmalloc: zswap.zpool=afmalloc, workload; while it is stopped, assert
+#     zswap stored pages in afmalloc; rmmod refused; switch zswap to
+#     zsmalloc (the old pool still holds the data): rmmod still refused;
+#     resume and verify; swapoff drains the pool; rmmod succeeds.
+#  4. zsmalloc: same workload for the baseline; print both ratios.
+#  5. switching zswap.zpool between afmalloc and zsmalloc every second
+#     while the workload runs 3 passes; every page verifies.
+#  6. zswap_store=zspage: creating a zswap pool must fail cleanly (until
+#     the zspage store exists), zswap keeps its pool.
+# Finally the kernel log must show no WARNING, BUG or Oops.
+set -euo pipefail
+
+emit_load_source() {
+	cat <<'CEOF'
+/* zswap-load: checksummed swap workload for the afmalloc zswap test. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define PG 4096
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Content of page i at generation g: random head, repetitive tail. */
+static void fill(unsigned char *p, uint64_t i, unsigned int g)
+{
+	uint64_t s = mix(i * 1000003ull + g), r = s;
+	size_t head = (s >> 8) % 16 ? 16 + s % 752 : 16 + s % 3800, k;
+	char line[64];
+	int n;
+
+	for (k = 0; k < head; k += 8) {
+		r = mix(r);
+		memcpy(p + k, &r, 8);
+	}
+	n = snprintf(line, sizeof(line), "afmalloc page %llu gen %u. ",
+		     (unsigned long long)i, g);
+	for (k = head; k < PG; k++)
+		p[k] = line[(k - head) % n];
+}
+
+int main(int argc, char **argv)
+{
+	size_t mb, npages, i, bad = 0;
+	unsigned int passes, pass, stop;
+	unsigned char *mem, *gen, ref[PG];
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s MB PASSES [stop]\n", argv[0]);
+		return 2;
+	}
+	mb = strtoul(argv[1], NULL, 0);
+	passes = strtoul(argv[2], NULL, 0);
+	stop = argc > 3 && !strcmp(argv[3], "stop");
+	npages = mb << 8;
+	mem = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	gen = calloc(npages, 1);
+	if (mem == MAP_FAILED || !gen) {
+		perror("zswap-load: mmap");
+		return 2;
+	}
+	madvise(mem, npages * PG, MADV_NOHUGEPAGE);
+
+	for (i = 0; i < npages; i++)
+		fill(mem + i * PG, i, 0);
+	/* Later passes: check every page, rewrite every other one. */
+	for (pass = 1; pass < passes; pass++) {
+		for (i = 0; i < npages; i++) {
+			fill(ref, i, gen[i]);
+			if (memcmp(ref, mem + i * PG, PG)) {
+				if (bad++ < 10)
+					fprintf(stderr, "zswap-load: page %zu gen %u differs (pass %u)\n",
+						i, gen[i], pass);
+			}
+			if ((i + pass) % 2 == 0) {
+				gen[i] = pass;
+				fill(mem + i * PG, i, pass);
+			}
+		}
+	}
+	printf("zswap-load: wrote %zu pages (%zu MiB) in %u passes\n",
+	       npages, mb, passes);
+	fflush(stdout);
+	if (stop)
+		raise(SIGSTOP);
+	for (i = 0; i < npages; i++) {
+		fill(ref, i, gen[i]);
+		if (memcmp(ref, mem + i * PG, PG) && bad++ < 10)
+			fprintf(stderr, "zswap-load: page %zu gen %u differs\n",
+				i, gen[i]);
+	}
+	printf("zswap-load: verified %zu pages: %zu bad\n", npages, bad);
+	return bad ? 1 : 0;
+}
+CEOF
+}
+
+fail() { echo "zswap-test: FAIL: $*" >&2; dmesg | tail -n 30 >&2; exit 1; }
+note() { echo "zswap-test: $*"; }
+
+load= module= builtin=0 kunit= mb=128 limit_mb=32
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--emit-load-source) emit_load_source; exit 0 ;;
+	--load) load=${2:?}; shift ;;
+	--module) module=${2:?}; shift ;;
+	--builtin) builtin=1 ;;
+	--kunit) kunit=${2:?}; shift ;;
+	--mb) mb=${2:?}; shift ;;
+	--limit-mb) limit_mb=${2:?}; shift ;;
+	*) fail "unknown option '$1'" ;;
+	esac
+	shift
+done
+[ -x "$load" ] || fail "workload binary '$load' missing (--load)"
+[ -n "$module" ] || [ "$builtin" = 1 ] || fail "give --module KO or --builtin"
+[ -z "$module" ] || [ -f "$module" ] || fail "module $module not found"
+[ "${AFMALLOC_IN_VM:-}" = 1 ] || fail "runs inside a throw-away VM (scripts/vm-run.sh) only"
+
+zs=/sys/module/zswap/parameters
+dbg=/sys/kernel/debug
+cg=/sys/fs/cgroup
+param=/sys/module/afmalloc/parameters/zswap_store
+note "kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print $2 / 1024 " MiB" }' /proc/meminfo)"
+[ -d $zs ] || fail "this kernel has no zswap"
+mountpoint -q $dbg || mount -t debugfs none $dbg
+if ! [ -f $cg/cgroup.controllers ]; then
+	mountpoint -q $cg && umount $cg 2>/dev/null || true
+	mkdir -p $cg && mount -t cgroup2 none $cg
+fi
+grep -qw memory $cg/cgroup.controllers || fail "no memory controller in cgroup v2"
+# (The kernel log is not cleared: vm-run.sh checks all of it for splats.)
+
+# wait_until SECONDS CMD...: poll until CMD succeeds.
+wait_until() {
+	local t=$(( $1 * 10 )); shift
+	while ! "$@"; do
+		t=$((t - 1))
+		[ $t -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+rmmod_refused() {  # rmmod afmalloc must fail because a pool holds the module
+	local out
+	if out=$(rmmod afmalloc 2>&1); then
+		fail "rmmod afmalloc succeeded while a zswap pool used it"
+	fi
+	echo "$out" | grep -q 'in use' || fail "rmmod afmalloc failed for another reason: $out"
+	note "rmmod refused as expected ($1): '$out', refcnt $(cat /sys/module/afmalloc/refcnt)"
+}
+
+set_zpool() {  # set_zpool TYPE: switch zswap's allocator, check it took
+	echo "$1" > $zs/zpool || return 1
+	[ "$(cat $zs/zpool)" = "$1" ]
+}
+
+# --- swap device: zram, lz4 -------------------------------------------------
+[ -e /sys/class/zram-control ] || modprobe zram num_devices=1 || fail "no zram"
+zdev=/dev/zram0
+[ -e /sys/block/zram0 ] || fail "no zram0"
+zram_up() {
+	echo 1 > /sys/block/zram0/reset
+	echo lz4 > /sys/block/zram0/comp_algorithm 2>/dev/null || true
+	echo 2G > /sys/block/zram0/disksize
+	mkswap -q $zdev >/dev/null
+	swapon $zdev
+}
+zram_up
+
+# --- zswap: lz4 if offered, zswap off until a pool is chosen ----------------
+echo 0 > $zs/enabled
+echo lz4 > $zs/compressor 2>/dev/null || note "lz4 unavailable, compressor $(cat $zs/compressor)"
+echo 100 > $zs/max_pool_percent
+
+# --- 1. bad input ------------------------------------------------------------
+if [ -n "$module" ]; then
+	! grep -qw afmalloc /proc/modules || fail "afmalloc already loaded"
+	if out=$(insmod "$module" zswap_store=bogus 2>&1); then
+		fail "insmod with zswap_store=bogus succeeded"
+	fi
+	dmesg | grep -q "afmalloc: zswap_store: unknown store 'bogus'" ||
+		fail "no clear message for zswap_store=bogus"
+	note "insmod zswap_store=bogus refused: $out; log: $(dmesg | grep -m1 "unknown store 'bogus'")"
+	insmod "$module" || fail "insmod $module"
+	note "loaded $module"
+fi
+[ -f $param ] || fail "no $param (zpool driver missing?)"
+[ "$(cat $param)" = slab ] || fail "default store is '$(cat $param)', not slab"
+if echo bogus2 > $param 2>/dev/null; then fail "zswap_store accepted 'bogus2'"; fi
+[ "$(cat $param)" = slab ] || fail "zswap_store changed to '$(cat $param)' by a bad value"
+note "zswap_store=bogus2 at run time refused, still $(cat $param)"
+
+# --- 2. KUnit ----------------------------------------------------------------
+if [ -n "$kunit" ]; then
+	[ -n "$module" ] || fail "--kunit needs --module"
+	rmmod afmalloc || fail "rmmod afmalloc without any pool"
+	modprobe kunit 2>/dev/null || true
+	before=$(dmesg | wc -l)
+	insmod "$kunit/afmalloc.ko" || fail "insmod $kunit/afmalloc.ko"
+	insmod "$kunit/afmalloc_kunit.ko" || fail "insmod afmalloc_kunit.ko"
+	ktap=$(dmesg | tail -n +"$((before + 1))")
+	echo "$ktap" | grep -E '^\[ *[0-9.]+\] +(# [a-z_]+: pass:|(not )?ok [0-9]+ afmalloc)' || true
+	suites=$(echo "$ktap" | grep -cE '\] ok [0-9]+ afmalloc' || true)
+	failed=$(echo "$ktap" | grep -E '\] +not ok [0-9]+ ' | grep -vc '# SKIP' || true)
+	[ "$failed" = 0 ] || { echo "$ktap" | grep -E 'not ok|Expected|FAIL' | head -40; fail "KUnit: $failed failed"; }
+	[ "$suites" -ge 1 ] || fail "KUnit: no afmalloc suite reported ok (kunit disabled? $(cat /sys/module/kunit/parameters/enable 2>/dev/null))"
+	note "KUnit: $suites afmalloc suites ok on $(uname -r)"
+	rmmod afmalloc_kunit && rmmod afmalloc || fail "unloading the KUnit build"
+	insmod "$module" || fail "insmod $module again"
+fi
+
+# --- workload helpers --------------------------------------------------------
+echo +memory > $cg/cgroup.subtree_control 2>/dev/null || true
+mkdir -p $cg/afm
+echo $((limit_mb << 20)) > $cg/afm/memory.max
+
+start_load() {  # start_load PASSES [stop]: run the workload in the cgroup
+	bash -c 'echo $$ > '"$cg"'/afm/cgroup.procs && exec "$@"' _ "$load" "$mb" "$@" &
+	lpid=$!
+}
+wait_stopped() {
+	wait_until 150 bash -c '[ "$(awk "{ print \$3 }" /proc/'"$lpid"'/stat 2>/dev/null)" = T ] ||
+		! [ -e /proc/'"$lpid"' ]' || fail "workload did not reach its stop in 150 s"
+	[ -e /proc/$lpid ] || { wait $lpid || true; fail "workload died before its stop (OOM? see dmesg)"; }
+}
+finish_load() {
+	kill -CONT $lpid 2>/dev/null || true
+	wait $lpid || fail "workload failed its verification (status $?)"
+}
+kb() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+slab_pages() {  # slab_pages REGEX: pages of the matching slab caches
+	awk -v re="$1" '$1 ~ re { p += $15 * $6 } END { print p + 0 }' /proc/slabinfo 2>/dev/null || echo 0
+}
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
+declare -A ratio held_ratio
+sample() {  # sample NAME: print what zswap holds, assert it holds enough
+	local stored pool zswap zswapped min meta held pools
+	stored=$(cat $dbg/zswap/stored_pages)
+	pool=$(cat $dbg/zswap/pool_total_size)
+	zswap=$(kb Zswap) zswapped=$(kb Zswapped)
+	min=$(( (mb << 8) / 4 ))
+	note "$1: stored_pages=$stored pool_total_size=$pool Zswap=${zswap} kB Zswapped=${zswapped} kB" \
+		"ratio=$(div "$zswapped" "$zswap") reject_alloc_fail=$(cat $dbg/zswap/reject_alloc_fail)" \
+		"reject_compress_poor=$(cat $dbg/zswap/reject_compress_poor)" \
+		"written_back=$(cat $dbg/zswap/written_back_pages) memory.current=$(cat $cg/afm/memory.current)" \
+		"zram orig/compr/used=$(awk '{ print $1 "/" $2 "/" $3 }' /sys/block/zram0/mm_stat)"
+	[ "$stored" -ge "$min" ] || fail "$1: zswap stored only $stored pages (< $min)"
+	ratio[$1]=$(div "$zswapped" "$zswap")
+	# Every page the allocator holds: zsmalloc's pool_total_size leaves out
+	# its handle and zspage descriptor slabs (separate with slab_nomerge);
+	# afmalloc's counts its descriptors, and /proc/slabinfo of its caches
+	# (which also shows empty slabs SLUB keeps cached, but not the pages of
+	# PAGE_SIZE chunks) is printed as a cross-check.
+	if [ "$1" = zsmalloc ]; then
+		meta=$(slab_pages '^(zs_handle|zspage)-zswap')
+	else
+		meta=0
+		note "afmalloc: slabinfo pages of afm-zswap* caches: $(slab_pages '^afm-zswap')" \
+			"(pool_total_size: $((pool / 4096)) pages)"
+	fi
+	held=$(( pool / 1024 + meta * 4 ))
+	held_ratio[$1]=$(div "$zswapped" "$held")
+	note "$1: held incl. metadata slabs ($meta pages) = $held kB, Zswapped/held = ${held_ratio[$1]}"
+}
+drain() {  # swapoff frees every zswap entry (and flushes the swap slot caches)
+	swapoff $zdev || fail "swapoff"
+	swapon $zdev || fail "swapon"
+}
+afm_pools() { ls $dbg/afmalloc 2>/dev/null | grep -c '^zswap' || true; }
+
+# --- 3. afmalloc -------------------------------------------------------------
+set_zpool afmalloc || fail "cannot select afmalloc as zswap.zpool"
+echo 1 > $zs/enabled
+[ "$(cat $zs/zpool)" = afmalloc ] || fail "zswap fell back to $(cat $zs/zpool)"
+note "zswap: zpool=$(cat $zs/zpool) compressor=$(cat $zs/compressor) enabled=$(cat $zs/enabled)"
+t0=$(date +%s)
+start_load 2 stop
+wait_stopped
+note "afmalloc: workload written in $(( $(date +%s) - t0 )) s"
+sample afmalloc
+[ -d $dbg/afmalloc ] && note "afmalloc debugfs pools: $(ls $dbg/afmalloc | tr '\n' ' ')"
+[ -z "$module" ] || rmmod_refused "pool current"
+set_zpool zsmalloc || fail "cannot switch zswap to zsmalloc"
+note "switched zswap to zsmalloc with the data still in afmalloc: stored_pages=$(cat $dbg/zswap/stored_pages)"
+[ -z "$module" ] || rmmod_refused "old pool still holds entries"
+finish_load
+note "afmalloc: written and verified in $(( $(date +%s) - t0 )) s"
+drain
+if [ -n "$module" ]; then
+	wait_until 20 rmmod afmalloc 2>/dev/null || fail "rmmod afmalloc still refused after the pool drained"
+	note "rmmod afmalloc succeeded after switching away and draining"
+	! grep -qw afmalloc /proc/modules || fail "afmalloc still loaded"
+else
+	wait_until 20 [ "$(afm_pools)" = 0 ] || fail "the drained afmalloc zswap pool was not destroyed"
+	note "drained afmalloc zswap pool destroyed"
+fi
+
+# --- 4. zsmalloc baseline ----------------------------------------------------
+t0=$(date +%s)
+start_load 2 stop
+wait_stopped
+note "zsmalloc: workload written in $(( $(date +%s) - t0 )) s"
+sample zsmalloc
+finish_load
+note "zsmalloc: written and verified in $(( $(date +%s) - t0 )) s"
+drain
+note "effective compression ratio, same workload, same boot: Zswapped/Zswap" \
+	"afmalloc ${ratio[afmalloc]}, zsmalloc ${ratio[zsmalloc]};" \
+	"Zswapped/(pages held incl. metadata slabs) afmalloc ${held_ratio[afmalloc]}, zsmalloc ${held_ratio[zsmalloc]}"
+
+# --- 5. switching back and forth under load ----------------------------------
+[ -z "$module" ] || insmod "$module" || fail "insmod $module after rmmod"
+set_zpool afmalloc || fail "cannot select afmalloc again"
+t0=$(date +%s)
+start_load 3
+switches=0 errs=0
+while [ -e /proc/$lpid ] && [ "$(awk '{ print $3 }' /proc/$lpid/stat 2>/dev/null)" != Z ]; do
+	sleep 1
+	for a in zsmalloc afmalloc; do
+		if set_zpool $a 2>/dev/null; then switches=$((switches + 1)); else errs=$((errs + 1)); fi
+		[ $switches -lt 400 ] || break 2
+	done
+done
+finish_load
+[ "$errs" = 0 ] || fail "$errs zswap.zpool switches failed"
+[ "$switches" -ge 2 ] || fail "only $switches switches happened during the workload"
+note "switched zswap.zpool $switches times while the workload ran 3 passes ($(( $(date +%s) - t0 )) s): every page verified"
+set_zpool zsmalloc || fail "cannot switch to zsmalloc"
+drain
+if [ -n "$module" ]; then
+	wait_until 20 rmmod afmalloc 2>/dev/null || fail "rmmod afmalloc refused after switching away"
+	note "rmmod afmalloc succeeded again"
+	insmod "$module" || fail "insmod $module"
+fi
+
+# --- 6. a store that cannot create pools --------------------------------------
+# No afmalloc zswap pool may be left: zswap would reuse it, not create one.
+wait_until 20 [ "$(afm_pools)" = 0 ] || fail "afmalloc zswap pools left: $(ls $dbg/afmalloc)"
+echo zspage > $param || fail "zswap_store=zspage refused"
+if set_zpool afmalloc 2>/dev/null; then
+	note "zswap_store=zspage: zswap pool created (the zspage store exists)"
+	set_zpool zsmalloc || fail "cannot switch back to zsmalloc"
+else
+	[ "$(cat $zs/zpool)" = zsmalloc ] || fail "zswap left on $(cat $zs/zpool) after a failed switch"
+	dmesg | grep -q 'afmalloc: cannot create zswap pool .* zspage store' ||
+		fail "no clear message for the failed zspage pool"
+	note "zswap_store=zspage: switch refused, zswap kept zsmalloc; log: $(dmesg | grep -m1 'cannot create zswap pool')"
+fi
+echo slab > $param
+echo 0 > $zs/enabled
+swapoff $zdev
+[ -z "$module" ] || { wait_until 20 rmmod afmalloc 2>/dev/null || fail "final rmmod afmalloc"; }
+
+if dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' >&2; then
+	fail "kernel log shows warnings or oopses"
+fi
+note "PASS ($(uname -r), $([ -n "$module" ] && echo "module $module" || echo built-in))"
