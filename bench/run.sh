@@ -70,7 +70,8 @@ cat > "$out/meta.json" <<JSON
   "guest_cpus": 2,
   "boot_args": "slab_nomerge",
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
-  "runs": 1
+  "runs": 1,
+  "command": "make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp"
 }
 JSON
 python3 "$AFMALLOC_TOP/bench/report.py" "$out" --out "$out/report.md"
