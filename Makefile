@@ -17,7 +17,7 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 KDIR ?= /lib/modules/$(shell uname -r)/build
 DATASET ?= quick
 ROUNDS ?= 1
-ALLOC ?= zsmalloc
+ALLOC ?= zsmalloc,zsmalloc+compact,afmalloc/slab
 COMP ?= lz4
 OUT ?=
 
@@ -50,6 +50,8 @@ guest-debug: setup
 vm-test: guest
 	$(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
 		$(TOP)/tests/vm/zram-integrity.sh --dataset "$$($(TOP)/bench/dataset.sh quick)"
+	$(TOP)/scripts/vm-run.sh --memory 2G --timeout 1800 --append slab_nomerge \
+		$(TOP)/tests/vm/zram-alloc.sh --dataset "$$($(TOP)/bench/dataset.sh quick)"
 
 # zswap on afmalloc built into the project's kernel.
 vm-test-zswap: guest
@@ -81,4 +83,4 @@ checkpatch: tree
 	for f in $$(cd $(TOP) && git ls-files '*.c' '*.h'); do \
 		./scripts/checkpatch.pl --strict --no-tree --terse -f $(TOP)/$$f || exit 1; done
 	cd "$$($(TOP)/scripts/prepare-tree.sh)" && for p in $(TOP)/patches/*.patch; do \
-		[ -e "$$p" ] || continue; ./scripts/checkpatch.pl --strict --terse $$p || exit 1; done
+		[ -e "$$p" ] || continue; ./scripts/checkpatch.pl --strict --terse --ignore FILE_PATH_CHANGES $$p || exit 1; done

@@ -121,16 +121,26 @@ timed() {  # run a step, print elapsed seconds
 
 setup_dev() {  # alloc
 	local base=${1%+compact}
+	local offered cur
 	echo 1 > "$sys/reset"
 	case "$base" in
-	zsmalloc) [ -f "$sys/allocator" ] && echo zsmalloc > "$sys/allocator" ;;
-	afmalloc/*)
-		[ -f "$sys/allocator" ] || die "this kernel's zram has no allocator selection"
-		echo "${base}" > "$sys/allocator" ;;
-	*) die "unknown allocator '$base'" ;;
+	zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
+	*) die "unknown allocator '$base' (want zsmalloc, afmalloc/slab or afmalloc/zspage)" ;;
 	esac
+	# /sys/block/zramX/allocator (patches/ series): "[zsmalloc] afmalloc/slab ..."
+	if [ -f "$sys/allocator" ]; then
+		offered=" $(tr -d '[]' < "$sys/allocator") "
+		[[ "$offered" == *" $base "* ]] ||
+			die "this kernel's zram does not offer '$base' (it offers:$offered)"
+		echo "$base" > "$sys/allocator"
+		cur=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$sys/allocator")
+		[ "$cur" = "$base" ] || die "selected '$base' but $dev uses '$cur'"
+	elif [ "$base" != zsmalloc ]; then
+		die "this kernel's zram has no allocator selection (build it with patches/)"
+	fi
 	echo "$comp" > "$sys/comp_algorithm"
-	echo "$disksize" > "$sys/disksize"
+	echo "$disksize" > "$sys/disksize" ||
+		die "cannot initialise $dev on '$base' (e.g. an afmalloc store not implemented yet; see dmesg)"
 	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "/dev/$dev"
 	mount -o discard "/dev/$dev" "$mnt"
 }
