@@ -61,7 +61,7 @@ def report(rows, meta):
         out.append("")
         out.append(f"{a}:")
         out.append("")
-        out.append("| round | step | orig MB | compr MB | held MB | metadata slab pages "
+        out.append("| round | step | orig MB | compr MB | held MB | slab pages "
                    "| overhead MB | overhead ratio | U(9) | step s |")
         out.append("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
@@ -69,7 +69,7 @@ def report(rows, meta):
                 continue
             out.append("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {} | {:.1f} | {} | {} | {} |".format(
                 r["round"], r["step"], int(r["orig_bytes"]) / MB, int(r["compr_bytes"]) / MB,
-                int(r["held_bytes"]) / MB, r["meta_slab_pages"],
+                int(r["held_bytes"]) / MB, r["slab_pages"],
                 int(r["overhead_bytes"]) / MB, pct(r["overhead_ratio"]), r["u9"],
                 r["seconds"]))
     return "\n".join(out) + "\n"

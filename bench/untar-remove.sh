@@ -12,9 +12,8 @@
 # changing (ext4's online discards reach zram asynchronously): polled every
 # second until 3 equal readings (at most 120 s); the wait is recorded.
 #
-# Pages held = mem_used_total (zram mm_stat, the allocator's own count)
-#            + pages of the allocator's metadata slab caches that its own
-#              count leaves out, from /proc/slabinfo (needs slab_nomerge).
+# Pages held: every page the allocator holds, metadata slabs included, from
+# /proc/slabinfo (needs slab_nomerge) where possible: see held_pages().
 # overhead = held - compr_data_size; overhead_ratio = overhead / compr.
 #
 # Writes OUT/steps.csv and OUT/buddyinfo.csv (appending).
@@ -54,19 +53,38 @@ if [ -z "$disksize" ]; then
 	# Room for the unpacked tree plus ext4 metadata.
 	disksize=$(( $(stat -c %s "$dataset") * 5 / 4 + 256 * 1024 * 1024 ))
 fi
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 mkdir -p "$out"
 mnt=$(mktemp -d /tmp/afm-bench.XXXXXX)
 
 steps_csv=$out/steps.csv
 buddy_csv=$out/buddyinfo.csv
-[ -s "$steps_csv" ] || echo "alloc,round,step,seconds,settle_s,orig_bytes,compr_bytes,mem_used_bytes,mem_limit_bytes,mem_used_max_bytes,same_pages,pages_compacted,huge_pages,huge_pages_since,meta_slab_pages,held_bytes,overhead_bytes,overhead_ratio,u9,u9_zone" > "$steps_csv"
+[ -s "$steps_csv" ] || echo "alloc,round,step,seconds,settle_s,orig_bytes,compr_bytes,mem_used_bytes,mem_limit_bytes,mem_used_max_bytes,same_pages,pages_compacted,huge_pages,huge_pages_since,slab_pages,held_bytes,overhead_bytes,overhead_ratio,u9,u9_zone" > "$steps_csv"
 [ -s "$buddy_csv" ] || echo "alloc,round,step,node,zone,o0,o1,o2,o3,o4,o5,o6,o7,o8,o9,o10" > "$buddy_csv"
 
-# Slab caches holding an allocator's metadata outside its own page count.
-meta_caches() {
+# held_pages ALLOC: every page the allocator holds, counted independently
+# of its own total where it can be: prints "held_pages slab_pages".
+#   zsmalloc:      mem_used_total (zspage pages) + its zs_handle-<dev> and
+#                  zspage-<dev> slab caches, which zsmalloc does not count
+#   afmalloc/slab: all of its afm-<dev>-* slab caches (chunks and
+#                  descriptors, empty slabs SLUB keeps included) + its
+#                  whole-page chunks (debugfs classes row "4096", the only
+#                  pages it takes from the page allocator)
+#   afmalloc/zspage: mem_used_total + any afm-<dev>-* slab caches
+held_pages() {
+	local used=$(( $(awk '{ print $3 }' "$sys/mm_stat") / $(getconf PAGESIZE) )) meta dbg
 	case "$1" in
-	zsmalloc) echo "^(zs_handle|zspage)-$dev\$" ;;
-	*) echo '^$' ;;  # afmalloc counts its metadata slabs in total_pages
+	zsmalloc)
+		meta=$(slab_pages "^(zs_handle|zspage)-$dev\$")
+		echo "$((used + meta)) $meta" ;;
+	afmalloc/slab)
+		dbg=/sys/kernel/debug/afmalloc/$dev/classes
+		[ -r "$dbg" ] || die "no $dbg: the guest needs CONFIG_AFMALLOC_STAT and debugfs"
+		meta=$(slab_pages "^afm-$dev-")
+		echo "$((meta + $(awk '$1 == "4096" { print $5 }' "$dbg"))) $meta" ;;
+	afmalloc/zspage)
+		meta=$(slab_pages "^afm-$dev-")
+		echo "$((used + meta)) $meta" ;;
 	esac
 }
 
@@ -98,8 +116,8 @@ sample() {  # alloc round step seconds
 	[ "$1" != "$base" ] && echo 1 > "$sys/compact"
 	s=$(settle)
 	read -r -a m < "$sys/mm_stat"
-	meta=$(slab_pages "$(meta_caches "$base")")
-	held=$(( m[2] + meta * $(getconf PAGESIZE) ))
+	read -r held meta <<< "$(held_pages "$base")"
+	held=$(( held * $(getconf PAGESIZE) ))
 	awk -v a="$1" -v r="$2" -v st="$3" -v sec="$4" -v s="$s" -v meta="$meta" -v held="$held" \
 	    -v u9="$(unusable_index_9)" -v m="${m[*]}" 'BEGIN {
 		split(m, f, " "); ov = held - f[2]
