@@ -22,7 +22,7 @@ COMP ?= lz4
 OUT ?=
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
-	vm-test-stock check demo bench module module-clean checkpatch
+	vm-test-stock check demo bench bench-zswap module module-clean checkpatch
 
 all: help
 
@@ -70,6 +70,13 @@ demo: setup
 bench: setup
 	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \
 		--comp $(COMP) $(if $(OUT),--out $(OUT))
+
+# zswap effective compression (Zswapped/Zswap) of afmalloc and zsmalloc on
+# the same workload in one boot of Debian's kernel, recorded for the README.
+bench-zswap: setup
+	mkdir -p $(or $(OUT),$(TOP)/bench/results/zswap-stock)
+	set -o pipefail; $(TOP)/tests/vm/zswap-stock.sh 2>&1 | \
+		tee $(or $(OUT),$(TOP)/bench/results/zswap-stock)/zswap.log
 
 module:
 	@test -d $(KDIR) || { echo "error: no kernel build dir $(KDIR); install linux-headers-$$(uname -r) or set KDIR=" >&2; exit 1; }
