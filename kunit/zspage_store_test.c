@@ -1,0 +1,1149 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests of the afmalloc zspage store (mm/zspage_store.c): byte-exact
+ * round trips of every size through map and the copy helpers, back-to-back
+ * packing across page boundaries, exact page accounting, compaction of
+ * fragmented pools (manual, automatic, shrinker), pinned objects left in
+ * place, page migration through the movable_operations callbacks,
+ * allocation-failure injection and a multi-threaded stress run with
+ * compaction and migration in parallel.
+ */
+
+#include <kunit/test.h>
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/highmem.h>
+#include <linux/jiffies.h>
+#include <linux/kthread.h>
+#include <linux/migrate.h>
+#include <linux/pagemap.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+
+#include "afm_test.h"
+#include "../mm/zspage_store.h"
+
+static void afm_zs_kvfree(void *p)
+{
+	kvfree(p);
+}
+
+/* A new zspage-store pool with @n handle slots, released with the test. */
+static struct afm_test_set *afm_zs_set(struct kunit *test, unsigned int n)
+{
+	static atomic_t seq = ATOMIC_INIT(0);
+	struct afm_test_set *ts;
+	char name[64];
+
+	ts = kunit_kzalloc(test, sizeof(*ts), GFP_KERNEL);
+	if (!ts)
+		kunit_skip(test, "no memory for the test set");
+	if (n) {
+		ts->h = kvcalloc(n, sizeof(*ts->h), GFP_KERNEL);
+		if (!ts->h)
+			kunit_skip(test, "no memory for %u handles", n);
+		if (kunit_add_action_or_reset(test, afm_zs_kvfree,
+					      ts->h))
+			kunit_skip(test, "no memory for an action");
+	}
+	ts->n = n;
+	snprintf(name, sizeof(name), "kunit-zs-%s-%d", test->name,
+		 atomic_inc_return(&seq));
+	ts->pool = afm_create_pool(name, AFM_STORE_ZSPAGE);
+	if (PTR_ERR_OR_ZERO(ts->pool) == -ENOMEM)
+		kunit_skip(test, "no memory for a pool");
+	KUNIT_ASSERT_FALSE_MSG(test, IS_ERR(ts->pool), "create: %ld",
+			       PTR_ERR(ts->pool));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_test_set_release,
+						  ts));
+	return ts;
+}
+
+static void afm_zs_restore_permille(void *data)
+{
+	afm_zs_set_auto_permille((unsigned long)data);
+}
+
+/* Set the automatic compaction trigger for the rest of the test. */
+static void afm_zs_permille(struct kunit *test, unsigned int permille)
+{
+	unsigned long old = afm_zs_get_auto_permille();
+
+	afm_zs_set_auto_permille(permille);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_permille,
+						  (void *)old));
+}
+
+static void *afm_zs_buf(struct kunit *test)
+{
+	void *buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+
+	if (!buf)
+		kunit_skip(test, "no memory for a buffer");
+	return buf;
+}
+
+/* Sizes of a zram-like spread, deterministic. */
+static size_t afm_zs_size(unsigned int i)
+{
+	return 1 + (i * 2654435761U >> 7) % PAGE_SIZE;
+}
+
+/* Write object @i's pattern into @h, by one of three routes. */
+static void afm_zs_put_pattern(struct kunit *test, struct afm_pool *pool,
+			       unsigned long h, unsigned int seed, size_t size,
+			       void *buf, unsigned int how)
+{
+	void *p;
+
+	switch (how % 3) {
+	case 0:
+		afm_test_fill(buf, seed, size);
+		KUNIT_ASSERT_EQ(test, afm_write(pool, h, buf, size), 0);
+		break;
+	case 1:
+		p = afm_map_object(pool, h, AFM_MM_WO);
+		KUNIT_ASSERT_NOT_NULL(test, p);
+		afm_test_fill(p, seed, size);
+		afm_unmap_object(pool, h);
+		break;
+	default:
+		p = afm_map_object(pool, h, AFM_MM_RW);
+		KUNIT_ASSERT_NOT_NULL(test, p);
+		afm_test_fill(p, seed, size);
+		afm_unmap_object(pool, h);
+		break;
+	}
+}
+
+/* Check object @h holds @seed's pattern, through read or an RO mapping. */
+static bool afm_zs_check(struct kunit *test, struct afm_pool *pool,
+			 unsigned long h, unsigned int seed, size_t size,
+			 void *buf, bool map)
+{
+	long bad;
+	void *p;
+
+	if (!map) {
+		if (afm_read(pool, h, buf) != size) {
+			KUNIT_FAIL(test, "object %u: afm_read size", seed);
+			return false;
+		}
+		bad = afm_test_check(buf, seed, size);
+	} else {
+		p = afm_map_object(pool, h, AFM_MM_RO);
+		if (!p) {
+			KUNIT_FAIL(test, "object %u: map failed", seed);
+			return false;
+		}
+		bad = afm_test_check(p, seed, size);
+		afm_unmap_object(pool, h);
+	}
+	if (bad >= 0) {
+		KUNIT_FAIL(test, "object %u (%zu bytes): byte %ld differs",
+			   seed, size, bad);
+		return false;
+	}
+	return true;
+}
+
+/* Verify every live object of @ts; object i has seed i + @seed0. */
+static unsigned int afm_zs_verify_all(struct kunit *test,
+				      struct afm_test_set *ts, void *buf,
+				      size_t (*size_of)(unsigned int),
+				      unsigned int seed0)
+{
+	unsigned int i, errors = 0;
+
+	for (i = 0; i < ts->n && errors < 5; i++) {
+		if (!ts->h[i])
+			continue;
+		if (!afm_zs_check(test, ts->pool, ts->h[i], i + seed0,
+				  size_of(i), buf, i & 1))
+			errors++;
+	}
+	return errors;
+}
+
+/* The counters add up: pages, bytes and the page split. */
+static void afm_zs_expect_consistent(struct kunit *test, struct afm_pool *pool)
+{
+	struct afm_zs_counters c;
+	struct afm_pool_stats st;
+
+	afm_zs_get_counters(pool, &c);
+	afm_pool_stats(pool, &st);
+	KUNIT_EXPECT_EQ(test, c.total_pages,
+			c.data_pages + c.table_pages + c.desc_pages);
+	KUNIT_EXPECT_EQ(test, c.total_pages, afm_get_total_pages(pool));
+	KUNIT_EXPECT_EQ(test, c.zspages * AFM_ZS_SIZE,
+			c.live_bytes + c.tail_bytes + c.hole_bytes);
+	KUNIT_EXPECT_EQ(test, c.objects, st.objects);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, st.stored_bytes);
+	KUNIT_EXPECT_EQ(test, (c.table_pages + c.desc_pages) << PAGE_SHIFT,
+			st.meta_bytes);
+}
+
+static size_t afm_zs_size_of_index(unsigned int i)
+{
+	return i + 1;
+}
+
+/*
+ * Every size from 1 to PAGE_SIZE, all live at once (so objects start at
+ * every kind of offset and many cross page boundaries), written through
+ * afm_write(), WO and RW mappings, read back through afm_read() and RO
+ * mappings, then rewritten through RW mappings: byte-exact throughout.
+ */
+static void afm_zs_test_roundtrip(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, PAGE_SIZE);
+	void *buf = afm_zs_buf(test);
+	struct afm_zs_obj_info info;
+	unsigned int i, crossing = 0, errors;
+	void *p;
+
+	for (i = 0; i < ts->n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, i + 1);
+		KUNIT_ASSERT_EQ(test, afm_obj_size(ts->pool, ts->h[i]), i + 1);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, i + 1, buf, i);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_EXPECT_EQ(test, info.size, i + 1);
+		KUNIT_EXPECT_EQ(test, info.pins, 0);
+		if (offset_in_page(info.offset) + info.size > PAGE_SIZE) {
+			crossing++;
+			continue;
+		}
+		/* In place: the mapping is in the object's page. */
+		p = afm_map_object(ts->pool, ts->h[i], AFM_MM_RO);
+		KUNIT_ASSERT_NOT_NULL(test, p);
+		KUNIT_EXPECT_PTR_EQ(test, (void *)PAGE_ALIGN_DOWN((unsigned long)p),
+				    page_address(info.page));
+		afm_unmap_object(ts->pool, ts->h[i]);
+	}
+	/* Roughly size / PAGE_SIZE of the objects cross a boundary. */
+	KUNIT_EXPECT_GT(test, crossing, PAGE_SIZE / 4);
+	kunit_info(test, "%u of %lu objects cross a page boundary\n",
+		   crossing, PAGE_SIZE);
+
+	errors = afm_zs_verify_all(test, ts, buf, afm_zs_size_of_index, 0);
+	KUNIT_EXPECT_EQ(test, errors, 0);
+
+	for (i = 0; i < ts->n; i++)
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i + 7777, i + 1,
+				   buf, 2);
+	errors = afm_zs_verify_all(test, ts, buf, afm_zs_size_of_index, 7777);
+	KUNIT_EXPECT_EQ(test, errors, 0);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* A partial write leaves the rest of the object alone. */
+	afm_test_fill(buf, 99, 10);
+	KUNIT_EXPECT_EQ(test, afm_write(ts->pool, ts->h[99], buf, 10), 0);
+	KUNIT_EXPECT_EQ(test, afm_write(ts->pool, ts->h[99], buf, 101), -EINVAL);
+	KUNIT_EXPECT_EQ(test, afm_read(ts->pool, ts->h[99], buf), 100);
+	KUNIT_EXPECT_EQ(test, afm_test_check(buf, 99, 10), -1);
+	for (i = 10; i < 100; i++) {
+		if (((u8 *)buf)[i] != afm_test_byte(99 + 7777, i)) {
+			KUNIT_FAIL(test, "byte %u changed by a partial write", i);
+			break;
+		}
+	}
+}
+
+/*
+ * Objects are packed back to back with byte alignment: in a fresh pool, a
+ * run of equal objects lies at consecutive offsets of one zspage, across
+ * page boundaries, until the zspage is full.
+ */
+static void afm_zs_test_packing(struct kunit *test)
+{
+	const unsigned int size = 100, per_zspage = AFM_ZS_SIZE / size;
+	struct afm_test_set *ts = afm_zs_set(test, per_zspage + 1);
+	struct afm_zs_obj_info info, first;
+	struct afm_zs_counters c;
+	unsigned int i;
+
+	for (i = 0; i < ts->n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		if (!i)
+			first = info;
+		if (i < per_zspage) {
+			KUNIT_EXPECT_EQ(test, info.zspage_id, first.zspage_id);
+			KUNIT_EXPECT_EQ(test, info.offset, i * size);
+		} else {
+			/* The tail was too small: a new zspage. */
+			KUNIT_EXPECT_NE(test, info.zspage_id, first.zspage_id);
+			KUNIT_EXPECT_EQ(test, info.offset, 0);
+		}
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.zspages, 2);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, 0);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, ts->n * size);
+	/* One table page and one descriptor page, with a directory each. */
+	KUNIT_EXPECT_EQ(test, c.table_pages, 2);
+	KUNIT_EXPECT_EQ(test, c.desc_pages, 2);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool),
+			2 * AFM_ZS_PAGES + 4);
+
+	/* The first zspage's tail (68 bytes) takes a small object. */
+	afm_free(ts->pool, ts->h[ts->n - 1]);
+	ts->h[ts->n - 1] = afm_test_malloc(test, ts->pool, AFM_ZS_SIZE % size);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[ts->n - 1],
+					      &info), 0);
+	KUNIT_EXPECT_EQ(test, info.zspage_id, first.zspage_id);
+	KUNIT_EXPECT_EQ(test, info.offset, per_zspage * size);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.zspages, 1);
+	KUNIT_EXPECT_EQ(test, c.tail_bytes, 0);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), AFM_ZS_PAGES + 4);
+}
+
+/*
+ * Density: many objects of mixed sizes cost their bytes plus the entry
+ * plus little else; the exact page split adds up; freeing everything
+ * gives every page back.
+ */
+static void afm_zs_test_density(struct kunit *test)
+{
+	const unsigned int n = 3000;
+	struct afm_test_set *ts = afm_zs_set(test, n);
+	struct afm_zs_counters c;
+	unsigned long stored = 0, bytes, limit;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size(i));
+		stored += afm_zs_size(i);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	bytes = afm_get_total_pages(ts->pool) << PAGE_SHIFT;
+	KUNIT_EXPECT_EQ(test, c.live_bytes, stored);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, 0);
+	/*
+	 * Entries (8 bytes an object, 0.4% here), table, descriptor and
+	 * directory pages (13 pages, 0.8%), the newest zspage's tail (up to
+	 * 0.5%) and a few unfillable bytes per zspage: under 2.5%.
+	 */
+	limit = stored + stored / 1000 * 25;
+	KUNIT_EXPECT_LE(test, bytes, limit);
+	KUNIT_EXPECT_EQ(test, c.table_pages, DIV_ROUND_UP(n * 8, PAGE_SIZE) + 1);
+	kunit_info(test, "%u objects, %lu bytes stored in %lu pages: overhead %lu.%02lu%%\n",
+		   n, stored, bytes >> PAGE_SHIFT, (bytes - stored) * 100 / stored,
+		   (bytes - stored) * 10000 / stored % 100);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	for (i = 0; i < n; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+		if (i % 500 == 0)
+			afm_zs_expect_consistent(test, ts->pool);
+	}
+	afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
+/* Fill with AFM objects of afm_zs_size(i), free three of every four. */
+static void afm_zs_fragment(struct kunit *test, struct afm_test_set *ts,
+			    void *buf)
+{
+	unsigned int i;
+
+	for (i = 0; i < ts->n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, afm_zs_size(i),
+				   buf, i);
+	}
+	for (i = 0; i < ts->n; i++) {
+		if (i % 4) {
+			afm_free(ts->pool, ts->h[i]);
+			ts->h[i] = 0;
+		}
+	}
+}
+
+static unsigned long afm_zs_overhead_pm(struct afm_pool *pool)
+{
+	struct afm_pool_stats st;
+	unsigned long bytes = afm_get_total_pages(pool) << PAGE_SHIFT;
+
+	afm_pool_stats(pool, &st);
+	if (!st.stored_bytes)
+		return ULONG_MAX;
+	return (bytes - st.stored_bytes) * 1000 / st.stored_bytes;
+}
+
+/*
+ * Manual compaction of a pool where three of four objects were freed:
+ * pages drop, overhead falls, holes go, every byte stays.
+ */
+static void afm_zs_test_compact(struct kunit *test)
+{
+	struct afm_test_set *ts;
+	struct afm_zs_counters before, after;
+	unsigned long pages, freed, oh_before, oh_after;
+	void *buf = afm_zs_buf(test);
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_fragment(test, ts, buf);
+	afm_zs_get_counters(ts->pool, &before);
+	pages = afm_get_total_pages(ts->pool);
+	oh_before = afm_zs_overhead_pm(ts->pool);
+	KUNIT_ASSERT_GT(test, before.hole_bytes, 0);
+
+	freed = afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	oh_after = afm_zs_overhead_pm(ts->pool);
+	kunit_info(test, "pages %lu -> %lu, overhead %lu -> %lu per mille, holes %lu -> %lu\n",
+		   pages, afm_get_total_pages(ts->pool), oh_before, oh_after,
+		   before.hole_bytes, after.hole_bytes);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	KUNIT_EXPECT_EQ(test, pages - freed, afm_get_total_pages(ts->pool));
+	/* Three quarters of the data went: most pages should too. */
+	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages / 2);
+	KUNIT_EXPECT_LT(test, oh_after, oh_before);
+	KUNIT_EXPECT_LT(test, oh_after, 60);
+	KUNIT_EXPECT_LT(test, after.hole_bytes, before.hole_bytes / 8);
+	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
+	KUNIT_EXPECT_GT(test, after.passes, before.passes);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* Nothing left to gain: a second run frees nothing. */
+	KUNIT_EXPECT_EQ(test, afm_compact(ts->pool), 0);
+}
+
+/*
+ * A pinned object (as mapped) is never moved; once unpinned, it is. The
+ * rest of its zspage is evacuated around it.
+ */
+static void afm_zs_test_compact_pinned(struct kunit *test)
+{
+	struct afm_zs_obj_info pinned, info;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i, p = 0;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 2000);
+	afm_zs_fragment(test, ts, buf);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p], &pinned), 0);
+	KUNIT_ASSERT_TRUE(test, afm_zs_test_pin(ts->pool, ts->h[p]));
+
+	afm_compact(ts->pool);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p], &info), 0);
+	KUNIT_EXPECT_EQ(test, info.zspage_id, pinned.zspage_id);
+	KUNIT_EXPECT_EQ(test, info.offset, pinned.offset);
+	KUNIT_EXPECT_EQ(test, info.pins, 1);
+	/* Freeing a pinned object is refused (and warns). */
+	kunit_info(test, "expect one afmalloc free-of-mapped-object warning\n");
+	afm_free(ts->pool, ts->h[p]);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[p]), afm_zs_size(p));
+	/* Other objects of that zspage moved away. */
+	for (i = 4; i < ts->n; i += 4) {
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_EXPECT_NE(test, info.zspage_id, pinned.zspage_id);
+	}
+	afm_zs_test_unpin(ts->pool, ts->h[p]);
+
+	afm_compact(ts->pool);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p], &info), 0);
+	KUNIT_EXPECT_EQ(test, info.pins, 0);
+	KUNIT_EXPECT_TRUE(test, info.zspage_id != pinned.zspage_id ||
+			  info.offset != pinned.offset);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
+ * Automatic compaction: freeing enough to pass the trigger queues a worker
+ * that brings holes down without any afm_compact() call.
+ */
+static void afm_zs_test_auto_compact(struct kunit *test)
+{
+	struct afm_zs_counters before, after;
+	struct afm_pool_stats st;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long pages;
+
+	afm_zs_permille(test, 10);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_fragment(test, ts, buf);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	afm_pool_stats(ts->pool, &st);
+	pages = afm_get_total_pages(ts->pool);
+
+	/* Redo the fragmentation with the trigger off to see the difference. */
+	afm_zs_set_auto_permille(0);
+	{
+		struct afm_test_set *ref = afm_zs_set(test, 4000);
+
+		afm_zs_fragment(test, ref, buf);
+		afm_zs_get_counters(ref->pool, &before);
+		kunit_info(test, "automatic: %lu pages, %lu hole bytes, %lu runs; without: %lu pages, %lu hole bytes\n",
+			   pages, after.hole_bytes, after.auto_runs,
+			   afm_get_total_pages(ref->pool), before.hole_bytes);
+		KUNIT_EXPECT_EQ(test, before.auto_runs, 0);
+		KUNIT_EXPECT_LT(test, pages, afm_get_total_pages(ref->pool));
+	}
+	KUNIT_EXPECT_GT(test, after.auto_runs, 0);
+	KUNIT_EXPECT_EQ(test, st.compactions, 0);	/* no afm_compact() */
+	/* Below the trigger: 1% of live bytes or AFM_ZS_AUTO_MIN zspages. */
+	KUNIT_EXPECT_LE(test, after.hole_bytes,
+			max(st.stored_bytes / 100, 4UL * AFM_ZS_SIZE));
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/* The shrinker counts reclaimable pages and frees them when asked. */
+static void afm_zs_test_shrinker(struct kunit *test)
+{
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long count, freed, pages, after;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	KUNIT_EXPECT_EQ(test, afm_zs_shrinker_count(ts->pool), SHRINK_EMPTY);
+	afm_zs_fragment(test, ts, buf);
+	pages = afm_get_total_pages(ts->pool);
+	count = afm_zs_shrinker_count(ts->pool);
+	KUNIT_EXPECT_GT(test, count, 0);
+	KUNIT_EXPECT_NE(test, count, SHRINK_EMPTY);
+	KUNIT_EXPECT_LT(test, count, pages);
+
+	freed = afm_zs_shrinker_scan(ts->pool, count);
+	KUNIT_EXPECT_NE(test, freed, SHRINK_STOP);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages - freed);
+	/* What is left is under a zspage's worth: nothing to count. */
+	after = afm_zs_shrinker_count(ts->pool);
+	KUNIT_EXPECT_TRUE(test, after == SHRINK_EMPTY || after < count);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+#ifdef CONFIG_COMPACTION
+/*
+ * Migrate the page holding @h's first byte as the migration core would:
+ * isolate under the page lock, then lock both and call migrate_page.
+ * Returns the migrate_page result; *@dstp is the new page on success.
+ */
+static int afm_zs_migrate(struct kunit *test, struct afm_pool *pool,
+			  unsigned long h, enum migrate_mode mode, bool hold,
+			  struct page **dstp)
+{
+	const struct movable_operations *mops = NULL;
+	struct page *src, *dst;
+	int rc = -EINVAL;
+
+	src = afm_zs_test_get_page(pool, h);
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	dst = alloc_page(GFP_KERNEL);
+	if (!dst) {
+		put_page(src);
+		kunit_skip(test, "no memory for a destination page");
+	}
+	lock_page(src);
+	if (__PageMovable(src))
+		mops = page_movable_ops(src);
+	KUNIT_EXPECT_NOT_NULL(test, mops);
+	if (!mops || !mops->isolate_page(src, 0)) {
+		KUNIT_FAIL(test, "page not movable or not isolated");
+		unlock_page(src);
+		goto out;
+	}
+	SetPageIsolated(src);
+	lock_page(dst);
+	if (hold && !afm_zs_test_hold_zspage(pool, h)) {
+		KUNIT_FAIL(test, "cannot enter the zspage");
+		hold = false;
+	}
+	rc = mops->migrate_page(dst, src, mode);
+	if (hold)
+		afm_zs_test_release_zspage(pool, h);
+	if (rc == MIGRATEPAGE_SUCCESS) {
+		/* The old page was handed back to us. */
+		KUNIT_EXPECT_NULL(test, page_movable_ops(src));
+		KUNIT_EXPECT_TRUE(test, __PageMovable(dst));
+		KUNIT_EXPECT_PTR_EQ(test, page_movable_ops(dst), mops);
+		if (dstp)
+			*dstp = dst;
+	} else {
+		mops->putback_page(src);
+	}
+	ClearPageIsolated(src);
+	unlock_page(dst);
+	unlock_page(src);
+out:
+	put_page(dst);
+	put_page(src);
+	return rc;
+}
+
+/*
+ * Migration replaces one page of a zspage: content copied, handles still
+ * reach the same bytes, page counts unchanged; a busy zspage refuses.
+ */
+static void afm_zs_test_migrate(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 200);
+	struct afm_zs_counters before, after;
+	struct afm_zs_obj_info info, moved;
+	void *buf = afm_zs_buf(test);
+	unsigned long pages;
+	struct page *dst = NULL;
+	unsigned int i, x = 0;
+	void *a;
+	int rc;
+
+	afm_zs_permille(test, 0);
+	for (i = 0; i < ts->n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, afm_zs_size(i),
+				   buf, i);
+	}
+	/* An object crossing into the next page, so two pages matter. */
+	for (i = 0; i < ts->n; i++) {
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		if (offset_in_page(info.offset) + info.size > PAGE_SIZE) {
+			x = i;
+			break;
+		}
+	}
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[x], &info), 0);
+	afm_zs_get_counters(ts->pool, &before);
+	pages = afm_get_total_pages(ts->pool);
+	a = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	memcpy_from_page(a, info.page, 0, PAGE_SIZE);
+
+	rc = afm_zs_migrate(test, ts->pool, ts->h[x], MIGRATE_SYNC, false, &dst);
+	KUNIT_ASSERT_EQ(test, rc, MIGRATEPAGE_SUCCESS);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[x], &moved), 0);
+	KUNIT_EXPECT_PTR_EQ(test, moved.page, dst);
+	KUNIT_EXPECT_PTR_NE(test, moved.page, info.page);
+	KUNIT_EXPECT_EQ(test, moved.zspage_id, info.zspage_id);
+	KUNIT_EXPECT_EQ(test, moved.offset, info.offset);
+	buf = afm_zs_buf(test);
+	memcpy_from_page(buf, dst, 0, PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, memcmp(a, buf, PAGE_SIZE), 0);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.migrated, before.migrated + 1);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+
+	/* Migrated again, and written through the new page. */
+	KUNIT_ASSERT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+					     MIGRATE_ASYNC, false, NULL),
+			MIGRATEPAGE_SUCCESS);
+	afm_zs_put_pattern(test, ts->pool, ts->h[x], 5555, afm_zs_size(x), buf,
+			   1);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[x], 5555,
+					     afm_zs_size(x), buf, false));
+
+	/* A zspage in use (an object mapped) refuses, then accepts. */
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+					     MIGRATE_ASYNC, true, NULL),
+			-EAGAIN);
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+					     MIGRATE_SYNC, true, NULL),
+			-EAGAIN);
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+					     MIGRATE_SYNC, false, NULL),
+			MIGRATEPAGE_SUCCESS);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[x], 5555,
+					     afm_zs_size(x), buf, true));
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.migrated, before.migrated + 3);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* Compaction and free work on migrated pages. */
+	for (i = 0; i < ts->n; i++) {
+		if (i % 3 && i != x) {
+			afm_free(ts->pool, ts->h[i]);
+			ts->h[i] = 0;
+		}
+	}
+	afm_compact(ts->pool);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[x], 5555,
+					     afm_zs_size(x), buf, false));
+	/* Checked with its own seed: not part of the sweep below. */
+	afm_free(ts->pool, ts->h[x]);
+	ts->h[x] = 0;
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	for (i = 0; i < ts->n; i++) {
+		if (ts->h[i])
+			afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+#else
+static void afm_zs_test_migrate(struct kunit *test)
+{
+	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
+}
+#endif
+
+/*
+ * Failing the k-th internal allocation returns -ENOMEM and leaves counts
+ * and pages as they were, for every k until the allocation succeeds: 12
+ * allocations (two directory pages, two table pages, eight data pages) for
+ * the first object of a pool, eight for one that needs a new zspage.
+ */
+static void afm_zs_test_alloc_failure(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, AFM_ZS_PAGES + 1);
+	struct afm_zs_counters base, c;
+	unsigned int i, k, failures, round;
+	unsigned long h = 0;
+
+	for (round = 0; round < 2; round++) {
+		afm_zs_get_counters(ts->pool, &base);
+		failures = 0;
+		for (k = 1; k < 32; k++) {
+			afm_set_fail_nth(ts->pool, k);
+			h = afm_malloc(ts->pool, PAGE_SIZE, GFP_KERNEL);
+			afm_set_fail_nth(ts->pool, 0);
+			if (!IS_ERR_VALUE(h))
+				break;
+			failures++;
+			KUNIT_EXPECT_EQ(test, (long)h, -ENOMEM);
+			afm_zs_get_counters(ts->pool, &c);
+			KUNIT_EXPECT_EQ(test, c.objects, base.objects);
+			KUNIT_EXPECT_EQ(test, c.live_bytes, base.live_bytes);
+			KUNIT_EXPECT_EQ(test, c.total_pages, base.total_pages);
+		}
+		KUNIT_ASSERT_TRUE(test, afm_test_handle_ok(h));
+		ts->h[round ? AFM_ZS_PAGES : 0] = h;
+		KUNIT_EXPECT_EQ(test, failures, round ? AFM_ZS_PAGES
+						      : 4 + AFM_ZS_PAGES);
+		if (round)
+			break;
+		/* Fill the zspage, so the next object needs a new one. */
+		for (i = 1; i < AFM_ZS_PAGES; i++)
+			ts->h[i] = afm_test_malloc(test, ts->pool, PAGE_SIZE);
+		afm_zs_get_counters(ts->pool, &c);
+		KUNIT_ASSERT_EQ(test, c.zspages, 1);
+		KUNIT_ASSERT_EQ(test, c.tail_bytes, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.zspages, 2);
+	KUNIT_EXPECT_EQ(test, c.total_pages, 2 * AFM_ZS_PAGES + 4);
+}
+
+/* Invalid handles: double free and foreign values warn and change nothing. */
+static void afm_zs_test_bad_handles(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 1);
+	struct afm_zs_counters before, after;
+	unsigned long h;
+
+	ts->h[0] = afm_test_malloc(test, ts->pool, 777);
+	h = afm_test_malloc(test, ts->pool, 333);
+	afm_free(ts->pool, h);
+	afm_zs_get_counters(ts->pool, &before);
+	kunit_info(test, "expect afmalloc invalid-handle warnings\n");
+	afm_free(ts->pool, h);
+	afm_free(ts->pool, 1UL << 40);
+	KUNIT_EXPECT_NULL(test, afm_map_object(ts->pool, h, AFM_MM_RO));
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, h), 0);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, 1UL << 40), 0);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
+	KUNIT_EXPECT_EQ(test, after.live_bytes, before.live_bytes);
+	KUNIT_EXPECT_EQ(test, after.total_pages, before.total_pages);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[0]), 777);
+}
+
+/* zram's flags are honoured: data pages are movable zspage pages. */
+static void afm_zs_test_gfp(struct kunit *test)
+{
+	static const gfp_t flags[] = {
+		__GFP_KSWAPD_RECLAIM | __GFP_NOWARN | __GFP_HIGHMEM | __GFP_MOVABLE,
+		GFP_NOIO | __GFP_HIGHMEM | __GFP_MOVABLE,
+		GFP_NOWAIT,
+	};
+	struct afm_test_set *ts = afm_zs_set(test, ARRAY_SIZE(flags));
+	void *buf = afm_zs_buf(test);
+	struct page *page;
+	unsigned int i;
+
+	for (i = 0; i < ts->n; i++) {
+		ts->h[i] = afm_malloc(ts->pool, 3000, flags[i]);
+		if (ts->h[i] == (unsigned long)ERR_PTR(-ENOMEM))
+			kunit_skip(test, "no memory");
+		KUNIT_ASSERT_TRUE(test, afm_test_handle_ok(ts->h[i]));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 3000, buf, i);
+	}
+	for (i = 0; i < ts->n; i++) {
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i], i,
+						     3000, buf, true));
+		page = afm_zs_test_get_page(ts->pool, ts->h[i]);
+		KUNIT_ASSERT_NOT_NULL(test, page);
+		if (IS_ENABLED(CONFIG_COMPACTION))
+			KUNIT_EXPECT_TRUE(test, __PageMovable(page));
+		put_page(page);
+	}
+}
+
+/* Size queries: huge class and class index follow the footprint. */
+static void afm_zs_test_classes(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 0);
+	size_t huge = afm_huge_class_size(ts->pool);
+	unsigned int size, prev = 0, idx;
+
+	KUNIT_EXPECT_GT(test, huge, PAGE_SIZE - 64);
+	KUNIT_EXPECT_LE(test, huge, PAGE_SIZE);
+	for (size = 1; size <= PAGE_SIZE; size++) {
+		idx = afm_lookup_class_index(ts->pool, size);
+		KUNIT_EXPECT_GE(test, idx, prev);
+		KUNIT_EXPECT_GE(test, idx, size + afm_zs_entry_bytes());
+		if (size == huge - 1)
+			KUNIT_EXPECT_LT(test, idx, PAGE_SIZE);
+		if (size == huge)
+			KUNIT_EXPECT_GE(test, idx, PAGE_SIZE);
+		prev = idx;
+	}
+}
+
+/* Stress: workers, a compactor and a migrator share one pool. */
+#define AFM_ZS_STRESS_WORKERS	3
+#define AFM_ZS_STRESS_SLOTS	256
+#define AFM_ZS_STRESS_SECONDS	10
+
+struct afm_zs_slot {
+	unsigned long h;
+	unsigned int size;
+	unsigned int seed;
+};
+
+struct afm_zs_stress {
+	struct afm_pool *pool;
+	unsigned long deadline;
+	atomic_t running;
+	atomic_t errors;
+	atomic_t ops;
+	atomic_t compactions;
+	atomic_t migrations;
+	atomic_t refused;
+	struct completion done;
+	/* Handles the migrator may look at, one per worker, under lock. */
+	spinlock_t lock;
+	unsigned long shared[AFM_ZS_STRESS_WORKERS];
+};
+
+static void afm_zs_stress_error(struct afm_zs_stress *st, const char *what,
+				unsigned int seed)
+{
+	if (atomic_inc_return(&st->errors) <= 5)
+		pr_err("afmalloc zspage stress: %s (object %#x)\n", what, seed);
+}
+
+static bool afm_zs_stress_ok(struct afm_zs_stress *st, struct afm_zs_slot *s,
+			     void *buf, bool map)
+{
+	const void *p;
+	bool ok;
+
+	if (!map)
+		return afm_read(st->pool, s->h, buf) == s->size &&
+		       afm_test_check(buf, s->seed, s->size) < 0;
+	p = afm_map_object(st->pool, s->h, AFM_MM_RO);
+	if (!p)
+		return false;
+	ok = afm_test_check(p, s->seed, s->size) < 0;
+	afm_unmap_object(st->pool, s->h);
+	return ok;
+}
+
+static void afm_zs_stress_exit(struct afm_zs_stress *st)
+{
+	if (atomic_dec_and_test(&st->running))
+		complete(&st->done);
+}
+
+struct afm_zs_worker {
+	struct afm_zs_stress *st;
+	unsigned int id;
+};
+
+static int afm_zs_stress_worker(void *data)
+{
+	struct afm_zs_worker *w = data;
+	struct afm_zs_stress *st = w->st;
+	struct afm_zs_slot *slot;
+	unsigned int i, seq = 0;
+	void *buf, *p;
+
+	slot = kcalloc(AFM_ZS_STRESS_SLOTS, sizeof(*slot), GFP_KERNEL);
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!slot || !buf) {
+		afm_zs_stress_error(st, "no memory for the worker", 0);
+		goto out;
+	}
+	while (time_before(jiffies, st->deadline)) {
+		u32 r = get_random_u32();
+		struct afm_zs_slot *s = &slot[r % AFM_ZS_STRESS_SLOTS];
+
+		r /= AFM_ZS_STRESS_SLOTS;
+		if (s->h) {
+			if (!afm_zs_stress_ok(st, s, buf, r & 1))
+				afm_zs_stress_error(st, "data mismatch", s->seed);
+			spin_lock(&st->lock);
+			if (st->shared[w->id] == s->h)
+				st->shared[w->id] = 0;
+			spin_unlock(&st->lock);
+			afm_free(st->pool, s->h);
+			s->h = 0;
+		} else {
+			s->size = 1 + get_random_u32_below(PAGE_SIZE);
+			s->seed = w->id << 24 | (seq++ & 0xffffff);
+			s->h = afm_malloc(st->pool, s->size, GFP_KERNEL |
+					  __GFP_HIGHMEM | __GFP_MOVABLE);
+			if (IS_ERR_VALUE(s->h)) {
+				if (s->h != (unsigned long)ERR_PTR(-ENOMEM))
+					afm_zs_stress_error(st, "malloc", s->seed);
+				s->h = 0;
+				continue;
+			}
+			if (r & 1) {
+				afm_test_fill(buf, s->seed, s->size);
+				if (afm_write(st->pool, s->h, buf, s->size))
+					afm_zs_stress_error(st, "write", s->seed);
+			} else {
+				p = afm_map_object(st->pool, s->h, AFM_MM_WO);
+				if (!p) {
+					afm_zs_stress_error(st, "map", s->seed);
+				} else {
+					afm_test_fill(p, s->seed, s->size);
+					afm_unmap_object(st->pool, s->h);
+				}
+			}
+			if (!(r & 6)) {
+				spin_lock(&st->lock);
+				st->shared[w->id] = s->h;
+				spin_unlock(&st->lock);
+			}
+		}
+		atomic_inc(&st->ops);
+		cond_resched();
+	}
+	spin_lock(&st->lock);
+	st->shared[w->id] = 0;
+	spin_unlock(&st->lock);
+	for (i = 0; i < AFM_ZS_STRESS_SLOTS; i++) {
+		if (!slot[i].h)
+			continue;
+		if (!afm_zs_stress_ok(st, &slot[i], buf, i & 1))
+			afm_zs_stress_error(st, "final mismatch", slot[i].seed);
+		afm_free(st->pool, slot[i].h);
+	}
+out:
+	kfree(buf);
+	kfree(slot);
+	afm_zs_stress_exit(st);
+	return 0;
+}
+
+static int afm_zs_stress_compactor(void *data)
+{
+	struct afm_zs_stress *st = data;
+
+	while (time_before(jiffies, st->deadline)) {
+		afm_compact(st->pool);
+		atomic_inc(&st->compactions);
+		msleep(20);
+	}
+	afm_zs_stress_exit(st);
+	return 0;
+}
+
+#ifdef CONFIG_COMPACTION
+/* Migrate the page of a live object as the migration core does. */
+static void afm_zs_stress_migrate_one(struct afm_zs_stress *st)
+{
+	const struct movable_operations *mops;
+	struct page *src = NULL, *dst;
+	unsigned long h;
+	unsigned int i;
+	int rc;
+
+	spin_lock(&st->lock);
+	for (i = 0; i < AFM_ZS_STRESS_WORKERS && !src; i++) {
+		h = st->shared[get_random_u32_below(AFM_ZS_STRESS_WORKERS)];
+		if (h)
+			src = afm_zs_test_get_page(st->pool, h);
+	}
+	spin_unlock(&st->lock);
+	if (!src)
+		return;
+	dst = alloc_page(GFP_KERNEL | __GFP_HIGHMEM | __GFP_MOVABLE);
+	if (!dst)
+		goto put;
+	lock_page(src);
+	/* Its zspage may have been freed since: then it is not movable. */
+	if (!__PageMovable(src) || !page_movable_ops(src) ||
+	    PageIsolated(src)) {
+		unlock_page(src);
+		__free_page(dst);
+		goto put;
+	}
+	mops = page_movable_ops(src);
+	if (!mops->isolate_page(src, 0)) {
+		unlock_page(src);
+		__free_page(dst);
+		goto put;
+	}
+	SetPageIsolated(src);
+	unlock_page(src);
+	cond_resched();
+
+	lock_page(src);
+	lock_page(dst);
+	/* Freed while isolated: the page is ours (the core's) to drop. */
+	if (!__PageMovable(src) || !page_movable_ops(src))
+		rc = MIGRATEPAGE_SUCCESS;
+	else
+		rc = mops->migrate_page(dst, src, MIGRATE_SYNC);
+	if (rc == MIGRATEPAGE_SUCCESS) {
+		atomic_inc(&st->migrations);
+	} else {
+		if (rc != -EAGAIN)
+			afm_zs_stress_error(st, "migrate_page error", -rc);
+		atomic_inc(&st->refused);
+		if (__PageMovable(src) && page_movable_ops(src))
+			mops->putback_page(src);
+	}
+	ClearPageIsolated(src);
+	unlock_page(dst);
+	unlock_page(src);
+	put_page(dst);
+put:
+	put_page(src);
+}
+#else
+static void afm_zs_stress_migrate_one(struct afm_zs_stress *st)
+{
+}
+#endif
+
+static int afm_zs_stress_migrator(void *data)
+{
+	struct afm_zs_stress *st = data;
+
+	while (time_before(jiffies, st->deadline)) {
+		afm_zs_stress_migrate_one(st);
+		cond_resched();
+	}
+	afm_zs_stress_exit(st);
+	return 0;
+}
+
+/*
+ * Workers allocate, write, map, verify and free random objects while one
+ * thread compacts the pool in a loop and another migrates pages of live
+ * objects; automatic compaction is on with a low trigger.
+ */
+static void afm_zs_test_stress(struct kunit *test)
+{
+	struct afm_zs_worker *w;
+	struct afm_zs_stress *st;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	struct task_struct *t;
+	unsigned int i, started = 0, want = AFM_ZS_STRESS_WORKERS + 2;
+
+	afm_zs_permille(test, 5);
+	ts = afm_zs_set(test, 0);
+	st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
+	w = kunit_kcalloc(test, AFM_ZS_STRESS_WORKERS, sizeof(*w), GFP_KERNEL);
+	if (!st || !w)
+		kunit_skip(test, "no memory for the stress state");
+	st->pool = ts->pool;
+	st->deadline = jiffies + AFM_ZS_STRESS_SECONDS * HZ;
+	spin_lock_init(&st->lock);
+	init_completion(&st->done);
+	atomic_set(&st->running, want + 1);
+
+	for (i = 0; i < want; i++) {
+		if (i < AFM_ZS_STRESS_WORKERS) {
+			w[i].st = st;
+			w[i].id = i;
+			t = kthread_run(afm_zs_stress_worker, &w[i],
+					"afm-zs-stress/%u", i);
+		} else if (i == AFM_ZS_STRESS_WORKERS) {
+			t = kthread_run(afm_zs_stress_compactor, st,
+					"afm-zs-compact");
+		} else {
+			t = kthread_run(afm_zs_stress_migrator, st,
+					"afm-zs-migrate");
+		}
+		if (IS_ERR(t))
+			break;
+		started++;
+	}
+	if (atomic_sub_and_test(want + 1 - started, &st->running))
+		complete(&st->done);
+	wait_for_completion(&st->done);
+	if (started < want)
+		kunit_skip(test, "could only start %u threads", started);
+
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	kunit_info(test, "%d operations, %d compactions, %d migrations (%d refused), %lu automatic runs, %lu passes\n",
+		   atomic_read(&st->ops), atomic_read(&st->compactions),
+		   atomic_read(&st->migrations), atomic_read(&st->refused),
+		   c.auto_runs, c.passes);
+	KUNIT_EXPECT_EQ(test, atomic_read(&st->errors), 0);
+	KUNIT_EXPECT_GT(test, atomic_read(&st->ops), 0);
+	KUNIT_EXPECT_GT(test, atomic_read(&st->compactions), 0);
+	if (IS_ENABLED(CONFIG_COMPACTION))
+		KUNIT_EXPECT_GT(test, atomic_read(&st->migrations), 0);
+	KUNIT_EXPECT_EQ(test, c.objects, 0);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
+static struct kunit_case afm_zspage_store_test_cases[] = {
+	KUNIT_CASE(afm_zs_test_roundtrip),
+	KUNIT_CASE(afm_zs_test_packing),
+	KUNIT_CASE(afm_zs_test_density),
+	KUNIT_CASE(afm_zs_test_compact),
+	KUNIT_CASE(afm_zs_test_compact_pinned),
+	KUNIT_CASE(afm_zs_test_auto_compact),
+	KUNIT_CASE(afm_zs_test_shrinker),
+	KUNIT_CASE(afm_zs_test_migrate),
+	KUNIT_CASE(afm_zs_test_alloc_failure),
+	KUNIT_CASE(afm_zs_test_bad_handles),
+	KUNIT_CASE(afm_zs_test_gfp),
+	KUNIT_CASE(afm_zs_test_classes),
+	KUNIT_CASE_SLOW(afm_zs_test_stress),
+	{}
+};
+
+static struct kunit_suite afm_zspage_store_test_suite = {
+	.name = "afmalloc_zspage_store",
+	.test_cases = afm_zspage_store_test_cases,
+};
+
+kunit_test_suite(afm_zspage_store_test_suite);

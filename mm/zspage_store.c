@@ -1,0 +1,2331 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * afmalloc zspage store: objects packed back to back, without size classes,
+ * into zspages of AFM_ZS_PAGES order-0 pages, behind a pool handle table.
+ * Compaction evacuates sparse zspages; zspage pages are movable.
+ *
+ * Object model
+ * ------------
+ * A zspage is AFM_ZS_PAGES (8) order-0 pages allocated with the caller's gfp
+ * flags (zram's __GFP_HIGHMEM | __GFP_MOVABLE are honoured: data is only
+ * ever reached through kmap_local_page()), never a high-order allocation.
+ * Its bytes form one AFM_ZS_SIZE (32 KiB) address space in which objects
+ * lie back to back, byte aligned (compressed data needs no alignment), and
+ * may cross page boundaries. A zspage is filled from offset 0 upwards: the
+ * bytes from its fill offset to its end are its "tail"; bytes below the
+ * fill offset not covered by live objects are "holes".
+ *
+ * Why 8 pages: the tail of a zspage is reused (below), so the length does
+ * not cost tail waste as in zsmalloc; it sets the descriptor cost (96 bytes
+ * per zspage: 0.29% of 32 KiB; 0.39% with 4 pages, 0.25% with 16), the unit
+ * compaction frees (32 KiB), and the burst of order-0 allocations needed
+ * when a new zspage opens (8 pages, like zsmalloc's longest chain). The
+ * fraction of objects crossing a page boundary does not depend on it.
+ *
+ * Placement (reuse policy)
+ * ------------------------
+ * Allocation appends the object at the fill offset of the zspage with the
+ * smallest tail that fits it (best fit over tails, bucketed by tail size in
+ * AFM_ZS_GRAIN steps below PAGE_SIZE and in pages above); only when no tail
+ * fits is a new zspage opened. A brand-new zspage has the largest tail, so
+ * consecutive allocations fill it in order (objects written together lie
+ * together and tend to die together, which frees whole zspages without
+ * copying), while the tails left at the end of older zspages are topped up
+ * by objects that fit them, so tails do not accumulate as waste. Freeing
+ * the object just below the fill offset gives its bytes back to the tail;
+ * any other free leaves a hole. Holes are not tracked individually (no
+ * per-object header, no free-extent lists): compaction reclaims them by
+ * evacuating the sparsest zspages, re-appending their live objects
+ * elsewhere, and freeing the emptied zspages. This is a log-structured
+ * store whose cleaner is compaction.
+ *
+ * Handle encoding
+ * ---------------
+ * A handle is 1 + the index of an 8-byte entry in the pool's handle table.
+ * The table is a fixed top array (AFM_ZT_TOP pointers, in the pool) of
+ * directory pages, each holding AFM_ZT_PTRS pointers to table pages of
+ * PAGE_SIZE / 8 entries; every directory and table page is an order-0 page
+ * owned by the pool and counted in afm_get_total_pages(). Free entries of a
+ * table page are chained through the entries. Entries are taken from one
+ * current table page until it is full; then the lowest-indexed table page
+ * with at least a quarter of its entries free (or a missing one) becomes
+ * current. Handles allocated together thus share table pages and, as the
+ * objects written together tend to be freed together (a file, a directory),
+ * whole table pages empty out and go back to the page allocator; pages
+ * more than three quarters full are not reopened for a few entries.
+ * A live entry packs, from bit 0: LIVE, LOCK (compaction is moving the
+ * object), 6 bits of pin count, size - 1 (PAGE_SHIFT bits), the offset in
+ * the zspage (PAGE_SHIFT + AFM_ZS_ORDER bits) and the zspage id (the rest:
+ * 29 bits with 4 KiB pages). A free entry has LIVE clear and holds the
+ * index of the next free entry of its page. Zspage ids index a descriptor
+ * table built the same way (96-byte slots, 42 per page).
+ * Error values are never valid handles: handles are below 2^27.
+ *
+ * Per-object cost (64-bit, 4 KiB pages)
+ * -------------------------------------
+ * footprint = size + 8 (entry) + size * 96 / 32768 (descriptor share),
+ * plus holes until compaction and unfilled tails. No size-class rounding,
+ * no in-object header, no alignment padding. At the untar benchmark's mean
+ * object size (1366 bytes) that is 0.59% for entries + 0.29% for
+ * descriptors; zsmalloc spends 16 bytes per object (handle slot and object
+ * header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail waste. The
+ * table and directory pages themselves, and up to a few bytes per zspage of
+ * tails too small for any object, come on top. afm_huge_class_size() is
+ * the smallest size whose footprint reaches PAGE_SIZE (4076).
+ * Compaction enumerates a victim's objects by scanning the handle table (8
+ * bytes per object, in order), which is why no header is needed: one scan
+ * serves a batch of up to AFM_ZS_MAX_VICTIMS victims.
+ *
+ * Page accounting
+ * ---------------
+ * afm_get_total_pages() counts, exactly: zspage pages (including those of
+ * empty zspages waiting for the deferred free), handle table pages,
+ * descriptor table pages and the directory pages of both tables. Nothing is
+ * allocated from a slab cache except the pool structure itself and the
+ * compaction candidate array (aux_bytes).
+ *
+ * Locking, in nesting order
+ * -------------------------
+ *   afm_pool.compact_lock (mutex)   one compaction pass at a time (manual,
+ *                                   automatic worker, shrinker: trylock).
+ *   page lock (PG_locked)           taken by the migration core around
+ *                                   isolate/migrate/putback; by the
+ *                                   deferred free with lock_page().
+ *   afm_zs_pool.lock (spinlock_bh)  tables, tail buckets, zspage counters
+ *                                   and flags, every entry change except
+ *                                   pins. Not taken by map, read, write or
+ *                                   migration. Bottom halves are disabled
+ *                                   while it is held, so free may run in
+ *                                   softirq context.
+ *   entry LOCK bit                  compaction moving one object: only set
+ *                                   under the pool lock, with preemption and
+ *                                   bottom halves disabled, for one copy.
+ *   zspage gate (afm_zspage.gate)   shared: accessors (map, read, write,
+ *                                   compaction copying) keep the zspage's
+ *                                   page array stable; exclusive: migration
+ *                                   replacing a page, and freeing a zspage.
+ *                                   Held with preemption (exclusive: and
+ *                                   bottom halves) disabled, never across a
+ *                                   sleep.
+ * Accessors pin the entry (a cmpxchg on the pin count, spinning while LOCK
+ * is set), which fixes the object's location and keeps its zspage alive,
+ * then take the gate shared. A pinned object is never moved: compaction
+ * sets LOCK only with a cmpxchg from an unpinned entry and skips pinned
+ * ones. Migration never waits for the pool lock; it takes the gate
+ * exclusively with a trylock (MIGRATE_ASYNC) or a bounded wait that blocks
+ * new accessors, and returns -EAGAIN when the zspage stays busy. Freeing a
+ * zspage trylocks the gate and then every page lock (as zsmalloc's
+ * trylock_zspage()), clears __PageMovable under the page lock and drops its
+ * page reference; if any trylock fails the zspage goes to a worker that
+ * sleeps in lock_page(). A page isolated for migration when its zspage is
+ * freed is then owned by the migration core, which frees it.
+ */
+
+#define pr_fmt(fmt) "afmalloc: " fmt
+
+#include <linux/atomic.h>
+#include <linux/bitmap.h>
+#include <linux/bitops.h>
+#include <linux/bottom_half.h>
+#include <linux/gfp.h>
+#include <linux/highmem.h>
+#include <linux/list.h>
+#include <linux/migrate.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/pagemap.h>
+#include <linux/percpu.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/workqueue.h>
+
+#include <kunit/visibility.h>
+
+#include "zspage_store.h"
+
+/* Entries: see "Handle encoding" above. */
+#define AFM_ZE_LIVE		BIT_ULL(0)
+#define AFM_ZE_LOCK		BIT_ULL(1)
+#define AFM_ZE_PIN_SHIFT	2
+#define AFM_ZE_PIN_BITS		6
+#define AFM_ZE_PIN_ONE		BIT_ULL(AFM_ZE_PIN_SHIFT)
+#define AFM_ZE_PINS		GENMASK_ULL(AFM_ZE_PIN_SHIFT + AFM_ZE_PIN_BITS - 1, \
+					    AFM_ZE_PIN_SHIFT)
+#define AFM_ZE_SIZE_SHIFT	(AFM_ZE_PIN_SHIFT + AFM_ZE_PIN_BITS)
+#define AFM_ZE_OFF_SHIFT	(AFM_ZE_SIZE_SHIFT + PAGE_SHIFT)
+#define AFM_ZE_ID_SHIFT		(AFM_ZE_OFF_SHIFT + PAGE_SHIFT + AFM_ZS_ORDER)
+#define AFM_ZE_ID_BITS		(64 - AFM_ZE_ID_SHIFT)
+
+/* Slot tables (handles and descriptors). */
+#define AFM_ZT_TOP		256
+#define AFM_ZT_PTRS		(PAGE_SIZE / sizeof(unsigned long))
+#define AFM_ZT_OPEN		1UL	/* directory entry: page open for allocation */
+#define AFM_ZT_MAX_PAGES	(AFM_ZT_TOP * AFM_ZT_PTRS)
+#define AFM_ZH_PER_PAGE		(PAGE_SIZE / sizeof(u64))
+#define AFM_ZD_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zspage))
+
+/* Tail buckets: AFM_ZS_GRAIN wide below PAGE_SIZE, one per page above. */
+#define AFM_ZS_SMALL_BUCKETS	128
+#define AFM_ZS_GRAIN		(PAGE_SIZE / AFM_ZS_SMALL_BUCKETS)
+#define AFM_ZS_NR_BUCKETS	(AFM_ZS_SMALL_BUCKETS + AFM_ZS_PAGES)
+#define AFM_ZS_NO_BUCKET	U8_MAX
+/* Entries of the best-fitting bucket tried before taking a larger one. */
+#define AFM_ZS_FIT_TRIES	4
+
+/* Zspage flags, under the pool lock. */
+#define AFM_ZS_USED		BIT(0)	/* descriptor slot in use */
+#define AFM_ZS_VICTIM		BIT(1)	/* being evacuated by compaction */
+#define AFM_ZS_DEAD		BIT(2)	/* empty, pages being freed */
+
+/* Zspage gate: shared count, then PENDING (blocks new sharers), EXCL. */
+#define AFM_ZG_PENDING		BIT(28)
+#define AFM_ZG_EXCL		BIT(29)
+#define AFM_ZG_COUNT		(AFM_ZG_PENDING - 1)
+/* Longest wait of a synchronous migration for a busy zspage. */
+#define AFM_ZG_WAIT_NS		(100 * NSEC_PER_USEC)
+
+/* Compaction. */
+#define AFM_ZS_MAX_VICTIMS	512
+/*
+ * Smallest hole total of a victim: on request (afm_compact(), shrinker)
+ * any zspage with an eighth of a page of holes; automatic runs only take
+ * zspages with an eighth of their bytes in holes, so that they never copy
+ * more than 7 bytes per byte they give back (thin, evenly spread holes are
+ * left to the shrinker and to the frees that follow).
+ */
+#define AFM_ZS_MIN_HOLES	(PAGE_SIZE / 8)
+#define AFM_ZS_AUTO_MIN_HOLES	(AFM_ZS_SIZE / 8)
+#define AFM_ZS_AUTO_MIN		4		/* zspages of holes before auto */
+#define AFM_ZS_MAX_PASSES	64
+#define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
+
+/* Data page ->index: the zspage store | page number in its zspage. */
+#define AFM_ZS_PAGE_NR_MASK	((unsigned long)AFM_ZS_PAGES - 1)
+
+#if PAGE_SHIFT + AFM_ZS_ORDER <= 15
+typedef u16 afm_zs_off_t;
+#else
+typedef u32 afm_zs_off_t;
+#endif
+
+/**
+ * struct afm_zspage - zspage descriptor, a slot of the descriptor table
+ * @pages: its pages, by offset. Replaced by migration under the exclusive
+ *	gate; read by holders of the gate (shared or exclusive) and, for
+ *	freeing, by holders of the page lock.
+ * @list: entry in the tail bucket @bucket, or in the pool's dead list.
+ *	Under the pool lock.
+ * @gate: accessors and exclusive owner, see AFM_ZG_* and the file comment.
+ * @id: index of this descriptor in the descriptor table.
+ * @live: bytes of live objects. Under the pool lock (as are the next four).
+ * @tail: fill offset: objects lie below it, bytes from it to AFM_ZS_SIZE
+ *	are free and reusable.
+ * @objs: live objects.
+ * @flags: AFM_ZS_USED, AFM_ZS_VICTIM, AFM_ZS_DEAD.
+ * @bucket: tail bucket, AFM_ZS_NO_BUCKET when on no tail list.
+ */
+struct afm_zspage {
+	struct page *pages[AFM_ZS_PAGES];
+	struct list_head list;
+	atomic_t gate;
+	u32 id;
+	afm_zs_off_t live;
+	afm_zs_off_t tail;
+	afm_zs_off_t objs;
+	u8 flags;
+	u8 bucket;
+};
+
+/**
+ * struct afm_zs_table - a table of fixed-size slots in pool-owned pages
+ * @top: directory pages; a directory entry is a table page address, with
+ *	AFM_ZT_OPEN set while at least @open_free of its slots are free. A
+ *	directory page's struct page counts present table pages in ->private
+ *	and open ones in ->index; a table page's counts its used slots in
+ *	->private and holds 1 + its first free slot (0: none) in ->index.
+ * @slot_size: bytes per slot (8 or sizeof(struct afm_zspage)).
+ * @per_page: slots per table page.
+ * @open_free: free slots that make a table page open (a quarter).
+ * @cur: table page slots are taken from while it has any free, else
+ *	ULONG_MAX. When it fills up, the lowest open or missing page becomes
+ *	current: slots allocated together share pages (and tend to be freed
+ *	together, giving pages back), while nearly full pages are left alone.
+ * @hint: no table page below this one is open or missing.
+ * @end: one past the highest table page number ever present.
+ * @used: slots in use.
+ * @pages: table pages.
+ * @dirs: directory pages.
+ *
+ * Everything is written under the pool lock; lookups of live slots are
+ * lockless (the pages of live slots are not freed).
+ */
+struct afm_zs_table {
+	unsigned long *top[AFM_ZT_TOP];
+	unsigned int slot_size;
+	unsigned int per_page;
+	unsigned int open_free;
+	unsigned long cur;
+	unsigned long hint;
+	unsigned long end;
+	unsigned long used;
+	unsigned long pages;
+	unsigned long dirs;
+};
+
+/**
+ * struct afm_zs_cand - a compaction candidate
+ * @live: its live bytes when selected (sort key: sparsest first).
+ * @id: its zspage id, AFM_ZS_DONE once released by the pass.
+ */
+struct afm_zs_cand {
+	u32 live;
+	u32 id;
+};
+
+/**
+ * struct afm_zs_pool - zspage store state of a pool
+ * @pool: the generic pool.
+ * @lock: the pool lock, see the file comment.
+ * @htab: handle table.
+ * @dtab: descriptor table.
+ * @tails: tail buckets: zspages by the size of their tail.
+ * @tail_map: non-empty tail buckets.
+ * @dead: empty zspages whose pages wait for afm_zs_free_work().
+ * @total_pages: every page held; written under @lock, read locklessly.
+ * @objects: live objects.
+ * @live_bytes: sum of their sizes.
+ * @tail_bytes: sum of the tails of the zspages in @zspages.
+ * @zspages: zspages not dead.
+ * @dead_zspages: zspages on @dead or being freed from it.
+ * @victim_live: live bytes left in the victims of the running pass.
+ * @auto_floor: automatic compaction waits for holes above this, after a
+ *	run that could not reach its target.
+ * @dying: the pool is being destroyed: no more automatic compaction.
+ * @free_work: frees the zspages of @dead.
+ * @compact_work: automatic compaction.
+ * @shrinker: the pool's shrinker, NULL if it could not be allocated.
+ * @cand: compaction candidates, under &afm_pool.compact_lock.
+ * @nr_cand: number of them.
+ * @st: statistics, see afm_zs_class_stats(); counters written under @lock
+ *	or &afm_pool.compact_lock, migration counters atomic.
+ */
+struct afm_zs_pool {
+	struct afm_pool *pool;
+	spinlock_t lock;	/* pool lock, see "Locking" above */
+	struct afm_zs_table htab;
+	struct afm_zs_table dtab;
+	struct list_head tails[AFM_ZS_NR_BUCKETS];
+	DECLARE_BITMAP(tail_map, AFM_ZS_NR_BUCKETS);
+	struct list_head dead;
+	atomic_long_t total_pages;
+	unsigned long objects;
+	unsigned long live_bytes;
+	unsigned long tail_bytes;
+	unsigned long zspages;
+	unsigned long dead_zspages;
+	unsigned long victim_live;
+	unsigned long auto_floor;
+	bool dying;
+	struct work_struct free_work;
+	struct work_struct compact_work;
+	struct shrinker *shrinker;
+	struct afm_zs_cand *cand;
+	unsigned int nr_cand;
+	struct {
+		atomic_long_t migrated;
+		atomic_long_t migrate_busy;
+		atomic_long_t isolated;
+		unsigned long deferred_frees;
+		unsigned long moved;
+		unsigned long evacuated;
+		unsigned long passes;
+		unsigned long freed;
+		unsigned long auto_runs;
+		unsigned long auto_freed;
+		unsigned long shrink_scans;
+		unsigned long shrink_freed;
+	} st;
+};
+
+/*
+ * Automatic compaction starts when holes exceed this many thousandths of
+ * the live bytes (and AFM_ZS_AUTO_MIN zspages), and stops at half of it.
+ * 0 disables it (the shrinker and afm_compact() still work).
+ */
+static unsigned int afm_zs_auto_permille = 5;
+module_param_named(zspage_auto_permille, afm_zs_auto_permille, uint, 0644);
+MODULE_PARM_DESC(zspage_auto_permille,
+		 "zspage store: holes (per mille of live bytes) that start automatic compaction, 0 = off");
+
+/* Address of the in-place mapping of this CPU's mapped object. */
+static DEFINE_PER_CPU(void *, afm_zs_kaddr);
+
+#ifdef CONFIG_COMPACTION
+static const struct movable_operations afm_zspage_mops;
+#endif
+
+/* Entries */
+
+static inline u64 afm_ze_make(u32 id, unsigned int off, unsigned int size)
+{
+	return AFM_ZE_LIVE | (u64)(size - 1) << AFM_ZE_SIZE_SHIFT |
+	       (u64)off << AFM_ZE_OFF_SHIFT | (u64)id << AFM_ZE_ID_SHIFT;
+}
+
+static inline unsigned int afm_ze_size(u64 e)
+{
+	return ((e >> AFM_ZE_SIZE_SHIFT) & (PAGE_SIZE - 1)) + 1;
+}
+
+static inline unsigned int afm_ze_off(u64 e)
+{
+	return (e >> AFM_ZE_OFF_SHIFT) & (AFM_ZS_SIZE - 1);
+}
+
+static inline u32 afm_ze_id(u64 e)
+{
+	return e >> AFM_ZE_ID_SHIFT;
+}
+
+/* Free-slot link, in the first 8 bytes of a free slot: LIVE stays clear. */
+static inline void afm_zt_link_set(void *slot, unsigned long next1)
+{
+	WRITE_ONCE(*(u64 *)slot, (u64)next1 << 1);
+}
+
+static inline unsigned long afm_zt_link_get(const void *slot)
+{
+	return READ_ONCE(*(const u64 *)slot) >> 1;
+}
+
+/* Slot tables */
+
+static __always_inline void *afm_zt_lookup(const struct afm_zs_table *t,
+					   unsigned long idx,
+					   unsigned int size,
+					   unsigned int per_page)
+{
+	unsigned long pg = idx / per_page;
+	unsigned long *dir;
+	unsigned long ent;
+
+	if (unlikely(pg >= AFM_ZT_MAX_PAGES))
+		return NULL;
+	dir = READ_ONCE(t->top[pg / AFM_ZT_PTRS]);
+	if (unlikely(!dir))
+		return NULL;
+	ent = READ_ONCE(dir[pg % AFM_ZT_PTRS]) & ~AFM_ZT_OPEN;
+	if (unlikely(!ent))
+		return NULL;
+	return (void *)ent + (idx % per_page) * size;
+}
+
+/* Base address of table page @pg, or NULL. */
+static void *afm_zt_page(const struct afm_zs_table *t, unsigned long pg)
+{
+	unsigned long *dir;
+
+	if (pg >= AFM_ZT_MAX_PAGES)
+		return NULL;
+	dir = READ_ONCE(t->top[pg / AFM_ZT_PTRS]);
+	if (!dir)
+		return NULL;
+	return (void *)(READ_ONCE(dir[pg % AFM_ZT_PTRS]) & ~AFM_ZT_OPEN);
+}
+
+static inline atomic64_t *afm_zs_entry(struct afm_zs_pool *zs,
+				       unsigned long handle)
+{
+	return afm_zt_lookup(&zs->htab, handle - 1, sizeof(u64),
+			     AFM_ZH_PER_PAGE);
+}
+
+static inline struct afm_zspage *afm_zs_desc(struct afm_zs_pool *zs, u32 id)
+{
+	return afm_zt_lookup(&zs->dtab, id, sizeof(struct afm_zspage),
+			     AFM_ZD_PER_PAGE);
+}
+
+/**
+ * struct afm_zs_spare - pages allocated ahead, outside the pool lock
+ * @meta: table and directory pages (never highmem, never movable).
+ * @nr_meta: number of them.
+ * @data: zspage pages (the caller's gfp).
+ * @nr_data: number of them.
+ */
+struct afm_zs_spare {
+	struct page *meta[4];
+	unsigned int nr_meta;
+	struct page *data[AFM_ZS_PAGES];
+	unsigned int nr_data;
+};
+
+static int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
+			     unsigned int meta, unsigned int data, gfp_t gfp)
+{
+	gfp_t mgfp = gfp & ~(__GFP_HIGHMEM | __GFP_MOVABLE);
+	struct page *page;
+
+	while (sp->nr_meta < meta) {
+		if (afm_should_fail(zs->pool))
+			return -ENOMEM;
+		page = alloc_page(mgfp);
+		if (!page)
+			return -ENOMEM;
+		sp->meta[sp->nr_meta++] = page;
+	}
+	while (sp->nr_data < data) {
+		if (afm_should_fail(zs->pool))
+			return -ENOMEM;
+		page = alloc_page(gfp);
+		if (!page)
+			return -ENOMEM;
+		sp->data[sp->nr_data++] = page;
+	}
+	return 0;
+}
+
+static void afm_zs_spare_drain(struct afm_zs_spare *sp)
+{
+	while (sp->nr_meta)
+		__free_page(sp->meta[--sp->nr_meta]);
+	while (sp->nr_data)
+		__free_page(sp->data[--sp->nr_data]);
+}
+
+static void *afm_zs_meta_page(struct afm_zs_pool *zs, struct afm_zs_spare *sp)
+{
+	struct page *page = sp->meta[--sp->nr_meta];
+
+	page->index = 0;
+	set_page_private(page, 0);
+	atomic_long_inc(&zs->total_pages);
+	return page_address(page);
+}
+
+static void afm_zs_meta_page_free(struct afm_zs_pool *zs, void *addr)
+{
+	struct page *page = virt_to_page(addr);
+
+	page->index = 0;
+	set_page_private(page, 0);
+	__free_page(page);
+	atomic_long_dec(&zs->total_pages);
+}
+
+static bool afm_zt_dir_full(const unsigned long *dir)
+{
+	const struct page *dp = virt_to_page(dir);
+
+	return page_private(dp) == AFM_ZT_PTRS && !dp->index;
+}
+
+/*
+ * Table page to take the next slot from: the current page while it has a
+ * free slot, else the lowest open or missing page, which becomes current.
+ * Pool lock held. Return: 0 and *@pgp, or -ENOSPC when the table is full.
+ */
+static int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
+{
+	unsigned long pg;
+	void *base;
+
+	if (t->cur != ULONG_MAX) {
+		base = afm_zt_page(t, t->cur);
+		if (base && virt_to_page(base)->index) {
+			*pgp = t->cur;
+			return 0;
+		}
+	}
+	for (pg = t->hint; pg < AFM_ZT_MAX_PAGES; pg++) {
+		unsigned long *dir = t->top[pg / AFM_ZT_PTRS];
+		unsigned long ent;
+
+		if (!dir)
+			break;
+		if (afm_zt_dir_full(dir)) {
+			pg = round_up(pg + 1, AFM_ZT_PTRS) - 1;
+			continue;
+		}
+		ent = dir[pg % AFM_ZT_PTRS];
+		if (!ent || (ent & AFM_ZT_OPEN))
+			break;
+	}
+	if (pg >= AFM_ZT_MAX_PAGES)
+		return -ENOSPC;
+	t->hint = pg;
+	t->cur = pg;
+	*pgp = pg;
+	return 0;
+}
+
+/* Pages (directory, table) needed to take a slot in table page @pg. */
+static unsigned int afm_zt_need(const struct afm_zs_table *t, unsigned long pg)
+{
+	unsigned long *dir = t->top[pg / AFM_ZT_PTRS];
+
+	if (!dir)
+		return 2;
+	return dir[pg % AFM_ZT_PTRS] ? 0 : 1;
+}
+
+/*
+ * Take a free slot of table page @pg (from afm_zt_find()), adding the
+ * directory and table pages from @sp as needed (afm_zt_need() of them).
+ * Pool lock held. Return: the slot index.
+ */
+static unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
+				 unsigned long pg, struct afm_zs_spare *sp)
+{
+	unsigned long *dir = t->top[pg / AFM_ZT_PTRS];
+	unsigned long ent, slot, i;
+	struct page *dp, *tp;
+	void *base;
+
+	if (!dir) {
+		dir = afm_zs_meta_page(zs, sp);
+		clear_page(dir);
+		WRITE_ONCE(t->top[pg / AFM_ZT_PTRS], dir);
+		t->dirs++;
+	}
+	dp = virt_to_page(dir);
+	ent = dir[pg % AFM_ZT_PTRS];
+	if (!ent) {
+		base = afm_zs_meta_page(zs, sp);
+		for (i = 0; i < t->per_page; i++) {
+			memset(base + i * t->slot_size, 0, t->slot_size);
+			afm_zt_link_set(base + i * t->slot_size,
+					i + 1 < t->per_page ? i + 2 : 0);
+		}
+		tp = virt_to_page(base);
+		tp->index = 1;
+		ent = (unsigned long)base | AFM_ZT_OPEN;
+		WRITE_ONCE(dir[pg % AFM_ZT_PTRS], ent);
+		set_page_private(dp, page_private(dp) + 1);
+		dp->index++;
+		t->pages++;
+		t->end = max(t->end, pg + 1);
+	}
+	base = (void *)(ent & ~AFM_ZT_OPEN);
+	tp = virt_to_page(base);
+	slot = tp->index - 1;
+	tp->index = afm_zt_link_get(base + slot * t->slot_size);
+	set_page_private(tp, page_private(tp) + 1);
+	if ((ent & AFM_ZT_OPEN) &&
+	    t->per_page - page_private(tp) < t->open_free) {
+		WRITE_ONCE(dir[pg % AFM_ZT_PTRS], ent & ~AFM_ZT_OPEN);
+		dp->index--;
+	}
+	t->used++;
+	return pg * t->per_page + slot;
+}
+
+/*
+ * Free slot @idx (its content is cleared), giving back its table page when
+ * it was the page's last used slot, and the directory page with it. Pool
+ * lock held.
+ */
+static void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		       unsigned long idx)
+{
+	unsigned long pg = idx / t->per_page, slot = idx % t->per_page;
+	unsigned long *dir = t->top[pg / AFM_ZT_PTRS];
+	struct page *dp = virt_to_page(dir);
+	unsigned long ent = dir[pg % AFM_ZT_PTRS];
+	void *base = (void *)(ent & ~AFM_ZT_OPEN);
+	struct page *tp = virt_to_page(base);
+
+	lockdep_assert_held(&zs->lock);
+
+	memset(base + slot * t->slot_size, 0, t->slot_size);
+	afm_zt_link_set(base + slot * t->slot_size, tp->index);
+	tp->index = slot + 1;
+	set_page_private(tp, page_private(tp) - 1);
+	t->used--;
+	if (!(ent & AFM_ZT_OPEN) &&
+	    t->per_page - page_private(tp) >= t->open_free) {
+		ent |= AFM_ZT_OPEN;
+		dp->index++;
+		t->hint = min(t->hint, pg);
+	}
+	if (page_private(tp)) {
+		WRITE_ONCE(dir[pg % AFM_ZT_PTRS], ent);
+		return;
+	}
+	WRITE_ONCE(dir[pg % AFM_ZT_PTRS], 0);
+	set_page_private(dp, page_private(dp) - 1);
+	dp->index--;
+	t->pages--;
+	afm_zs_meta_page_free(zs, base);
+	if (page_private(dp))
+		return;
+	WRITE_ONCE(t->top[pg / AFM_ZT_PTRS], NULL);
+	t->dirs--;
+	afm_zs_meta_page_free(zs, dir);
+}
+
+/* Free every page of a table, whatever its slots hold (pool teardown). */
+static void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
+{
+	unsigned long top, d;
+
+	for (top = 0; top < AFM_ZT_TOP; top++) {
+		unsigned long *dir = t->top[top];
+
+		if (!dir)
+			continue;
+		for (d = 0; d < AFM_ZT_PTRS; d++) {
+			if (dir[d])
+				afm_zs_meta_page_free(zs, (void *)(dir[d] &
+							~AFM_ZT_OPEN));
+		}
+		afm_zs_meta_page_free(zs, dir);
+		t->top[top] = NULL;
+	}
+	t->pages = 0;
+	t->dirs = 0;
+	t->used = 0;
+	t->hint = 0;
+	t->cur = ULONG_MAX;
+}
+
+/* Zspage gate */
+
+static void afm_zg_in(struct afm_zspage *z)
+{
+	int old;
+
+	preempt_disable();
+	old = atomic_read(&z->gate);
+	do {
+		while (unlikely(old & (AFM_ZG_EXCL | AFM_ZG_PENDING))) {
+			cpu_relax();
+			old = atomic_read(&z->gate);
+		}
+	} while (!atomic_try_cmpxchg_acquire(&z->gate, &old, old + 1));
+}
+
+static void afm_zg_out(struct afm_zspage *z)
+{
+	int old = atomic_fetch_sub_release(1, &z->gate);
+
+	WARN_ON_ONCE(!(old & AFM_ZG_COUNT));
+	preempt_enable();
+}
+
+/*
+ * Take the gate exclusively, waiting at most @wait_ns while blocking new
+ * sharers. On success, returns with bottom halves and preemption disabled
+ * (so a sharer running in softirq on this CPU cannot spin on us).
+ */
+static bool afm_zg_lock(struct afm_zspage *z, u64 wait_ns)
+{
+	u64 deadline = 0;
+	int old = 0;
+
+	local_bh_disable();
+	preempt_disable();
+	if (atomic_try_cmpxchg_acquire(&z->gate, &old, AFM_ZG_EXCL))
+		return true;
+	if (wait_ns) {
+		deadline = local_clock() + wait_ns;
+		for (;;) {
+			old = atomic_read(&z->gate);
+			if (!(old & (AFM_ZG_EXCL | AFM_ZG_COUNT))) {
+				if (atomic_try_cmpxchg_acquire(&z->gate, &old,
+							       AFM_ZG_EXCL))
+					return true;
+				continue;
+			}
+			if (!(old & AFM_ZG_PENDING))
+				atomic_or(AFM_ZG_PENDING, &z->gate);
+			if (local_clock() > deadline)
+				break;
+			cpu_relax();
+		}
+		atomic_andnot(AFM_ZG_PENDING, &z->gate);
+	}
+	preempt_enable();
+	local_bh_enable();
+	return false;
+}
+
+static void afm_zg_unlock(struct afm_zspage *z)
+{
+	atomic_fetch_andnot_release(AFM_ZG_EXCL, &z->gate);
+	preempt_enable();
+	local_bh_enable();
+}
+
+/* Entry pins */
+
+/*
+ * Pin the live object of @ent: its location cannot change and its zspage
+ * cannot go away until afm_ze_unpin(). Spins while compaction moves it.
+ * Return: false if the entry is not live (invalid handle).
+ */
+static bool afm_ze_pin(atomic64_t *ent, u64 *ep)
+{
+	s64 e = atomic64_read(ent);
+
+	do {
+		if (unlikely(!(e & AFM_ZE_LIVE)))
+			return false;
+		while (unlikely((e & AFM_ZE_LOCK) ||
+				(e & AFM_ZE_PINS) == AFM_ZE_PINS)) {
+			cpu_relax();
+			e = atomic64_read(ent);
+			if (unlikely(!(e & AFM_ZE_LIVE)))
+				return false;
+		}
+	} while (!atomic64_try_cmpxchg_acquire(ent, &e, e + AFM_ZE_PIN_ONE));
+	*ep = e;
+	return true;
+}
+
+static void afm_ze_unpin(atomic64_t *ent)
+{
+	s64 old = atomic64_fetch_sub_release(AFM_ZE_PIN_ONE, ent);
+
+	WARN_ON_ONCE(!(old & AFM_ZE_PINS));
+}
+
+/* Copies between zspages and linear buffers */
+
+static void afm_zs_copy_out(struct afm_zspage *z, unsigned int off, void *dst,
+			    unsigned int len)
+{
+	while (len) {
+		unsigned int po = offset_in_page(off);
+		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - po);
+
+		memcpy_from_page(dst, z->pages[off >> PAGE_SHIFT], po, n);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+}
+
+static void afm_zs_copy_in(struct afm_zspage *z, unsigned int off,
+			   const void *src, unsigned int len)
+{
+	while (len) {
+		unsigned int po = offset_in_page(off);
+		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - po);
+
+		memcpy_to_page(z->pages[off >> PAGE_SHIFT], po, src, n);
+		src += n;
+		off += n;
+		len -= n;
+	}
+}
+
+static void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
+			   struct afm_zspage *s, unsigned int soff,
+			   unsigned int len)
+{
+	while (len) {
+		unsigned int sp = offset_in_page(soff), dp = offset_in_page(doff);
+		unsigned int n = min3(len, (unsigned int)PAGE_SIZE - sp,
+				      (unsigned int)PAGE_SIZE - dp);
+		void *src = kmap_local_page(s->pages[soff >> PAGE_SHIFT]);
+		void *dst = kmap_local_page(d->pages[doff >> PAGE_SHIFT]);
+
+		memcpy(dst + dp, src + sp, n);
+		kunmap_local(dst);
+		kunmap_local(src);
+		soff += n;
+		doff += n;
+		len -= n;
+	}
+}
+
+/* Tail buckets and placement */
+
+static unsigned int afm_zs_bucket(unsigned int tail)
+{
+	if (tail < PAGE_SIZE)
+		return tail / AFM_ZS_GRAIN;
+	return AFM_ZS_SMALL_BUCKETS + (tail >> PAGE_SHIFT) - 1;
+}
+
+static void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	if (z->bucket == AFM_ZS_NO_BUCKET)
+		return;
+	list_del_init(&z->list);
+	if (list_empty(&zs->tails[z->bucket]))
+		__clear_bit(z->bucket, zs->tail_map);
+	z->bucket = AFM_ZS_NO_BUCKET;
+}
+
+/* Put @z on the tail list matching its tail (none when full). */
+static void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int tail = AFM_ZS_SIZE - z->tail;
+	unsigned int b = tail ? afm_zs_bucket(tail) : AFM_ZS_NO_BUCKET;
+
+	if (b == z->bucket)
+		return;
+	afm_zs_unbucket(zs, z);
+	if (b == AFM_ZS_NO_BUCKET)
+		return;
+	list_add(&z->list, &zs->tails[b]);
+	__set_bit(b, zs->tail_map);
+	z->bucket = b;
+}
+
+/* The zspage with the smallest tail that fits @size, or NULL. */
+static struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
+{
+	unsigned int b = afm_zs_bucket(size), n = 0;
+	struct afm_zspage *z;
+
+	lockdep_assert_held(&zs->lock);
+
+	list_for_each_entry(z, &zs->tails[b], list) {
+		if (AFM_ZS_SIZE - z->tail >= size)
+			return z;
+		if (++n >= AFM_ZS_FIT_TRIES)
+			break;
+	}
+	b = find_next_bit(zs->tail_map, AFM_ZS_NR_BUCKETS, b + 1);
+	if (b >= AFM_ZS_NR_BUCKETS)
+		return NULL;
+	return list_first_entry(&zs->tails[b], struct afm_zspage, list);
+}
+
+/* Append @size bytes to @z's objects. Return: their offset. */
+static unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
+				 unsigned int size)
+{
+	unsigned int off = z->tail;
+
+	z->tail += size;
+	z->live += size;
+	z->objs++;
+	zs->tail_bytes -= size;
+	zs->live_bytes += size;
+	zs->objects++;
+	afm_zs_rebucket(zs, z);
+	return off;
+}
+
+/* Remove an object from @z's counts; its bytes join the tail if last. */
+static void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
+			   unsigned int off, unsigned int size)
+{
+	z->live -= size;
+	z->objs--;
+	zs->live_bytes -= size;
+	zs->objects--;
+	if (z->flags & AFM_ZS_VICTIM) {
+		zs->victim_live -= size;
+		return;
+	}
+	if (off + size == z->tail) {
+		z->tail = off;
+		zs->tail_bytes += size;
+		afm_zs_rebucket(zs, z);
+	}
+}
+
+static unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
+{
+	return zs->zspages * AFM_ZS_SIZE - zs->live_bytes - zs->tail_bytes;
+}
+
+/* Zspages */
+
+/*
+ * Make a zspage of the data pages of @sp, with a descriptor in table page
+ * @dpg (afm_zt_find() of the descriptor table). Pool lock held.
+ */
+static struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
+				     unsigned long dpg, struct afm_zs_spare *sp)
+{
+	unsigned long id = afm_zt_take(zs, &zs->dtab, dpg, sp);
+	struct afm_zspage *z = afm_zs_desc(zs, id);
+	unsigned int i;
+
+	memset(z, 0, sizeof(*z));
+	z->id = id;
+	z->bucket = AFM_ZS_NO_BUCKET;
+	INIT_LIST_HEAD(&z->list);
+	for (i = 0; i < AFM_ZS_PAGES; i++) {
+		struct page *page = sp->data[--sp->nr_data];
+
+		set_page_private(page, (unsigned long)z);
+		page->index = (unsigned long)zs | i;
+		z->pages[i] = page;
+	}
+	z->flags = AFM_ZS_USED;
+	/* Movable only once the descriptor is complete. */
+#ifdef CONFIG_COMPACTION
+	for (i = 0; i < AFM_ZS_PAGES; i++) {
+		struct page *page = z->pages[i];
+
+		/* A fresh page: nobody else can hold its lock. */
+		if (WARN_ON_ONCE(!trylock_page(page)))
+			continue;
+		__SetPageMovable(page, &afm_zspage_mops);
+		unlock_page(page);
+	}
+#endif
+	zs->zspages++;
+	zs->tail_bytes += AFM_ZS_SIZE;
+	atomic_long_add(AFM_ZS_PAGES, &zs->total_pages);
+	afm_zs_rebucket(zs, z);
+	return z;
+}
+
+/* Undo the page setup of afm_zs_new(); page lock held if it was movable. */
+static void afm_zs_reset_page(struct page *page)
+{
+#ifdef CONFIG_COMPACTION
+	if (READ_ONCE(page->mapping))
+		__ClearPageMovable(page);
+#endif
+	set_page_private(page, 0);
+	page->index = 0;
+}
+
+/*
+ * Free the pages of dead zspage @z if the gate and all page locks can be
+ * had without waiting. Any context. Return: true if freed.
+ */
+static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int i, locked;
+
+	if (!afm_zg_lock(z, 0))
+		return false;
+	for (locked = 0; locked < AFM_ZS_PAGES; locked++) {
+		if (!trylock_page(z->pages[locked]))
+			break;
+	}
+	if (locked < AFM_ZS_PAGES) {
+		while (locked--)
+			unlock_page(z->pages[locked]);
+		afm_zg_unlock(z);
+		return false;
+	}
+	for (i = 0; i < AFM_ZS_PAGES; i++) {
+		struct page *page = z->pages[i];
+
+		afm_zs_reset_page(page);
+		unlock_page(page);
+		put_page(page);
+	}
+	afm_zg_unlock(z);
+	atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
+	return true;
+}
+
+/*
+ * Give back empty zspage @z (not a victim): free it now, or queue it for
+ * afm_zs_free_work(). Pool lock held.
+ */
+static void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	lockdep_assert_held(&zs->lock);
+	WARN_ON_ONCE(z->live || z->objs || (z->flags & AFM_ZS_VICTIM));
+
+	afm_zs_unbucket(zs, z);
+	zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
+	zs->zspages--;
+	z->flags |= AFM_ZS_DEAD;
+	if (afm_zs_try_free_pages(zs, z)) {
+		afm_zt_put(zs, &zs->dtab, z->id);
+		return;
+	}
+	zs->dead_zspages++;
+	zs->st.deferred_frees++;
+	list_add_tail(&z->list, &zs->dead);
+	queue_work(system_wq, &zs->free_work);
+}
+
+/* Lock page @i of dead zspage @z, sleeping if needed. */
+static struct page *afm_zs_lock_page(struct afm_zspage *z, unsigned int i)
+{
+	struct page *page;
+
+	for (;;) {
+		if (!afm_zg_lock(z, AFM_ZG_WAIT_NS)) {
+			cond_resched();
+			continue;
+		}
+		page = z->pages[i];
+		if (trylock_page(page)) {
+			afm_zg_unlock(z);
+			return page;
+		}
+		/* Migration may hold it; wait without the gate. */
+		get_page(page);
+		afm_zg_unlock(z);
+		wait_on_page_locked(page);
+		put_page(page);
+	}
+}
+
+/* Free the pages and descriptors of the zspages on the dead list. */
+static void afm_zs_free_dead(struct afm_zs_pool *zs)
+{
+	struct afm_zspage *z, *tmp;
+	struct page *pages[AFM_ZS_PAGES];
+	LIST_HEAD(list);
+	unsigned int i;
+
+	spin_lock_bh(&zs->lock);
+	list_splice_init(&zs->dead, &list);
+	spin_unlock_bh(&zs->lock);
+
+	list_for_each_entry_safe(z, tmp, &list, list) {
+		list_del_init(&z->list);
+		/* Once a page is locked, migration cannot replace it. */
+		for (i = 0; i < AFM_ZS_PAGES; i++)
+			pages[i] = afm_zs_lock_page(z, i);
+		for (i = 0; i < AFM_ZS_PAGES; i++) {
+			afm_zs_reset_page(pages[i]);
+			unlock_page(pages[i]);
+			put_page(pages[i]);
+		}
+		atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
+		spin_lock_bh(&zs->lock);
+		zs->dead_zspages--;
+		afm_zt_put(zs, &zs->dtab, z->id);
+		spin_unlock_bh(&zs->lock);
+		cond_resched();
+	}
+}
+
+static void afm_zs_free_work(struct work_struct *work)
+{
+	afm_zs_free_dead(container_of(work, struct afm_zs_pool, free_work));
+}
+
+/* Allocation and free */
+
+static bool afm_zs_want_auto(struct afm_zs_pool *zs)
+{
+	unsigned int permille = READ_ONCE(afm_zs_auto_permille);
+	unsigned long holes = afm_zs_holes(zs);
+
+	if (!permille || zs->dying)
+		return false;
+	return holes > max(zs->live_bytes / 1000 * permille,
+			   (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE) &&
+	       holes > zs->auto_floor;
+}
+
+static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
+				   gfp_t gfp)
+{
+	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_spare sp = { };
+	unsigned long hpg, dpg = 0, idx;
+	unsigned int meta, data, off;
+	struct afm_zspage *z;
+	atomic64_t *ent;
+
+	for (;;) {
+		spin_lock_bh(&zs->lock);
+		if (afm_zt_find(&zs->htab, &hpg))
+			goto full;
+		meta = afm_zt_need(&zs->htab, hpg);
+		data = 0;
+		z = afm_zs_fit(zs, size);
+		if (!z) {
+			if (afm_zt_find(&zs->dtab, &dpg))
+				goto full;
+			meta += afm_zt_need(&zs->dtab, dpg);
+			data = AFM_ZS_PAGES;
+		}
+		if (sp.nr_meta >= meta && sp.nr_data >= data)
+			break;
+		spin_unlock_bh(&zs->lock);
+		if (afm_zs_spare_fill(zs, &sp, meta, data, gfp))
+			goto nomem;
+	}
+
+	if (!z)
+		z = afm_zs_new(zs, dpg, &sp);
+	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
+	off = afm_zs_place(zs, z, size);
+	ent = afm_zs_entry(zs, idx + 1);
+	atomic64_set(ent, afm_ze_make(z->id, off, size));
+	spin_unlock_bh(&zs->lock);
+
+	afm_zs_spare_drain(&sp);
+	return idx + 1;
+
+full:
+	spin_unlock_bh(&zs->lock);
+	pr_warn_ratelimited("pool %s: handle or zspage table full\n",
+			    pool->name);
+nomem:
+	afm_zs_spare_drain(&sp);
+	return (unsigned long)ERR_PTR(-ENOMEM);
+}
+
+static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = pool->store;
+	struct afm_zspage *z;
+	atomic64_t *ent;
+	bool want;
+	s64 e;
+
+	spin_lock_bh(&zs->lock);
+	ent = afm_zs_entry(zs, handle);
+	if (!ent)
+		goto invalid;
+	e = atomic64_read(ent);
+	do {
+		if (!(e & AFM_ZE_LIVE))
+			goto invalid;
+		/* LOCK is only set under the pool lock: only pins here. */
+		if (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) {
+			spin_unlock_bh(&zs->lock);
+			WARN_ONCE(1, "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
+				  pool->name, handle);
+			return;
+		}
+	} while (!atomic64_try_cmpxchg(ent, &e, 0));
+
+	z = afm_zs_desc(zs, afm_ze_id(e));
+	afm_zs_unplace(zs, z, afm_ze_off(e), afm_ze_size(e));
+	afm_zt_put(zs, &zs->htab, handle - 1);
+	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
+		afm_zs_release(zs, z);
+	want = afm_zs_want_auto(zs);
+	spin_unlock_bh(&zs->lock);
+
+	if (want)
+		queue_work(system_unbound_wq, &zs->compact_work);
+	return;
+
+invalid:
+	spin_unlock_bh(&zs->lock);
+	WARN_ONCE(1, "afmalloc: pool %s: free of invalid handle %#lx\n",
+		  pool->name, handle);
+}
+
+/* Access */
+
+/*
+ * Pin the object of @handle and enter its zspage. Return: its zspage, or
+ * NULL (with a warning) for an invalid handle.
+ */
+static struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
+				     unsigned long handle, atomic64_t **entp,
+				     u64 *ep)
+{
+	atomic64_t *ent = afm_zs_entry(zs, handle);
+	struct afm_zspage *z;
+
+	if (!ent || !afm_ze_pin(ent, ep)) {
+		WARN_ONCE(1, "afmalloc: pool %s: invalid handle %#lx\n",
+			  zs->pool->name, handle);
+		return NULL;
+	}
+	z = afm_zs_desc(zs, afm_ze_id(*ep));
+	afm_zg_in(z);
+	*entp = ent;
+	return z;
+}
+
+static void afm_zs_put(struct afm_zspage *z, atomic64_t *ent)
+{
+	afm_zg_out(z);
+	afm_ze_unpin(ent);
+}
+
+static void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
+			enum afm_mapmode mm, void *bounce)
+{
+	struct afm_zspage *z;
+	unsigned int off, size;
+	atomic64_t *ent;
+	void *addr;
+	u64 e;
+
+	z = afm_zs_get(pool->store, handle, &ent, &e);
+	if (!z)
+		return NULL;
+	off = afm_ze_off(e);
+	size = afm_ze_size(e);
+	if (offset_in_page(off) + size <= PAGE_SIZE) {
+		addr = kmap_local_page(z->pages[off >> PAGE_SHIFT]) +
+		       offset_in_page(off);
+		this_cpu_write(afm_zs_kaddr, addr);
+		return addr;
+	}
+	if (mm != AFM_MM_WO)
+		afm_zs_copy_out(z, off, bounce, size);
+	return bounce;
+}
+
+static void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,
+			 enum afm_mapmode mm, void *bounce)
+{
+	struct afm_zs_pool *zs = pool->store;
+	atomic64_t *ent = afm_zs_entry(zs, handle);
+	/* Pinned by afm_zs_map(): the entry cannot change. */
+	u64 e = atomic64_read(ent);
+	struct afm_zspage *z = afm_zs_desc(zs, afm_ze_id(e));
+	unsigned int off = afm_ze_off(e), size = afm_ze_size(e);
+
+	if (offset_in_page(off) + size <= PAGE_SIZE)
+		kunmap_local(this_cpu_read(afm_zs_kaddr));
+	else if (mm != AFM_MM_RO)
+		afm_zs_copy_in(z, off, bounce, size);
+	afm_zs_put(z, ent);
+}
+
+static size_t afm_zs_read(struct afm_pool *pool, unsigned long handle,
+			  void *dst)
+{
+	struct afm_zspage *z;
+	unsigned int size;
+	atomic64_t *ent;
+	u64 e;
+
+	z = afm_zs_get(pool->store, handle, &ent, &e);
+	if (!z)
+		return 0;
+	size = afm_ze_size(e);
+	afm_zs_copy_out(z, afm_ze_off(e), dst, size);
+	afm_zs_put(z, ent);
+	return size;
+}
+
+static int afm_zs_write(struct afm_pool *pool, unsigned long handle,
+			const void *src, size_t len)
+{
+	struct afm_zspage *z;
+	atomic64_t *ent;
+	int ret = 0;
+	u64 e;
+
+	z = afm_zs_get(pool->store, handle, &ent, &e);
+	if (!z)
+		return -EINVAL;
+	if (len > afm_ze_size(e))
+		ret = -EINVAL;
+	else
+		afm_zs_copy_in(z, afm_ze_off(e), src, len);
+	afm_zs_put(z, ent);
+	return ret;
+}
+
+static size_t afm_zs_obj_size(struct afm_pool *pool, unsigned long handle)
+{
+	atomic64_t *ent = afm_zs_entry(pool->store, handle);
+	u64 e;
+
+	if (!ent)
+		return 0;
+	e = atomic64_read(ent);
+	return e & AFM_ZE_LIVE ? afm_ze_size(e) : 0;
+}
+
+/* Compaction */
+
+static void afm_zs_cand_swap(struct afm_zs_cand *c, unsigned int a,
+			     unsigned int b)
+{
+	swap(c[a], c[b]);
+}
+
+/* Max-heap on ->live of the @n candidates: keeps the sparsest ones. */
+static void afm_zs_cand_sift_down(struct afm_zs_cand *c, unsigned int n,
+				  unsigned int i)
+{
+	for (;;) {
+		unsigned int l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < n && c[l].live > c[m].live)
+			m = l;
+		if (r < n && c[r].live > c[m].live)
+			m = r;
+		if (m == i)
+			return;
+		afm_zs_cand_swap(c, i, m);
+		i = m;
+	}
+}
+
+static void afm_zs_cand_add(struct afm_zs_pool *zs, u32 live, u32 id)
+{
+	struct afm_zs_cand *c = zs->cand;
+	unsigned int i;
+
+	if (zs->nr_cand < AFM_ZS_MAX_VICTIMS) {
+		i = zs->nr_cand++;
+		c[i].live = live;
+		c[i].id = id;
+		while (i && c[(i - 1) / 2].live < c[i].live) {
+			afm_zs_cand_swap(c, i, (i - 1) / 2);
+			i = (i - 1) / 2;
+		}
+		return;
+	}
+	if (live >= c[0].live)
+		return;
+	c[0].live = live;
+	c[0].id = id;
+	afm_zs_cand_sift_down(c, zs->nr_cand, 0);
+}
+
+static int afm_zs_cand_cmp(const void *a, const void *b)
+{
+	const struct afm_zs_cand *x = a, *y = b;
+
+	return x->live < y->live ? -1 : x->live > y->live;
+}
+
+/*
+ * Drop the pool lock during a walk: every 256 entries looked at (a move
+ * counts 16), or sooner when someone waits for the lock or the CPU. Bounds
+ * the time spent with the lock held and bottom halves off, and lets RCU see
+ * a quiescent state on non-preemptible kernels.
+ */
+static void afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
+{
+	if (*budget < 256 &&
+	    (*budget < 16 || (!need_resched() && !spin_is_contended(&zs->lock))))
+		return;
+	*budget = 0;
+	spin_unlock_bh(&zs->lock);
+	cond_resched();
+	spin_lock_bh(&zs->lock);
+}
+
+/*
+ * Pick the sparsest zspages with at least @min_holes bytes of holes, up to
+ * AFM_ZS_MAX_VICTIMS, and keep the fewest, sparsest first, whose holes add
+ * up to @goal. Mark them victims: no allocation goes to them any more.
+ * Return: the number of victims.
+ */
+static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
+				unsigned int min_holes)
+{
+	unsigned long pg, end, sum = 0;
+	unsigned int i, n, nv = 0;
+
+	zs->nr_cand = 0;
+	spin_lock_bh(&zs->lock);
+	end = zs->dtab.end;
+	spin_unlock_bh(&zs->lock);
+	for (pg = 0; pg < end; pg++) {
+		struct afm_zspage *base;
+
+		spin_lock_bh(&zs->lock);
+		base = afm_zt_page(&zs->dtab, pg);
+		for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
+			struct afm_zspage *z = &base[i];
+
+			if (z->flags != AFM_ZS_USED ||
+			    z->tail - z->live < min_holes)
+				continue;
+			afm_zs_cand_add(zs, z->live, z->id);
+		}
+		spin_unlock_bh(&zs->lock);
+		cond_resched();
+	}
+
+	sort(zs->cand, zs->nr_cand, sizeof(*zs->cand), afm_zs_cand_cmp, NULL);
+	for (n = 0; n < zs->nr_cand && sum < goal; n++)
+		sum += AFM_ZS_SIZE - zs->cand[n].live;
+	zs->nr_cand = n;
+
+	spin_lock_bh(&zs->lock);
+	for (i = 0; i < n; i++) {
+		struct afm_zspage *z = afm_zs_desc(zs, zs->cand[i].id);
+
+		/* Things changed while the lock was dropped. */
+		if (!z || z->flags != AFM_ZS_USED ||
+		    z->tail - z->live < min_holes) {
+			zs->cand[i].id = AFM_ZS_DONE;
+			continue;
+		}
+		z->flags |= AFM_ZS_VICTIM;
+		afm_zs_unbucket(zs, z);
+		zs->victim_live += z->live;
+		nv++;
+	}
+	spin_unlock_bh(&zs->lock);
+	return nv;
+}
+
+/* Victim @z is empty: release it. Pool lock held. */
+static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int i;
+
+	for (i = 0; i < zs->nr_cand; i++) {
+		if (zs->cand[i].id == z->id) {
+			zs->cand[i].id = AFM_ZS_DONE;
+			break;
+		}
+	}
+	z->flags &= ~AFM_ZS_VICTIM;
+	zs->st.evacuated++;
+	afm_zs_release(zs, z);
+}
+
+/*
+ * Move the object of entry @ent (value @e, in victim @v) to the end of
+ * zspage @d. Pool lock held. Return: false if it is pinned.
+ */
+static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
+			struct afm_zspage *v, struct afm_zspage *d)
+{
+	unsigned int size = afm_ze_size(e), off = afm_ze_off(e), doff;
+
+	lockdep_assert_held(&zs->lock);
+
+	/*
+	 * Pinners spin while LOCK is set: hold it with preemption off (also
+	 * on PREEMPT_RT) and, as the pool lock keeps bottom halves off, no
+	 * reader in softirq on this CPU can spin on it.
+	 */
+	preempt_disable();
+	if (!atomic64_try_cmpxchg_acquire(ent, &e, e | AFM_ZE_LOCK)) {
+		preempt_enable();
+		return false;
+	}
+	doff = afm_zs_place(zs, d, size);
+	afm_zg_in(v);
+	afm_zg_in(d);
+	afm_zs_copy_zz(d, doff, v, off, size);
+	afm_zg_out(d);
+	afm_zg_out(v);
+	atomic64_set_release(ent, afm_ze_make(d->id, doff, size));
+	preempt_enable();
+
+	afm_zs_unplace(zs, v, off, size);
+	zs->st.moved++;
+	return true;
+}
+
+/*
+ * One compaction pass: pick victims, walk the handle table moving every
+ * unpinned object of a victim, release the emptied victims. Caller holds
+ * &afm_pool.compact_lock. Return: the number of victims picked.
+ */
+static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
+				unsigned int min_holes, gfp_t gfp)
+{
+	struct afm_zs_spare sp = { };
+	unsigned long pos = 0, end, dpg;
+	unsigned int budget = 0, i, nv;
+
+	lockdep_assert_held(&zs->pool->compact_lock);
+
+	nv = afm_zs_pick(zs, goal, min_holes);
+	if (!nv)
+		return 0;
+	zs->st.passes++;
+
+	spin_lock_bh(&zs->lock);
+	end = zs->htab.end * AFM_ZH_PER_PAGE;
+	while (pos < end && zs->victim_live) {
+		struct afm_zspage *v, *d;
+		atomic64_t *ent;
+		s64 e;
+
+		budget++;
+		ent = afm_zt_lookup(&zs->htab, pos, sizeof(u64),
+				    AFM_ZH_PER_PAGE);
+		if (!ent) {
+			pos = round_up(pos + 1, AFM_ZH_PER_PAGE);
+			afm_zs_breathe(zs, &budget);
+			continue;
+		}
+		e = atomic64_read(ent);
+		if (!(e & AFM_ZE_LIVE) || (e & (AFM_ZE_PINS | AFM_ZE_LOCK))) {
+			pos++;
+			afm_zs_breathe(zs, &budget);
+			continue;
+		}
+		v = afm_zs_desc(zs, afm_ze_id(e));
+		if (!(v->flags & AFM_ZS_VICTIM)) {
+			pos++;
+			afm_zs_breathe(zs, &budget);
+			continue;
+		}
+		d = afm_zs_fit(zs, afm_ze_size(e));
+		if (!d) {
+			unsigned int meta;
+
+			if (afm_zt_find(&zs->dtab, &dpg))
+				break;
+			meta = afm_zt_need(&zs->dtab, dpg);
+			if (sp.nr_meta < meta || sp.nr_data < AFM_ZS_PAGES) {
+				spin_unlock_bh(&zs->lock);
+				if (fatal_signal_pending(current) ||
+				    afm_zs_spare_fill(zs, &sp, meta,
+						      AFM_ZS_PAGES, gfp)) {
+					spin_lock_bh(&zs->lock);
+					break;
+				}
+				spin_lock_bh(&zs->lock);
+				continue;	/* look at the entry again */
+			}
+			d = afm_zs_new(zs, dpg, &sp);
+		}
+		if (!afm_zs_move(zs, ent, e, v, d)) {
+			if (!d->live)
+				afm_zs_release(zs, d);
+		} else if (!v->live) {
+			afm_zs_victim_done(zs, v);
+		}
+		pos++;
+		budget += 16;
+		afm_zs_breathe(zs, &budget);
+	}
+
+	/* Victims left: pinned objects, or the walk stopped early. */
+	for (i = 0; i < zs->nr_cand; i++) {
+		struct afm_zspage *z;
+
+		if (zs->cand[i].id == AFM_ZS_DONE)
+			continue;
+		z = afm_zs_desc(zs, zs->cand[i].id);
+		zs->cand[i].id = AFM_ZS_DONE;
+		z->flags &= ~AFM_ZS_VICTIM;
+		zs->victim_live -= z->live;
+		if (!z->live) {
+			zs->st.evacuated++;
+			afm_zs_release(zs, z);
+		} else {
+			afm_zs_rebucket(zs, z);
+		}
+	}
+	WARN_ON_ONCE(zs->victim_live);
+	zs->victim_live = 0;
+	spin_unlock_bh(&zs->lock);
+
+	afm_zs_spare_drain(&sp);
+	return nv;
+}
+
+/*
+ * Compact zspages with at least @min_holes bytes of holes until holes drop
+ * by @goal bytes (ULONG_MAX: as far as it goes) or a pass frees nothing.
+ * Caller holds &afm_pool.compact_lock. Return: pages freed.
+ */
+static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
+					 unsigned long goal,
+					 unsigned int min_holes, gfp_t gfp)
+{
+	long before = atomic_long_read(&zs->total_pages), prev = before, now;
+	unsigned long holes, done = 0;
+	unsigned int pass;
+
+	for (pass = 0; pass < AFM_ZS_MAX_PASSES && done < goal; pass++) {
+		spin_lock_bh(&zs->lock);
+		holes = afm_zs_holes(zs);
+		spin_unlock_bh(&zs->lock);
+		if (!afm_zs_pass(zs, goal - done, min_holes, gfp))
+			break;
+		now = atomic_long_read(&zs->total_pages);
+		if (now >= prev)
+			break;
+		prev = now;
+		spin_lock_bh(&zs->lock);
+		if (holes > afm_zs_holes(zs))
+			done += holes - afm_zs_holes(zs);
+		spin_unlock_bh(&zs->lock);
+		if (fatal_signal_pending(current))
+			break;
+	}
+	now = atomic_long_read(&zs->total_pages);
+	zs->st.freed += before > now ? before - now : 0;
+	return before > now ? before - now : 0;
+}
+
+/* Compaction allocates destination zspages only without reclaim. */
+#define AFM_ZS_COMPACT_GFP	(GFP_NOWAIT | __GFP_NOWARN | __GFP_HIGHMEM | \
+				 __GFP_MOVABLE)
+
+static void afm_zs_compact(struct afm_pool *pool)
+{
+	afm_zs_compact_goal(pool->store, ULONG_MAX, AFM_ZS_MIN_HOLES,
+			    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+}
+
+static void afm_zs_compact_work(struct work_struct *work)
+{
+	struct afm_zs_pool *zs = container_of(work, struct afm_zs_pool,
+					      compact_work);
+	unsigned long holes, trigger, freed;
+
+	mutex_lock(&zs->pool->compact_lock);
+	spin_lock_bh(&zs->lock);
+	trigger = max(zs->live_bytes / 1000 * READ_ONCE(afm_zs_auto_permille),
+		      (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE);
+	holes = afm_zs_holes(zs);
+	spin_unlock_bh(&zs->lock);
+	if (holes > trigger / 2 && !zs->dying) {
+		freed = afm_zs_compact_goal(zs, holes - trigger / 2,
+					    AFM_ZS_AUTO_MIN_HOLES,
+					    AFM_ZS_COMPACT_GFP);
+		zs->st.auto_runs++;
+		zs->st.auto_freed += freed;
+		spin_lock_bh(&zs->lock);
+		holes = afm_zs_holes(zs);
+		/* Could not get below the trigger: wait for more holes. */
+		zs->auto_floor = holes > trigger ? holes + trigger / 4 : 0;
+		spin_unlock_bh(&zs->lock);
+	}
+	mutex_unlock(&zs->pool->compact_lock);
+}
+
+static unsigned long afm_zs_count_objects(struct shrinker *shrinker,
+					  struct shrink_control *sc)
+{
+	struct afm_zs_pool *zs = shrinker->private_data;
+	unsigned long holes;
+
+	spin_lock_bh(&zs->lock);
+	holes = afm_zs_holes(zs);
+	spin_unlock_bh(&zs->lock);
+	/* Pages compaction could free, if worth a zspage. */
+	return holes >= AFM_ZS_SIZE ? holes >> PAGE_SHIFT : SHRINK_EMPTY;
+}
+
+static unsigned long afm_zs_scan_objects(struct shrinker *shrinker,
+					 struct shrink_control *sc)
+{
+	struct afm_zs_pool *zs = shrinker->private_data;
+	unsigned long freed;
+
+	if (!mutex_trylock(&zs->pool->compact_lock))
+		return SHRINK_STOP;
+	freed = afm_zs_compact_goal(zs, sc->nr_to_scan << PAGE_SHIFT,
+				    AFM_ZS_MIN_HOLES,
+				    AFM_ZS_COMPACT_GFP);
+	zs->st.shrink_scans++;
+	zs->st.shrink_freed += freed;
+	mutex_unlock(&zs->pool->compact_lock);
+	return freed ? freed : SHRINK_STOP;
+}
+
+/* Page migration */
+
+#ifdef CONFIG_COMPACTION
+static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
+{
+	/* Page locked and movable: its zspage is not freed under us. */
+	struct afm_zspage *z = (struct afm_zspage *)page_private(page);
+	struct afm_zs_pool *zs;
+
+	if (!z || (READ_ONCE(z->flags) & AFM_ZS_DEAD))
+		return false;
+	zs = (struct afm_zs_pool *)(page->index & ~AFM_ZS_PAGE_NR_MASK);
+	atomic_long_inc(&zs->st.isolated);
+	return true;
+}
+
+static int afm_zs_migrate_page(struct page *dst, struct page *src,
+			       enum migrate_mode mode)
+{
+	struct afm_zspage *z = (struct afm_zspage *)page_private(src);
+	unsigned int i = src->index & AFM_ZS_PAGE_NR_MASK;
+	struct afm_zs_pool *zs;
+
+	if (WARN_ON_ONCE(!z))
+		return -EINVAL;
+	zs = (struct afm_zs_pool *)(src->index & ~AFM_ZS_PAGE_NR_MASK);
+	if (!afm_zg_lock(z, mode == MIGRATE_ASYNC ? 0 : AFM_ZG_WAIT_NS)) {
+		atomic_long_inc(&zs->st.migrate_busy);
+		return -EAGAIN;
+	}
+	if (WARN_ON_ONCE(z->pages[i] != src)) {
+		afm_zg_unlock(z);
+		return -EINVAL;
+	}
+	copy_highpage(dst, src);
+	set_page_private(dst, (unsigned long)z);
+	dst->index = src->index;
+	__SetPageMovable(dst, &afm_zspage_mops);
+	WRITE_ONCE(z->pages[i], dst);
+	afm_zg_unlock(z);
+
+	/* The zspage's reference moves to @dst; the core frees @src. */
+	get_page(dst);
+	afm_zs_reset_page(src);
+	put_page(src);
+	atomic_long_inc(&zs->st.migrated);
+	return MIGRATEPAGE_SUCCESS;
+}
+
+static void afm_zs_putback_page(struct page *page)
+{
+}
+
+static const struct movable_operations afm_zspage_mops = {
+	.isolate_page	= afm_zs_isolate_page,
+	.migrate_page	= afm_zs_migrate_page,
+	.putback_page	= afm_zs_putback_page,
+};
+#endif /* CONFIG_COMPACTION */
+
+/* Pool setup and queries */
+
+static int afm_zs_create(struct afm_pool *pool)
+{
+	struct afm_zs_pool *zs;
+	unsigned int b;
+
+	BUILD_BUG_ON(AFM_ZE_ID_BITS < 1 ||
+		     AFM_ZT_MAX_PAGES * AFM_ZD_PER_PAGE > BIT_ULL(AFM_ZE_ID_BITS));
+	BUILD_BUG_ON(AFM_ZT_MAX_PAGES * AFM_ZH_PER_PAGE >= (1UL << 31));
+	BUILD_BUG_ON(AFM_ZS_NR_BUCKETS >= AFM_ZS_NO_BUCKET);
+	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
+
+	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
+	if (!zs)
+		return -ENOMEM;
+	/* Data pages' ->index keeps the page number in the low bits. */
+	if (WARN_ON_ONCE((unsigned long)zs & AFM_ZS_PAGE_NR_MASK)) {
+		kvfree(zs);
+		return -ENOMEM;
+	}
+	zs->cand = kvmalloc_array(AFM_ZS_MAX_VICTIMS, sizeof(*zs->cand),
+				  GFP_KERNEL);
+	if (!zs->cand)
+		goto fail;
+	zs->pool = pool;
+	spin_lock_init(&zs->lock);
+	zs->htab.slot_size = sizeof(u64);
+	zs->htab.per_page = AFM_ZH_PER_PAGE;
+	zs->htab.open_free = AFM_ZH_PER_PAGE / 4;
+	zs->htab.cur = ULONG_MAX;
+	zs->dtab.slot_size = sizeof(struct afm_zspage);
+	zs->dtab.per_page = AFM_ZD_PER_PAGE;
+	zs->dtab.open_free = AFM_ZD_PER_PAGE / 4;
+	zs->dtab.cur = ULONG_MAX;
+	for (b = 0; b < AFM_ZS_NR_BUCKETS; b++)
+		INIT_LIST_HEAD(&zs->tails[b]);
+	INIT_LIST_HEAD(&zs->dead);
+	INIT_WORK(&zs->free_work, afm_zs_free_work);
+	INIT_WORK(&zs->compact_work, afm_zs_compact_work);
+
+	zs->shrinker = shrinker_alloc(0, "afm-zspage-%s", pool->name);
+	if (!zs->shrinker)
+		goto fail;
+	zs->shrinker->count_objects = afm_zs_count_objects;
+	zs->shrinker->scan_objects = afm_zs_scan_objects;
+	zs->shrinker->private_data = zs;
+	zs->shrinker->seeks = DEFAULT_SEEKS;
+	zs->shrinker->batch = AFM_ZS_MAX_VICTIMS * AFM_ZS_PAGES / 4;
+	shrinker_register(zs->shrinker);
+
+	pool->store = zs;
+	return 0;
+
+fail:
+	kvfree(zs->cand);
+	kvfree(zs);
+	return -ENOMEM;
+}
+
+static void afm_zs_destroy(struct afm_pool *pool)
+{
+	struct afm_zs_pool *zs = pool->store;
+	unsigned long pg, end;
+	unsigned int i;
+
+	shrinker_free(zs->shrinker);
+	spin_lock_bh(&zs->lock);
+	zs->dying = true;
+	spin_unlock_bh(&zs->lock);
+	cancel_work_sync(&zs->compact_work);
+
+	/*
+	 * Live objects are a caller bug; free their zspages anyway: pages
+	 * must not stay movable with operations in a module that may go.
+	 */
+	WARN(zs->objects, "afmalloc: pool %s destroyed with %lu live objects\n",
+	     pool->name, zs->objects);
+	spin_lock_bh(&zs->lock);
+	end = zs->dtab.end;
+	for (pg = 0; pg < end; pg++) {
+		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
+
+		for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
+			struct afm_zspage *z = &base[i];
+
+			if (z->flags != AFM_ZS_USED)
+				continue;
+			afm_zs_unbucket(zs, z);
+			zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
+			zs->zspages--;
+			zs->dead_zspages++;
+			z->flags |= AFM_ZS_DEAD;
+			list_add_tail(&z->list, &zs->dead);
+		}
+	}
+	spin_unlock_bh(&zs->lock);
+	afm_zs_free_dead(zs);
+	flush_work(&zs->free_work);
+
+	afm_zt_destroy(zs, &zs->htab);
+	afm_zt_destroy(zs, &zs->dtab);
+	WARN_ON_ONCE(atomic_long_read(&zs->total_pages));
+	kvfree(zs->cand);
+	kvfree(zs);
+}
+
+static unsigned long afm_zs_total_pages(struct afm_pool *pool)
+{
+	struct afm_zs_pool *zs = pool->store;
+
+	return atomic_long_read(&zs->total_pages);
+}
+
+static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
+{
+	struct afm_zs_pool *zs = pool->store;
+
+	spin_lock_bh(&zs->lock);
+	st->objects = zs->objects;
+	st->stored_bytes = zs->live_bytes;
+	st->meta_bytes = (zs->htab.pages + zs->htab.dirs + zs->dtab.pages +
+			  zs->dtab.dirs) << PAGE_SHIFT;
+	spin_unlock_bh(&zs->lock);
+}
+
+/*
+ * Rows of the debugfs "classes" table. The first AFM_ZS_GROUPS rows are
+ * zspages by fill (live bytes / AFM_ZS_SIZE, in eighths: "fill0-12" has
+ * less than 1/8 live): objs = live objects, direct = hole bytes, slabs =
+ * zspages, pages = their pages. The others are counters, documented in
+ * afm_zs_class_stats().
+ */
+#define AFM_ZS_GROUPS		8
+enum {
+	AFM_ZS_ROW_HANDLES = AFM_ZS_GROUPS,
+	AFM_ZS_ROW_DESCS,
+	AFM_ZS_ROW_FREE,
+	AFM_ZS_ROW_MIGRATE,
+	AFM_ZS_ROW_COMPACT,
+	AFM_ZS_ROW_AUTO,
+	AFM_ZS_NR_ROWS,
+};
+
+static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
+{
+	return AFM_ZS_NR_ROWS;
+}
+
+/*
+ * Counter rows (columns objs / direct / slabs / pages):
+ *   handles  live handles / free entries in table pages / table pages /
+ *            table + directory pages
+ *   descs    descriptors in use / free descriptor slots / descriptor
+ *            pages / descriptor + directory pages
+ *   free     hole bytes / tail bytes / dead zspages waiting for the
+ *            deferred free / hole bytes in pages (the shrinker's count)
+ *   migrate  pages migrated / migrations refused (-EAGAIN, zspage busy) /
+ *            pages isolated / 0
+ *   compact  objects moved / victims emptied / passes / pages freed by
+ *            compaction (manual, automatic and shrinker)
+ *   auto     automatic runs / shrinker scans / pages freed by automatic
+ *            runs / pages freed by shrinker scans
+ */
+static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
+			       char name[16],
+			       unsigned long val[NR_AFM_CLASS_STATS])
+{
+	static const char *const names[] = {
+		"handles", "descs", "free", "migrate", "compact", "auto",
+	};
+	struct afm_zs_pool *zs = pool->store;
+	unsigned long *v = val;
+
+	memset(val, 0, sizeof(unsigned long) * NR_AFM_CLASS_STATS);
+	if (class < AFM_ZS_GROUPS) {
+		unsigned long pg;
+		unsigned int i;
+
+		snprintf(name, 16, "fill%u-%u", class * 100 / AFM_ZS_GROUPS,
+			 (class + 1) * 100 / AFM_ZS_GROUPS);
+		for (pg = 0; ; pg++) {
+			struct afm_zspage *base;
+
+			/* One descriptor page per hold of the lock. */
+			spin_lock_bh(&zs->lock);
+			if (pg >= zs->dtab.end) {
+				spin_unlock_bh(&zs->lock);
+				break;
+			}
+			base = afm_zt_page(&zs->dtab, pg);
+			for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
+				struct afm_zspage *z = &base[i];
+
+				if (!(z->flags & AFM_ZS_USED) ||
+				    (z->flags & AFM_ZS_DEAD) ||
+				    min_t(unsigned int, z->live * AFM_ZS_GROUPS /
+					  AFM_ZS_SIZE, AFM_ZS_GROUPS - 1) != class)
+					continue;
+				v[AFM_CLASS_OBJS] += z->objs;
+				v[AFM_CLASS_DIRECT] += z->tail - z->live;
+				v[AFM_CLASS_SLABS]++;
+				v[AFM_CLASS_PAGES] += AFM_ZS_PAGES;
+			}
+			spin_unlock_bh(&zs->lock);
+			cond_resched();
+		}
+		return;
+	}
+	if (class >= AFM_ZS_NR_ROWS)
+		return;
+	strscpy(name, names[class - AFM_ZS_GROUPS], 16);
+	spin_lock_bh(&zs->lock);
+	switch (class) {
+	case AFM_ZS_ROW_HANDLES:
+		v[0] = zs->htab.used;
+		v[1] = zs->htab.pages * AFM_ZH_PER_PAGE - zs->htab.used;
+		v[2] = zs->htab.pages;
+		v[3] = zs->htab.pages + zs->htab.dirs;
+		break;
+	case AFM_ZS_ROW_DESCS:
+		v[0] = zs->dtab.used;
+		v[1] = zs->dtab.pages * AFM_ZD_PER_PAGE - zs->dtab.used;
+		v[2] = zs->dtab.pages;
+		v[3] = zs->dtab.pages + zs->dtab.dirs;
+		break;
+	case AFM_ZS_ROW_FREE:
+		v[0] = afm_zs_holes(zs);
+		v[1] = zs->tail_bytes;
+		v[2] = zs->dead_zspages;
+		v[3] = afm_zs_holes(zs) >> PAGE_SHIFT;
+		break;
+	case AFM_ZS_ROW_MIGRATE:
+		v[0] = atomic_long_read(&zs->st.migrated);
+		v[1] = atomic_long_read(&zs->st.migrate_busy);
+		v[2] = atomic_long_read(&zs->st.isolated);
+		break;
+	case AFM_ZS_ROW_COMPACT:
+		v[0] = zs->st.moved;
+		v[1] = zs->st.evacuated;
+		v[2] = zs->st.passes;
+		v[3] = zs->st.freed;
+		break;
+	case AFM_ZS_ROW_AUTO:
+		v[0] = zs->st.auto_runs;
+		v[1] = zs->st.shrink_scans;
+		v[2] = zs->st.auto_freed;
+		v[3] = zs->st.shrink_freed;
+		break;
+	}
+	spin_unlock_bh(&zs->lock);
+}
+
+static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
+{
+	return sizeof(struct afm_zs_pool) +
+	       AFM_ZS_MAX_VICTIMS * sizeof(struct afm_zs_cand);
+}
+
+/*
+ * Footprint of an object of @size bytes, in bytes: the object, its entry
+ * and its share of a descriptor (rounded up).
+ */
+static unsigned int afm_zs_footprint(unsigned int size)
+{
+	return size + sizeof(u64) +
+	       DIV_ROUND_UP(size * (PAGE_SIZE / AFM_ZD_PER_PAGE), AFM_ZS_SIZE);
+}
+
+static size_t afm_zs_huge_class_size(struct afm_pool *pool)
+{
+	unsigned int size = PAGE_SIZE;
+
+	while (size > 1 && afm_zs_footprint(size - 1) >= PAGE_SIZE)
+		size--;
+	return size;
+}
+
+static unsigned int afm_zs_class_index(struct afm_pool *pool,
+				       unsigned int size)
+{
+	return afm_zs_footprint(size);
+}
+
+const struct afm_store_ops afm_zspage_store_ops = {
+	.name			= "zspage",
+	.create			= afm_zs_create,
+	.destroy		= afm_zs_destroy,
+	.malloc			= afm_zs_malloc,
+	.free			= afm_zs_free,
+	.map			= afm_zs_map,
+	.unmap			= afm_zs_unmap,
+	.read			= afm_zs_read,
+	.write			= afm_zs_write,
+	.obj_size		= afm_zs_obj_size,
+	.total_pages		= afm_zs_total_pages,
+	.compact		= afm_zs_compact,
+	.stats			= afm_zs_stats,
+	.nr_classes		= afm_zs_nr_classes,
+	.class_stats		= afm_zs_class_stats,
+	.aux_bytes		= afm_zs_aux_bytes,
+	.huge_class_size	= afm_zs_huge_class_size,
+	.class_index		= afm_zs_class_index,
+};
+
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/**
+ * afm_zs_get_counters() - snapshot of the store's counters (KUnit hook)
+ * @pool: a zspage-store pool
+ * @c: filled in
+ */
+void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
+{
+	struct afm_zs_pool *zs = pool->store;
+
+	spin_lock_bh(&zs->lock);
+	c->objects = zs->objects;
+	c->live_bytes = zs->live_bytes;
+	c->zspages = zs->zspages;
+	c->dead_zspages = zs->dead_zspages;
+	c->hole_bytes = afm_zs_holes(zs);
+	c->tail_bytes = zs->tail_bytes;
+	c->data_pages = (zs->zspages + zs->dead_zspages) * AFM_ZS_PAGES;
+	c->table_pages = zs->htab.pages + zs->htab.dirs;
+	c->desc_pages = zs->dtab.pages + zs->dtab.dirs;
+	c->total_pages = atomic_long_read(&zs->total_pages);
+	c->migrated = atomic_long_read(&zs->st.migrated);
+	c->auto_runs = zs->st.auto_runs;
+	c->passes = zs->st.passes;
+	spin_unlock_bh(&zs->lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
+
+/**
+ * afm_zs_obj_info() - location of an object (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ * @info: filled in
+ *
+ * Return: 0, or -ENOENT if @handle is not a live object.
+ */
+int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
+		    struct afm_zs_obj_info *info)
+{
+	struct afm_zs_pool *zs = pool->store;
+	struct afm_zspage *z;
+	atomic64_t *ent;
+	int ret = -ENOENT;
+	u64 e;
+
+	spin_lock_bh(&zs->lock);
+	ent = afm_zs_entry(zs, handle);
+	e = ent ? atomic64_read(ent) : 0;
+	if (e & AFM_ZE_LIVE) {
+		z = afm_zs_desc(zs, afm_ze_id(e));
+		info->zspage_id = afm_ze_id(e);
+		info->offset = afm_ze_off(e);
+		info->size = afm_ze_size(e);
+		info->pins = (e & AFM_ZE_PINS) >> AFM_ZE_PIN_SHIFT;
+		afm_zg_in(z);
+		info->page = z->pages[info->offset >> PAGE_SHIFT];
+		afm_zg_out(z);
+		ret = 0;
+	}
+	spin_unlock_bh(&zs->lock);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
+
+/**
+ * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * Takes the entry pin only (not the zspage gate), so the caller may sleep
+ * while compaction runs.
+ *
+ * Return: true if pinned.
+ */
+bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle)
+{
+	atomic64_t *ent = afm_zs_entry(pool->store, handle);
+	u64 e;
+
+	return ent && afm_ze_pin(ent, &e);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pin);
+
+/**
+ * afm_zs_test_unpin() - drop a pin of afm_zs_test_pin() (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ */
+void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle)
+{
+	afm_ze_unpin(afm_zs_entry(pool->store, handle));
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
+
+/**
+ * afm_zs_test_hold_zspage() - enter an object's zspage (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * Pins the object and takes its zspage's gate shared, as a mapping does:
+ * returns with preemption disabled.
+ *
+ * Return: true on success.
+ */
+bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle)
+{
+	atomic64_t *ent;
+	u64 e;
+
+	return afm_zs_get(pool->store, handle, &ent, &e);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_hold_zspage);
+
+/**
+ * afm_zs_test_release_zspage() - undo afm_zs_test_hold_zspage() (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ */
+void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = pool->store;
+	atomic64_t *ent = afm_zs_entry(zs, handle);
+
+	afm_zs_put(afm_zs_desc(zs, afm_ze_id(atomic64_read(ent))), ent);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_release_zspage);
+
+/**
+ * afm_zs_test_get_page() - a referenced page of an object (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * Return: the page holding the object's first byte with a reference taken
+ * (put_page() it), or NULL if @handle is not a live object.
+ */
+struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = pool->store;
+	struct page *page = NULL;
+	struct afm_zspage *z;
+	atomic64_t *ent;
+	u64 e;
+
+	spin_lock_bh(&zs->lock);
+	ent = afm_zs_entry(zs, handle);
+	e = ent ? atomic64_read(ent) : 0;
+	if (e & AFM_ZE_LIVE) {
+		z = afm_zs_desc(zs, afm_ze_id(e));
+		afm_zg_in(z);
+		page = z->pages[afm_ze_off(e) >> PAGE_SHIFT];
+		get_page(page);
+		afm_zg_out(z);
+	}
+	spin_unlock_bh(&zs->lock);
+	return page;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_get_page);
+
+/**
+ * afm_zs_flush_work() - wait for queued automatic compaction and deferred
+ *	frees (KUnit hook)
+ * @pool: a zspage-store pool
+ */
+void afm_zs_flush_work(struct afm_pool *pool)
+{
+	struct afm_zs_pool *zs = pool->store;
+
+	flush_work(&zs->compact_work);
+	flush_work(&zs->free_work);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
+
+/**
+ * afm_zs_shrinker_count() - the shrinker's count_objects (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * Return: what count_objects returns.
+ */
+unsigned long afm_zs_shrinker_count(struct afm_pool *pool)
+{
+	struct afm_zs_pool *zs = pool->store;
+	struct shrink_control sc = { .gfp_mask = GFP_KERNEL };
+
+	return zs->shrinker ? afm_zs_count_objects(zs->shrinker, &sc) : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_count);
+
+/**
+ * afm_zs_shrinker_scan() - the shrinker's scan_objects (KUnit hook)
+ * @pool: a zspage-store pool
+ * @nr_pages: pages to free
+ *
+ * Return: what scan_objects returns.
+ */
+unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
+				   unsigned long nr_pages)
+{
+	struct afm_zs_pool *zs = pool->store;
+	struct shrink_control sc = {
+		.gfp_mask = GFP_KERNEL,
+		.nr_to_scan = nr_pages,
+	};
+
+	return zs->shrinker ? afm_zs_scan_objects(zs->shrinker, &sc) : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_scan);
+
+/**
+ * afm_zs_set_auto_permille() - set the automatic compaction trigger
+ *	(KUnit hook)
+ * @permille: new value of the zspage_auto_permille parameter
+ */
+void afm_zs_set_auto_permille(unsigned int permille)
+{
+	WRITE_ONCE(afm_zs_auto_permille, permille);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_auto_permille);
+
+/**
+ * afm_zs_get_auto_permille() - read the automatic compaction trigger
+ *	(KUnit hook)
+ *
+ * Return: the zspage_auto_permille parameter.
+ */
+unsigned int afm_zs_get_auto_permille(void)
+{
+	return READ_ONCE(afm_zs_auto_permille);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_auto_permille);
+
+/**
+ * afm_zs_entry_bytes() - bytes of metadata per object (KUnit hook)
+ *
+ * Return: the size of a handle table entry.
+ */
+unsigned int afm_zs_entry_bytes(void)
+{
+	return sizeof(u64);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_entry_bytes);
+#endif /* CONFIG_AFMALLOC_KUNIT_TEST */

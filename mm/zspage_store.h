@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * afmalloc zspage store internals, shared by zspage_store.c and its KUnit
+ * suite. See the comment at the top of zspage_store.c for the design.
+ */
+#ifndef _MM_AFMALLOC_ZSPAGE_STORE_H
+#define _MM_AFMALLOC_ZSPAGE_STORE_H
+
+#include <linux/bits.h>
+#include <linux/mm.h>
+#include <linux/types.h>
+
+#include "afmalloc_internal.h"
+
+/* Pages per zspage, as a power of two, and the zspage size in bytes. */
+#define AFM_ZS_ORDER		3
+#define AFM_ZS_PAGES		BIT(AFM_ZS_ORDER)
+#define AFM_ZS_SIZE		(AFM_ZS_PAGES << PAGE_SHIFT)
+
+/**
+ * struct afm_zs_counters - a snapshot of zspage store counters (KUnit hook)
+ * @objects: live objects.
+ * @live_bytes: sum of their sizes.
+ * @zspages: zspages holding data (not counting those waiting to be freed).
+ * @dead_zspages: empty zspages whose pages wait for the deferred free.
+ * @hole_bytes: free bytes inside zspages that only compaction can reuse.
+ * @tail_bytes: free bytes at the ends of zspages, reused by allocation.
+ * @data_pages: pages of zspages, dead ones included.
+ * @table_pages: handle table pages and their directory pages.
+ * @desc_pages: descriptor table pages and their directory pages.
+ * @total_pages: every page the store holds, afm_get_total_pages().
+ * @migrated: zspage pages migrated.
+ * @auto_runs: automatic compaction runs (worker).
+ * @passes: compaction passes, all callers.
+ */
+struct afm_zs_counters {
+	unsigned long objects;
+	unsigned long live_bytes;
+	unsigned long zspages;
+	unsigned long dead_zspages;
+	unsigned long hole_bytes;
+	unsigned long tail_bytes;
+	unsigned long data_pages;
+	unsigned long table_pages;
+	unsigned long desc_pages;
+	unsigned long total_pages;
+	unsigned long migrated;
+	unsigned long auto_runs;
+	unsigned long passes;
+};
+
+/**
+ * struct afm_zs_obj_info - where an object lives (KUnit hook)
+ * @zspage_id: id of its zspage.
+ * @offset: offset of its first byte in the zspage.
+ * @size: its size.
+ * @page: the page holding its first byte.
+ * @pins: current pin count.
+ */
+struct afm_zs_obj_info {
+	unsigned int zspage_id;
+	unsigned int offset;
+	unsigned int size;
+	struct page *page;
+	unsigned int pins;
+};
+
+/* KUnit hooks (EXPORT_SYMBOL_IF_KUNIT), CONFIG_AFMALLOC_KUNIT_TEST only. */
+void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c);
+int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
+		    struct afm_zs_obj_info *info);
+bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
+void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
+bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
+void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle);
+void afm_zs_flush_work(struct afm_pool *pool);
+struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle);
+unsigned long afm_zs_shrinker_count(struct afm_pool *pool);
+unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
+				   unsigned long nr_pages);
+void afm_zs_set_auto_permille(unsigned int permille);
+unsigned int afm_zs_get_auto_permille(void);
+unsigned int afm_zs_entry_bytes(void);
+
+#endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */
