@@ -8,8 +8,6 @@ Reads RUN_DIR/steps.csv (written in the guest by bench/untar-remove.sh) and
 RUN_DIR/meta.json, writes RUN_DIR/overhead.png by default.
 """
 import argparse
-import csv
-import json
 import os
 import sys
 
@@ -18,24 +16,16 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir")
     ap.add_argument("--out")
     args = ap.parse_args()
-    path = os.path.join(args.run_dir, "steps.csv")
-    if not os.path.isfile(path):
-        sys.exit(f"plot: error: no {path}")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        sys.exit(f"plot: error: {path} has no samples")
-    meta = {}
-    mpath = os.path.join(args.run_dir, "meta.json")
-    if os.path.isfile(mpath):
-        with open(mpath) as f:
-            meta = json.load(f)
+    rows, meta = report.load(args.run_dir)
 
     allocs = list(dict.fromkeys(r["alloc"] for r in rows))
     keys = list(dict.fromkeys((r["round"], r["step"]) for r in rows))
