@@ -499,7 +499,7 @@ static void afm_zs_test_auto_compact(struct kunit *test)
 	}
 	KUNIT_EXPECT_GT(test, after.auto_runs, 0);
 	KUNIT_EXPECT_EQ(test, st.compactions, 0);	/* no afm_compact() */
-	/* Below the trigger: 1% of live bytes or AFM_ZS_AUTO_MIN zspages. */
+	/* Below the trigger: 1% of live bytes or 4 zspages (AFM_ZS_AUTO_MIN). */
 	KUNIT_EXPECT_LE(test, after.hole_bytes,
 			max(st.stored_bytes / 100, 4UL * AFM_ZS_SIZE));
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),

@@ -198,13 +198,14 @@
 /*
  * Smallest hole total of a victim: on request (afm_compact(), shrinker)
  * any zspage with an eighth of a page of holes; automatic runs only take
- * zspages with an eighth of their bytes in holes, so that they never copy
- * more than 7 bytes per byte they give back (thin, evenly spread holes are
- * left to the shrinker and to the frees that follow).
+ * zspages with a quarter of their bytes in holes, so that they never copy
+ * more than 3 bytes per byte they give back (thin, evenly spread holes are
+ * left to the shrinker, to afm_compact() and to the frees that follow).
  */
 #define AFM_ZS_MIN_HOLES	(PAGE_SIZE / 8)
-#define AFM_ZS_AUTO_MIN_HOLES	(AFM_ZS_SIZE / 8)
-#define AFM_ZS_AUTO_MIN		4		/* zspages of holes before auto */
+#define AFM_ZS_AUTO_MIN_HOLES	(AFM_ZS_SIZE / 4)
+/* Holes before an automatic run, in zspages (a batch worth a pass). */
+#define AFM_ZS_AUTO_MIN		4
 #define AFM_ZS_MAX_PASSES	64
 #define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
 
