@@ -71,10 +71,29 @@
  * header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail waste. The
  * table and directory pages themselves, and up to a few bytes per zspage of
  * tails too small for any object, come on top. afm_huge_class_size() is
- * the smallest size whose footprint reaches PAGE_SIZE (4076).
+ * the smallest size whose footprint reaches PAGE_SIZE (4075).
  * Compaction enumerates a victim's objects by scanning the handle table (8
  * bytes per object, in order), which is why no header is needed: one scan
  * serves a batch of up to AFM_ZS_MAX_VICTIMS victims.
+ *
+ * Compaction
+ * ----------
+ * A pass (afm_zs_pass()) walks the descriptor table and picks, sparsest
+ * first, up to AFM_ZS_MAX_VICTIMS zspages with enough holes, as many as
+ * the pass's goal needs; marks them victims (no allocation goes to them);
+ * walks the handle table in index order, moving every unpinned object of a
+ * victim to the best-fitting tail of a non-victim zspage (the densest that
+ * fits, so survivors fill the tails of full zspages first) or to a new
+ * zspage; and frees each victim as it empties. The pool lock is dropped
+ * every 256 entries (or 16 moves), never with an object half moved.
+ * Callers: afm_compact() (every zspage with PAGE_SIZE / 8 bytes of holes),
+ * the pool's shrinker (count: hole bytes in pages; scan: that many pages),
+ * and an automatic worker that free() queues when holes exceed
+ * zspage_auto_permille (default 5, module parameter) thousandths of the
+ * live bytes and AFM_ZS_AUTO_MIN zspages; it stops at half of that and
+ * takes only zspages with a quarter of their bytes in holes (at most 3
+ * bytes copied per byte freed); when it cannot get below the trigger it
+ * waits for more holes before running again.
  *
  * Page accounting
  * ---------------
