@@ -150,6 +150,7 @@ struct afm_pool {
 };
 
 extern const struct afm_store_ops afm_slab_store_ops;
+extern const struct afm_store_ops afm_zspage_store_ops;
 void afm_slab_store_init(void);
 
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)

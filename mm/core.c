@@ -4,8 +4,10 @@
  *
  * This file holds the store-independent core: the pool list, argument
  * checks, the per-CPU map area, compaction serialisation and module setup.
- * Objects are kept by a store (struct afm_store_ops); the slab store
- * (slab_store.c, compact.c) is the only one so far.
+ * Objects are kept by a store (struct afm_store_ops): the slab store
+ * (slab_store.c, compact.c), described below, and the zspage store
+ * (zspage_store.c), summarised in "Zspage store" below and described in
+ * full at the top of zspage_store.c.
  *
  * Object model (slab store)
  * -------------------------
@@ -121,6 +123,28 @@
  *   and a compaction round walks every descriptor of the pool.
  * - PREEMPT_RT: a pin spins on AFM_DESC_LOCKED, whose holder runs under a
  *   spinlock that RT makes preemptible.
+ *
+ * Zspage store (AFM_STORE_ZSPAGE, zspage_store.c)
+ * ------------------------------------------------
+ * - Objects: packed back to back, byte aligned, no size classes, into
+ *   zspages of 8 order-0 pages (caller's gfp: highmem and movable pages
+ *   are fine, data is reached with kmap_local_page()); objects may cross
+ *   page boundaries (mapped through the per-CPU buffer then). Allocation
+ *   appends to the zspage whose free tail fits best; frees leave holes
+ *   that compaction reclaims by evacuating the sparsest zspages.
+ * - Handles: 1 + index of an 8-byte entry (zspage id, offset, size, pin
+ *   count, move lock) in a pool-owned, page-based handle table; zspage
+ *   ids index a pool-owned descriptor table (96 bytes per zspage).
+ * - Per object: 8 bytes (entry) + ~0.3% (descriptor share); no header,
+ *   no rounding. afm_get_total_pages() counts every page exactly: zspage
+ *   pages, table, descriptor and directory pages.
+ * - Compaction: afm_compact(), a per-pool shrinker, and an automatic
+ *   worker queued by free when holes exceed a threshold (module parameter
+ *   zspage_auto_permille). Zspage pages are movable (__SetPageMovable()),
+ *   migrated by kernel compaction, CMA and memory offlining.
+ * - Locks: compact_lock -> page lock -> pool lock (spinlock, BH off) ->
+ *   entry move lock -> zspage gate; map/read/write take only an entry pin
+ *   and the zspage gate (shared); migration only the gate (exclusive).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -144,7 +168,7 @@
 
 static const struct afm_store_ops *const afm_stores[] = {
 	[AFM_STORE_SLAB]	= &afm_slab_store_ops,
-	[AFM_STORE_ZSPAGE]	= NULL,		/* not implemented yet */
+	[AFM_STORE_ZSPAGE]	= &afm_zspage_store_ops,
 };
 
 static const char *const afm_store_names[] = {
