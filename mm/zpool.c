@@ -19,9 +19,11 @@
  * can appear. MODULE_ALIAS("zpool-afmalloc") lets zswap load the module on
  * demand (zpool's request_module("zpool-%s")) when it is installed.
  *
- * The store of new pools is the module parameter zswap_store (slab or
- * zspage; default slab). Changing it affects pools created afterwards:
- * zswap creates a pool when zswap.zpool or zswap.compressor changes.
+ * The store of new pools is the module parameter zswap_store (zspage or
+ * slab; default zspage: it is the denser store in the benchmarks, its
+ * pages are movable and it compacts itself, see include/linux/afmalloc.h).
+ * Changing it affects pools created afterwards: zswap creates a pool when
+ * zswap.zpool or zswap.compressor changes.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -53,7 +55,7 @@ static const bool afm_zpool_store_movable[] = {
 };
 
 /* Store of the zswap pools created from now on; see the file comment. */
-static enum afm_store_type afm_zswap_store = AFM_STORE_SLAB;
+static enum afm_store_type afm_zswap_store = AFM_STORE_ZSPAGE;
 
 static struct zpool_driver afm_zpool_driver;
 
@@ -83,7 +85,7 @@ static const struct kernel_param_ops afm_zswap_store_ops = {
 };
 module_param_cb(zswap_store, &afm_zswap_store_ops, &afm_zswap_store, 0644);
 MODULE_PARM_DESC(zswap_store,
-		 "store of new zswap pools: slab (default) or zspage");
+		 "store of new zswap pools: zspage (default) or slab");
 
 static void *afm_zpool_create(const char *name, gfp_t gfp)
 {
@@ -172,7 +174,8 @@ static u64 afm_zpool_total_pages(void *pool)
  * The flags are per driver, not per pool:
  * - malloc_support_movable: whether zswap passes __GFP_HIGHMEM |
  *   __GFP_MOVABLE to malloc. It follows the store of the pool created
- *   last (false, the slab store's answer, until then): zswap creates a
+ *   last (until then, the answer of the store zswap_store names when the
+ *   driver registers: true for the default, zspage): zswap creates a
  *   pool only to make it current, and allocates only from its current
  *   pool, so the flag describes the pool zswap allocates from. When zswap
  *   goes back to an older pool of another store without creating one, or
@@ -192,7 +195,7 @@ static struct zpool_driver afm_zpool_driver = {
 	.owner			= THIS_MODULE,
 	.create			= afm_zpool_create,
 	.destroy		= afm_zpool_destroy,
-	.malloc_support_movable	= false,
+	/* .malloc_support_movable: set by afm_zpool_init() and create */
 	.malloc			= afm_zpool_malloc,
 	.free			= afm_zpool_free,
 	.sleep_mapped		= false,
@@ -211,6 +214,9 @@ MODULE_ALIAS("zpool-afmalloc");
  */
 void afm_zpool_init(void)
 {
+	/* zswap_store may have been set on the command line or by insmod. */
+	afm_zpool_driver.malloc_support_movable =
+		afm_zpool_store_movable[READ_ONCE(afm_zswap_store)];
 	zpool_register_driver(&afm_zpool_driver);
 }
 

@@ -5,7 +5,15 @@
  * afmalloc stores objects of 1 byte to PAGE_SIZE (compressed pages of
  * zram and zswap) behind opaque handles. It offers the operations zram and
  * zswap use from zsmalloc, plus copy helpers that avoid the bounce buffer.
- * See mm/afmalloc/mm/core.c for the object model and locking rules.
+ * Each pool uses one of two stores (&enum afm_store_type). See
+ * mm/afmalloc/mm/core.c for the slab store and the common rules, and
+ * mm/afmalloc/mm/zspage_store.c for the zspage store.
+ *
+ * Handles are opaque: an object's bytes can only be reached through
+ * afm_map_object()/afm_unmap_object() or the copy helpers afm_read() and
+ * afm_write(). With the zspage store an object's pages may be highmem
+ * pages, outside the kernel linear map, and may be migrated at any time
+ * while the object is not mapped.
  */
 #ifndef _LINUX_AFMALLOC_H
 #define _LINUX_AFMALLOC_H
@@ -19,9 +27,15 @@
  * enum afm_store_type - how a pool lays out its objects
  * @AFM_STORE_SLAB: objects are split into power-of-two chunks taken from
  *	the pool's own slab caches (and whole pages for PAGE_SIZE chunks).
- * @AFM_STORE_ZSPAGE: objects are packed back to back into chains of
- *	order-0 pages. Not implemented yet: afm_create_pool() fails with
- *	-EOPNOTSUPP.
+ *	Its pages are never highmem and never movable: it drops
+ *	__GFP_HIGHMEM and __GFP_MOVABLE.
+ * @AFM_STORE_ZSPAGE: objects are packed back to back, without size
+ *	classes, into zspages of 8 order-0 pages owned by the pool. It
+ *	honours __GFP_HIGHMEM and __GFP_MOVABLE: zspage pages allocated with
+ *	them are movable (page migration: memory compaction, CMA, memory
+ *	offlining) and are reached only through kmap_local_page(). It also
+ *	compacts itself (a shrinker and an automatic worker, see
+ *	afm_compact()).
  */
 enum afm_store_type {
 	AFM_STORE_SLAB,
@@ -55,8 +69,14 @@ enum afm_mapmode {
  * @compactions: number of afm_compact() runs.
  * @objects: live objects.
  * @stored_bytes: sum of the sizes passed to afm_malloc() of live objects.
- * @meta_bytes: bytes of metadata counted in afm_get_total_pages()
- *	(descriptor slabs) plus bookkeeping allocated outside it.
+ * @meta_bytes: bytes of metadata. Slab store: descriptor slabs (counted in
+ *	afm_get_total_pages()) plus descriptor bitmaps (allocated outside
+ *	it). Zspage store: handle table, descriptor table and directory pages,
+ *	all counted in afm_get_total_pages().
+ *
+ * @pages_compacted and @compactions count afm_compact() calls only; the
+ * zspage store's automatic and shrinker-driven compaction is shown in
+ * debugfs (afmalloc/<pool>/).
  */
 struct afm_pool_stats {
 	unsigned long pages_compacted;
@@ -77,15 +97,16 @@ struct afm_pool;
 
 /**
  * afm_create_pool() - create an afmalloc pool
- * @name: pool name, used for the slab caches (afm-<name>-<size>) and the
- *	debugfs directory (afmalloc/<name>/). It must be unique among the
- *	pools and must not contain '/' or spaces.
+ * @name: pool name, used for the debugfs directory (afmalloc/<name>/),
+ *	the slab store's caches (afm-<name>-<size>) and the zspage store's
+ *	shrinker (afm-zspage-<name>). It must be unique among the pools and
+ *	must not contain '/' or spaces.
  * @type: the store to use, see &enum afm_store_type.
  *
  * Context: Process context, may sleep.
  * Return: the new pool, or an ERR_PTR(): -EINVAL for a bad name or type,
- * -EEXIST if a pool of that name exists, -EOPNOTSUPP if the store is not
- * implemented, -ENOMEM.
+ * -EEXIST if a pool of that name exists, -ENOMEM. -EOPNOTSUPP when
+ * afmalloc is not built (the stub below); both stores are implemented.
  */
 struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type);
 
@@ -93,7 +114,10 @@ struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type);
  * afm_destroy_pool() - destroy a pool
  * @pool: the pool; every object must have been freed.
  *
- * Objects still allocated are reported with a warning and leaked.
+ * Objects still allocated are reported with a warning. The slab store
+ * leaks them (and their caches); the zspage store frees their pages
+ * anyway, as movable pages must not outlive their pool, so their handles
+ * become invalid.
  *
  * Context: Process context, may sleep.
  * Return: nothing.
@@ -104,15 +128,17 @@ void afm_destroy_pool(struct afm_pool *pool);
  * afm_malloc() - allocate an object
  * @pool: pool to allocate from
  * @size: object size in bytes, 1 to PAGE_SIZE
- * @gfp: allocation flags. __GFP_HIGHMEM and __GFP_MOVABLE are accepted
- *	(zram passes them) and ignored: afmalloc memory is neither.
+ * @gfp: allocation flags for the pages the pool may need. __GFP_HIGHMEM
+ *	and __GFP_MOVABLE are accepted (zram passes them, zswap does when the
+ *	zpool driver asks for them). The zspage store honours them for its
+ *	zspage pages (its tables never use them); the slab store drops them.
  *
  * The handle stays valid, and keeps designating the same bytes, until
- * afm_free(), whatever compaction does underneath.
+ * afm_free(), whatever compaction and page migration do underneath.
  *
- * Context: Task context, not in interrupt (the pool lock does not disable
- * interrupts or bottom halves), preemption may be disabled; sleeps only if
- * @gfp allows direct reclaim.
+ * Context: Task context, not in interrupt (the slab store's pool lock does
+ * not disable interrupts or bottom halves), preemption may be disabled;
+ * sleeps only if @gfp allows direct reclaim.
  * Return: a handle, or a negative errno encoded as in ERR_PTR() (test it
  * with IS_ERR_VALUE()): -EINVAL for @size 0 or above PAGE_SIZE, -ENOMEM.
  */
@@ -126,8 +152,12 @@ unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
  * The object must not be mapped. Freeing a mapped object, or a handle the
  * pool does not know, triggers a warning and the object is leaked rather
  * than corrupted (best effort: a reused handle cannot be told apart).
+ * With the zspage store, a free that leaves enough holes queues the
+ * automatic compaction worker (see afm_compact()).
  *
- * Context: Task context, not in interrupt; does not sleep.
+ * Context: Task context, not in interrupt; does not sleep. The zspage
+ * store's pool lock disables bottom halves, so with that store afm_free()
+ * may also be called from softirq context.
  * Return: nothing.
  */
 void afm_free(struct afm_pool *pool, unsigned long handle);
@@ -138,10 +168,18 @@ void afm_free(struct afm_pool *pool, unsigned long handle);
  * @handle: handle of the object
  * @mm: access mode, see &enum afm_mapmode
  *
- * An object stored as one chunk is mapped in place; an object stored as
- * several chunks is copied into a per-CPU buffer (copied in unless @mm is
- * %AFM_MM_WO). The returned address is in the kernel linear map. The
- * object cannot be moved by compaction while it is mapped.
+ * Slab store: an object stored as one chunk is mapped in place, in the
+ * kernel linear map; an object stored as several chunks is copied into a
+ * per-CPU buffer (copied in unless @mm is %AFM_MM_WO).
+ * Zspage store: an object within one page is mapped in place with
+ * kmap_local_page(), so the address is outside the linear map when the
+ * page is a highmem page (virt_addr_valid() is then false); an object
+ * crossing a page boundary is copied into the per-CPU buffer, as above.
+ * kmap_local rules apply: local mappings the caller takes after this call
+ * must be released before afm_unmap_object().
+ *
+ * The address is only valid until afm_unmap_object(). The object cannot be
+ * moved by compaction, nor its page migrated, while it is mapped.
  *
  * Only one object can be mapped per CPU at a time, there is no nesting,
  * and afm_unmap_object() must be called on the same CPU. Do not sleep in
@@ -162,7 +200,9 @@ void *afm_map_object(struct afm_pool *pool, unsigned long handle,
  * @handle: handle passed to afm_map_object()
  *
  * Writes the per-CPU buffer back to the object for %AFM_MM_WO and
- * %AFM_MM_RW mappings of multi-chunk objects.
+ * %AFM_MM_RW mappings that went through it (multi-chunk objects of the
+ * slab store, page-crossing objects of the zspage store), and drops the
+ * local mapping of an object mapped in place.
  *
  * Context: The context afm_map_object() returned in; re-enables
  * preemption.
@@ -176,8 +216,10 @@ void afm_unmap_object(struct afm_pool *pool, unsigned long handle);
  * @handle: handle of the object
  * @dst: destination, at least afm_obj_size() bytes
  *
- * Copies straight from the chunks, without going through the per-CPU
- * buffer, and does not disable preemption. The object may be mapped or
+ * Copies straight from the chunks (slab store) or the zspage pages, page
+ * by page through kmap_local_page() (zspage store), without the per-CPU
+ * buffer or its lock. The slab store does not disable preemption; the
+ * zspage store disables it only for the copy. The object may be mapped or
  * read concurrently, but not written.
  *
  * Context: Task context, not in interrupt; does not sleep.
@@ -193,8 +235,9 @@ size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst);
  * @src: source
  * @len: bytes to copy to the start of the object, at most afm_obj_size()
  *
- * Copies straight into the chunks, without going through the per-CPU
- * buffer. The object must not be mapped or accessed concurrently.
+ * Copies straight into the chunks (slab store) or the zspage pages
+ * (zspage store), without the per-CPU buffer. The object must not be
+ * mapped or accessed concurrently.
  *
  * Context: Task context, not in interrupt; does not sleep.
  * Return: 0, or -EINVAL if @len exceeds the object size or the handle is
@@ -218,10 +261,15 @@ size_t afm_obj_size(struct afm_pool *pool, unsigned long handle);
  * afm_get_total_pages() - pages held by the pool
  * @pool: the pool
  *
- * Counts, exactly, every page of every slab of the pool's caches that
- * holds at least one live chunk or descriptor, plus the pages of
- * PAGE_SIZE chunks. Empty slabs that the slab allocator keeps cached
- * are not counted; afm_compact() gives them back.
+ * Counts pages exactly, not by estimate.
+ * Slab store: every page of every slab of the pool's caches that holds at
+ * least one live chunk or descriptor, plus the pages of PAGE_SIZE chunks.
+ * Empty slabs that the slab allocator keeps cached are not counted;
+ * afm_compact() gives them back.
+ * Zspage store: every page the pool holds: zspage pages (including those
+ * of emptied zspages waiting for their deferred free), handle table,
+ * descriptor table and directory pages. Only the pool structure and the
+ * compaction candidate array are allocated outside them.
  *
  * Context: Any context; lockless.
  * Return: the number of pages.
@@ -232,14 +280,33 @@ unsigned long afm_get_total_pages(struct afm_pool *pool);
  * afm_compact() - compact a pool
  * @pool: the pool
  *
- * Moves chunks out of the most sparsely used slabs, in address order,
- * into the fuller ones, and gives emptied slabs back to the page
- * allocator. Mapped objects are not moved. Objects stored behind a
- * direct handle (power-of-two sizes) cannot be moved.
+ * Slab store: moves chunks out of the most sparsely used slabs, in
+ * address order, into the fuller ones, and gives emptied slabs back to the
+ * page allocator. Objects stored behind a direct handle (power-of-two
+ * sizes) cannot be moved. Compaction happens only when this is called.
+ *
+ * Zspage store: evacuates, sparsest first, every zspage with at least
+ * PAGE_SIZE / 8 bytes of holes (freed objects that were not at the end of
+ * their zspage), re-appending its live objects to the free tails of other
+ * zspages or to new ones, and frees the emptied zspages; passes repeat
+ * until one frees nothing (at most 64). Destination zspages are allocated
+ * without I/O but may use direct reclaim. The store also compacts by
+ * itself, so calling this is seldom needed: its shrinker compacts under
+ * memory pressure, and afm_free() queues a worker when holes exceed
+ * zspage_auto_permille thousandths of the live bytes (afmalloc module
+ * parameter, default 5, 0 disables the worker) and 4 zspages' worth; the
+ * worker aims at half that, taking only zspages with a quarter of their
+ * bytes in holes. Those runs are serialised with this one and are not
+ * counted in afm_pool_stats().
+ *
+ * In both stores, mapped objects (and objects being read or written) are
+ * not moved.
  *
  * Context: Process context, may sleep. Runs of one pool are serialised.
  * Return: the number of pages freed (pages held before minus after; other
- * users of the pool may make this differ from the pages compaction freed).
+ * users of the pool may make this differ from the pages compaction freed,
+ * and pages of zspages whose free is deferred to a worker are counted only
+ * once that worker has run).
  */
 unsigned long afm_compact(struct afm_pool *pool);
 
@@ -259,7 +326,8 @@ void afm_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats);
  *
  * An object of this size or larger takes at least PAGE_SIZE bytes of pool
  * memory, so a caller gains nothing by storing it compressed (zram then
- * stores the page uncompressed, as with zs_huge_class_size()).
+ * stores the page uncompressed, as with zs_huge_class_size()). With 4 KiB
+ * pages: 4033 for the slab store, 4075 for the zspage store.
  *
  * Context: Any context.
  * Return: the size in bytes.
@@ -274,8 +342,10 @@ size_t afm_huge_class_size(struct afm_pool *pool);
  * Two sizes with the same index take the same amount of pool memory, and
  * a smaller index takes less memory, so a caller such as zram's
  * recompression can tell whether a smaller object would save memory.
- * Indices are only comparable within one pool. For the slab store the
- * index is the object's footprint in bytes (chunks plus descriptor).
+ * Indices are only comparable within one pool. The index is the object's
+ * footprint in bytes: chunks plus descriptor for the slab store; object,
+ * handle table entry and share of its zspage descriptor for the zspage
+ * store.
  *
  * Context: Any context.
  * Return: the class index.
