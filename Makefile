@@ -6,7 +6,7 @@
 #   make check     set up, KUnit on UML, in-VM integration tests (CI runs this)
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N
-#                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir
+#                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
 #
@@ -20,6 +20,7 @@ ROUNDS ?= 1
 ALLOC ?= zsmalloc,zsmalloc+compact,afmalloc/slab
 COMP ?= lz4
 OUT ?=
+BOOT_ARGS ?=
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
 	vm-test-stock check demo bench bench-zswap module module-clean checkpatch
@@ -69,7 +70,7 @@ demo: setup
 
 bench: setup
 	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \
-		--comp $(COMP) $(if $(OUT),--out $(OUT))
+		--comp $(COMP) $(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
 
 # zswap effective compression (Zswapped/Zswap) of afmalloc and zsmalloc on
 # the same workload in one boot of Debian's kernel, recorded for the README.

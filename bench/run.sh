@@ -4,15 +4,16 @@
 # guest and runs the untar/remove workload for every allocator in that boot
 # on the same data, then prints the markdown report.
 #   bench/run.sh [--dataset quick|full] [--rounds N] [--alloc LIST]
-#                [--comp lz4|zstd] [--memory SIZE] [--out DIR]
+#                [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS]
+# ARGS: extra guest kernel arguments (e.g. afmalloc module parameters).
 # Results: DIR (default $AFMALLOC_CACHE/results/<dataset>-<date>) gets
 # steps.csv, buddyinfo.csv, meta.json, report.md, overhead.png and the guest log.
 . "$(dirname "$0")/../scripts/common.sh"
 
 usage() {
-	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR]"
+	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS]"
 }
-dataset=quick rounds=1 allocs=zsmalloc comp=lz4 memory= out=
+dataset=quick rounds=1 allocs=zsmalloc comp=lz4 memory= out= append=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dataset) dataset=${2:?--dataset needs quick or full}; shift ;;
@@ -21,6 +22,7 @@ while [ $# -gt 0 ]; do
 	--comp) comp=${2:?--comp needs lz4 or zstd}; shift ;;
 	--memory) memory=${2:?--memory needs a size}; shift ;;
 	--out) out=${2:?--out needs a folder}; shift ;;
+	--append) append=${2:?--append needs kernel arguments}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -44,12 +46,12 @@ tar=$("$AFMALLOC_TOP/bench/dataset.sh" "$dataset")
 [ -n "$out" ] || out=$AFMALLOC_CACHE/results/$dataset-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 out=$(realpath "$out")
-rm -f "$out/steps.csv" "$out/buddyinfo.csv"
+rm -rf "$out/steps.csv" "$out/buddyinfo.csv" "$out/hugetlb.csv" "$out/debugfs"
 
 log "running untar/remove ($dataset, $rounds round(s), $comp) for: $allocs"
 set +e
 "$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus 2 \
-	--append slab_nomerge --rwdir "$out" --timeout 14400 \
+	--append "slab_nomerge${append:+ $append}" --rwdir "$out" --timeout 14400 \
 	"$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" --out "$out" \
 	--alloc "$allocs" --rounds "$rounds" --comp "$comp" 2>&1 | tee "$out/guest.log"
 rc=${PIPESTATUS[0]}
@@ -68,10 +70,10 @@ cat > "$out/meta.json" <<JSON
   "accelerator": "${accel:-unknown}",
   "guest_memory": "$memory",
   "guest_cpus": 2,
-  "boot_args": "slab_nomerge",
+  "boot_args": "slab_nomerge${append:+ $append}",
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
   "runs": 1,
-  "command": "make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp"
+  "command": "make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp${append:+ BOOT_ARGS='$append'}"
 }
 JSON
 python3 "$AFMALLOC_TOP/bench/report.py" "$out" --out "$out/report.md"

@@ -16,7 +16,8 @@
 # /proc/slabinfo (needs slab_nomerge) where possible: see held_pages().
 # overhead = held - compr_data_size; overhead_ratio = overhead / compr.
 #
-# Writes OUT/steps.csv and OUT/buddyinfo.csv (appending).
+# Writes OUT/steps.csv, OUT/buddyinfo.csv and OUT/hugetlb.csv (appending)
+# and, for afmalloc, its debugfs pool/classes files per step in OUT/debugfs/.
 set -euo pipefail
 
 die() { echo "untar-remove: error: $*" >&2; exit 1; }
@@ -59,6 +60,7 @@ mnt=$(mktemp -d /tmp/afm-bench.XXXXXX)
 
 steps_csv=$out/steps.csv
 buddy_csv=$out/buddyinfo.csv
+huge_csv=$out/hugetlb.csv
 [ -s "$steps_csv" ] || echo "alloc,round,step,seconds,settle_s,orig_bytes,compr_bytes,mem_used_bytes,mem_limit_bytes,mem_used_max_bytes,same_pages,pages_compacted,huge_pages,huge_pages_since,slab_pages,held_bytes,overhead_bytes,overhead_ratio,u9,u9_zone" > "$steps_csv"
 [ -s "$buddy_csv" ] || echo "alloc,round,step,node,zone,o0,o1,o2,o3,o4,o5,o6,o7,o8,o9,o10" > "$buddy_csv"
 
@@ -127,8 +129,34 @@ sample() {  # alloc round step seconds
 	awk -v a="$1" -v r="$2" -v st="$3" '{ gsub(",", "", $2)
 		printf "%s,%d,%s,%s,%s", a, r, st, $2, $4
 		for (j = 5; j <= 15; j++) printf ",%s", $j; printf "\n" }' /proc/buddyinfo >> "$buddy_csv"
+	# afmalloc's own breakdown (zspages by fill, holes, tails, tables).
+	if [ "$base" != zsmalloc ] && [ -r "/sys/kernel/debug/afmalloc/$dev/classes" ]; then
+		mkdir -p "$out/debugfs"
+		cat "/sys/kernel/debug/afmalloc/$dev/pool" "/sys/kernel/debug/afmalloc/$dev/classes" \
+			> "$out/debugfs/${1//\//-}-r$2-$3.txt" 2>/dev/null || true
+	fi
 	tail -n 1 "$steps_csv" | awk -F, '{ printf "  %-18s r%d %-12s orig %8.1f MB compr %7.1f MB held %7.1f MB overhead %6.2f%% (settled %ss, step %ss)\n",
 		$1, $2, $3, $6 / 1048576, $7 / 1048576, $16 / 1048576, $18 * 100, $5, $4 }'
+}
+
+# HugeTLB-capability (seed 000): with this allocator's data still resident,
+# ask for as many 2 MiB pages as there is memory and record how many the
+# kernel obtains (its allocation compacts and migrates movable pages), then
+# give them back. Page cache is dropped first so that every allocator
+# starts from the same clean cache state.
+hugetlb() {  # alloc round after_step
+	local f=/proc/sys/vm/nr_hugepages want got free_before u9
+	[ -w "$f" ] || { echo "  hugetlb: no $f (CONFIG_HUGETLBFS off): skipped"; return 0; }
+	[ -s "$huge_csv" ] || echo "alloc,round,after_step,requested,obtained,free_mb_before,u9_before" > "$huge_csv"
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	want=$(awk '/^MemTotal:/ { print int($2 / 2048) }' /proc/meminfo)
+	free_before=$(awk '/^MemFree:/ { print int($2 / 1024) }' /proc/meminfo)
+	u9=$(unusable_index_9); u9=${u9%%,*}
+	echo "$want" > "$f" 2>/dev/null || true
+	got=$(cat "$f")
+	echo 0 > "$f"
+	echo "$1,$2,$3,$want,$got,$free_before,$u9" >> "$huge_csv"
+	echo "  hugetlb after $3: $got of $want 2 MiB pages (free before ${free_before} MB, U(9) $u9)"
 }
 
 timed() {  # run a step, print elapsed seconds
@@ -172,6 +200,7 @@ for a in "${alloc_list[@]}"; do
 		for d in drivers arch fs sound include; do
 			sample "$a" "$r" "rm_$d" "$(timed rm -rf "$mnt/linux/$d")"
 		done
+		[ "$r" -eq "$rounds" ] && hugetlb "$a" "$r" rm_include
 		sample "$a" "$r" rm_all "$(timed rm -rf "$mnt/linux")"
 	done
 	umount "$mnt"

@@ -606,6 +606,7 @@ static void afm_zs_test_migrate(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 	unsigned long pages;
 	struct page *dst = NULL;
+	unsigned long seen = 0;
 	unsigned int i, x = 0;
 	void *a;
 	int rc;
@@ -671,6 +672,33 @@ static void afm_zs_test_migrate(struct kunit *test)
 					     afm_zs_size(x), buf, true));
 	afm_zs_get_counters(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.migrated, before.migrated + 3);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
+
+	/*
+	 * Every page of that zspage, so that the first, middle and last links
+	 * of its page chain are all replaced; every object still reads back.
+	 */
+	for (i = 0; i < ts->n; i++) {
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &moved),
+				0);
+		if (moved.zspage_id != info.zspage_id ||
+		    (seen & BIT(moved.offset >> PAGE_SHIFT)))
+			continue;
+		seen |= BIT(moved.offset >> PAGE_SHIFT);
+		KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[i],
+						     MIGRATE_SYNC, false, &dst),
+				MIGRATEPAGE_SUCCESS);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &moved),
+				0);
+		KUNIT_EXPECT_PTR_EQ(test, moved.page, dst);
+	}
+	KUNIT_EXPECT_GE(test, hweight_long(seen), 3);
+	KUNIT_EXPECT_TRUE(test, seen & BIT(AFM_ZS_PAGES - 1));
+	afm_zs_put_pattern(test, ts->pool, ts->h[x], x, afm_zs_size(x), buf, x);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_put_pattern(test, ts->pool, ts->h[x], 5555, afm_zs_size(x), buf,
+			   1);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
 	afm_zs_expect_consistent(test, ts->pool);
 

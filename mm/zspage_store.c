@@ -16,8 +16,8 @@
  * fill offset not covered by live objects are "holes".
  *
  * Why 8 pages: the tail of a zspage is reused (below), so the length does
- * not cost tail waste as in zsmalloc; it sets the descriptor cost (96 bytes
- * per zspage: 0.29% of 32 KiB; 0.39% with 4 pages, 0.25% with 16), the unit
+ * not cost tail waste as in zsmalloc; it sets the descriptor cost (48 bytes
+ * per zspage: 0.15% of 32 KiB; 0.29% with 4 pages, 0.07% with 16), the unit
  * compaction frees (32 KiB), and the burst of order-0 allocations needed
  * when a new zspage opens (8 pages, like zsmalloc's longest chain). The
  * fraction of objects crossing a page boundary does not depend on it.
@@ -58,20 +58,22 @@
  * the zspage (PAGE_SHIFT + AFM_ZS_ORDER bits) and the zspage id (the rest:
  * 29 bits with 4 KiB pages). A free entry has LIVE clear and holds the
  * index of the next free entry of its page. Zspage ids index a descriptor
- * table built the same way (96-byte slots, 42 per page).
+ * table built the same way (48-byte slots, 85 per page). A descriptor
+ * holds no page array: its first page and, in each data page's ->index,
+ * the next one chain the pages (as zsmalloc does); migration relinks.
  * Error values are never valid handles: handles are below 2^27.
  *
  * Per-object cost (64-bit, 4 KiB pages)
  * -------------------------------------
- * footprint = size + 8 (entry) + size * 96 / 32768 (descriptor share),
+ * footprint = size + 8 (entry) + size * 48 / 32768 (descriptor share),
  * plus holes until compaction and unfilled tails. No size-class rounding,
  * no in-object header, no alignment padding. At the untar benchmark's mean
- * object size (1366 bytes) that is 0.59% for entries + 0.29% for
+ * object size (1300 bytes) that is 0.62% for entries + 0.15% for
  * descriptors; zsmalloc spends 16 bytes per object (handle slot and object
  * header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail waste. The
  * table and directory pages themselves, and up to a few bytes per zspage of
  * tails too small for any object, come on top. afm_huge_class_size() is
- * the smallest size whose footprint reaches PAGE_SIZE (4075).
+ * the smallest size whose footprint reaches PAGE_SIZE (4082).
  * Compaction enumerates a victim's objects by scanning the handle table (8
  * bytes per object, in order), which is why no header is needed: one scan
  * serves a batch of up to AFM_ZS_MAX_VICTIMS victims.
@@ -89,7 +91,7 @@
  * Callers: afm_compact() (every zspage with PAGE_SIZE / 8 bytes of holes),
  * the pool's shrinker (count: hole bytes in pages; scan: that many pages),
  * and an automatic worker that free() queues when holes exceed
- * zspage_auto_permille (default 5, module parameter) thousandths of the
+ * zspage_auto_permille (default 1, module parameter) thousandths of the
  * live bytes and AFM_ZS_AUTO_MIN zspages; it stops at half of that and
  * takes only zspages with a quarter of their bytes in holes (at most 3
  * bytes copied per byte freed); when it cannot get below the trigger it
@@ -228,9 +230,6 @@
 #define AFM_ZS_MAX_PASSES	64
 #define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
 
-/* Data page ->index: the zspage store | page number in its zspage. */
-#define AFM_ZS_PAGE_NR_MASK	((unsigned long)AFM_ZS_PAGES - 1)
-
 #if PAGE_SHIFT + AFM_ZS_ORDER <= 15
 typedef u16 afm_zs_off_t;
 #else
@@ -239,9 +238,12 @@ typedef u32 afm_zs_off_t;
 
 /**
  * struct afm_zspage - zspage descriptor, a slot of the descriptor table
- * @pages: its pages, by offset. Replaced by migration under the exclusive
- *	gate; read by holders of the gate (shared or exclusive) and, for
- *	freeing, by holders of the page lock.
+ * @first: its first page; each data page's ->index points to the next one
+ *	(0 after the last), as in zsmalloc, so that the descriptor does not
+ *	carry a page array. The chain (this pointer and the ->index links) is
+ *	changed by migration under the exclusive gate and read by holders of
+ *	the gate (shared or exclusive).
+ * @zs: the zspage store pool it belongs to (for the migration callbacks).
  * @list: entry in the tail bucket @bucket, or in the pool's dead list.
  *	Under the pool lock.
  * @gate: accessors and exclusive owner, see AFM_ZG_* and the file comment.
@@ -254,7 +256,8 @@ typedef u32 afm_zs_off_t;
  * @bucket: tail bucket, AFM_ZS_NO_BUCKET when on no tail list.
  */
 struct afm_zspage {
-	struct page *pages[AFM_ZS_PAGES];
+	struct page *first;
+	struct afm_zs_pool *zs;
 	struct list_head list;
 	atomic_t gate;
 	u32 id;
@@ -379,9 +382,12 @@ struct afm_zs_pool {
 /*
  * Automatic compaction starts when holes exceed this many thousandths of
  * the live bytes (and AFM_ZS_AUTO_MIN zspages), and stops at half of it.
- * 0 disables it (the shrinker and afm_compact() still work).
+ * 0 disables it (the shrinker and afm_compact() still work). 1 (0.1%) keeps
+ * the holes of a churned pool at 0.05-0.1% of its data: each run copies at
+ * most 3 bytes per byte it frees, so a lower trigger costs more (cheap)
+ * runs, not more copying; 5 left the untar benchmark at 0.3% holes.
  */
-static unsigned int afm_zs_auto_permille = 5;
+static unsigned int afm_zs_auto_permille = 1;
 module_param_named(zspage_auto_permille, afm_zs_auto_permille, uint, 0644);
 MODULE_PARM_DESC(zspage_auto_permille,
 		 "zspage store: holes (per mille of live bytes) that start automatic compaction, 0 = off");
@@ -819,6 +825,19 @@ static void afm_ze_unpin(atomic64_t *ent)
 	WARN_ON_ONCE(!(old & AFM_ZE_PINS));
 }
 
+/*
+ * Page @nr of zspage @z, following the chain from its first page. Caller
+ * holds the zspage gate (shared or exclusive), which keeps the chain stable.
+ */
+static struct page *afm_zs_page(const struct afm_zspage *z, unsigned int nr)
+{
+	struct page *page = READ_ONCE(z->first);
+
+	while (nr--)
+		page = (struct page *)READ_ONCE(page->index);
+	return page;
+}
+
 /* Copies between zspages and linear buffers */
 
 static void afm_zs_copy_out(struct afm_zspage *z, unsigned int off, void *dst,
@@ -828,7 +847,7 @@ static void afm_zs_copy_out(struct afm_zspage *z, unsigned int off, void *dst,
 		unsigned int po = offset_in_page(off);
 		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - po);
 
-		memcpy_from_page(dst, z->pages[off >> PAGE_SHIFT], po, n);
+		memcpy_from_page(dst, afm_zs_page(z, off >> PAGE_SHIFT), po, n);
 		dst += n;
 		off += n;
 		len -= n;
@@ -842,7 +861,7 @@ static void afm_zs_copy_in(struct afm_zspage *z, unsigned int off,
 		unsigned int po = offset_in_page(off);
 		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - po);
 
-		memcpy_to_page(z->pages[off >> PAGE_SHIFT], po, src, n);
+		memcpy_to_page(afm_zs_page(z, off >> PAGE_SHIFT), po, src, n);
 		src += n;
 		off += n;
 		len -= n;
@@ -857,8 +876,8 @@ static void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
 		unsigned int sp = offset_in_page(soff), dp = offset_in_page(doff);
 		unsigned int n = min3(len, (unsigned int)PAGE_SIZE - sp,
 				      (unsigned int)PAGE_SIZE - dp);
-		void *src = kmap_local_page(s->pages[soff >> PAGE_SHIFT]);
-		void *dst = kmap_local_page(d->pages[doff >> PAGE_SHIFT]);
+		void *src = kmap_local_page(afm_zs_page(s, soff >> PAGE_SHIFT));
+		void *dst = kmap_local_page(afm_zs_page(d, doff >> PAGE_SHIFT));
 
 		memcpy(dst + dp, src + sp, n);
 		kunmap_local(dst);
@@ -975,25 +994,26 @@ static struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 {
 	unsigned long id = afm_zt_take(zs, &zs->dtab, dpg, sp);
 	struct afm_zspage *z = afm_zs_desc(zs, id);
+	struct page *next = NULL, *page;
 	unsigned int i;
 
 	memset(z, 0, sizeof(*z));
 	z->id = id;
+	z->zs = zs;
 	z->bucket = AFM_ZS_NO_BUCKET;
 	INIT_LIST_HEAD(&z->list);
+	/* Chain the pages from the last one back to the first. */
 	for (i = 0; i < AFM_ZS_PAGES; i++) {
-		struct page *page = sp->data[--sp->nr_data];
-
+		page = sp->data[--sp->nr_data];
 		set_page_private(page, (unsigned long)z);
-		page->index = (unsigned long)zs | i;
-		z->pages[i] = page;
+		page->index = (unsigned long)next;
+		next = page;
 	}
+	z->first = next;
 	z->flags = AFM_ZS_USED;
 	/* Movable only once the descriptor is complete. */
 #ifdef CONFIG_COMPACTION
-	for (i = 0; i < AFM_ZS_PAGES; i++) {
-		struct page *page = z->pages[i];
-
+	for (page = z->first; page; page = (struct page *)page->index) {
 		/* A fresh page: nobody else can hold its lock. */
 		if (WARN_ON_ONCE(!trylock_page(page)))
 			continue;
@@ -1025,22 +1045,25 @@ static void afm_zs_reset_page(struct page *page)
  */
 static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
 {
+	struct page *pages[AFM_ZS_PAGES];
 	unsigned int i, locked;
 
 	if (!afm_zg_lock(z, 0))
 		return false;
 	for (locked = 0; locked < AFM_ZS_PAGES; locked++) {
-		if (!trylock_page(z->pages[locked]))
+		pages[locked] = locked ? (struct page *)pages[locked - 1]->index :
+					 z->first;
+		if (!trylock_page(pages[locked]))
 			break;
 	}
 	if (locked < AFM_ZS_PAGES) {
 		while (locked--)
-			unlock_page(z->pages[locked]);
+			unlock_page(pages[locked]);
 		afm_zg_unlock(z);
 		return false;
 	}
 	for (i = 0; i < AFM_ZS_PAGES; i++) {
-		struct page *page = z->pages[i];
+		struct page *page = pages[i];
 
 		afm_zs_reset_page(page);
 		unlock_page(page);
@@ -1084,7 +1107,7 @@ static struct page *afm_zs_lock_page(struct afm_zspage *z, unsigned int i)
 			cond_resched();
 			continue;
 		}
-		page = z->pages[i];
+		page = afm_zs_page(z, i);
 		if (trylock_page(page)) {
 			afm_zg_unlock(z);
 			return page;
@@ -1285,7 +1308,7 @@ static void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 	off = afm_ze_off(e);
 	size = afm_ze_size(e);
 	if (offset_in_page(off) + size <= PAGE_SIZE) {
-		addr = kmap_local_page(z->pages[off >> PAGE_SHIFT]) +
+		addr = kmap_local_page(afm_zs_page(z, off >> PAGE_SHIFT)) +
 		       offset_in_page(off);
 		this_cpu_write(afm_zs_kaddr, addr);
 		return addr;
@@ -1754,7 +1777,7 @@ static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
 
 	if (!z || (READ_ONCE(z->flags) & AFM_ZS_DEAD))
 		return false;
-	zs = (struct afm_zs_pool *)(page->index & ~AFM_ZS_PAGE_NR_MASK);
+	zs = z->zs;
 	atomic_long_inc(&zs->st.isolated);
 	return true;
 }
@@ -1763,17 +1786,20 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 			       enum migrate_mode mode)
 {
 	struct afm_zspage *z = (struct afm_zspage *)page_private(src);
-	unsigned int i = src->index & AFM_ZS_PAGE_NR_MASK;
 	struct afm_zs_pool *zs;
+	struct page *prev = NULL, *p;
 
 	if (WARN_ON_ONCE(!z))
 		return -EINVAL;
-	zs = (struct afm_zs_pool *)(src->index & ~AFM_ZS_PAGE_NR_MASK);
+	zs = z->zs;
 	if (!afm_zg_lock(z, mode == MIGRATE_ASYNC ? 0 : AFM_ZG_WAIT_NS)) {
 		atomic_long_inc(&zs->st.migrate_busy);
 		return -EAGAIN;
 	}
-	if (WARN_ON_ONCE(z->pages[i] != src)) {
+	/* Find the link to @src: the descriptor's or its predecessor's. */
+	for (p = z->first; p && p != src; p = (struct page *)p->index)
+		prev = p;
+	if (WARN_ON_ONCE(!p)) {
 		afm_zg_unlock(z);
 		return -EINVAL;
 	}
@@ -1781,7 +1807,10 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	set_page_private(dst, (unsigned long)z);
 	dst->index = src->index;
 	__SetPageMovable(dst, &afm_zspage_mops);
-	WRITE_ONCE(z->pages[i], dst);
+	if (prev)
+		WRITE_ONCE(prev->index, (unsigned long)dst);
+	else
+		WRITE_ONCE(z->first, dst);
 	afm_zg_unlock(z);
 
 	/* The zspage's reference moves to @dst; the core frees @src. */
@@ -1819,11 +1848,6 @@ static int afm_zs_create(struct afm_pool *pool)
 	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
 	if (!zs)
 		return -ENOMEM;
-	/* Data pages' ->index keeps the page number in the low bits. */
-	if (WARN_ON_ONCE((unsigned long)zs & AFM_ZS_PAGE_NR_MASK)) {
-		kvfree(zs);
-		return -ENOMEM;
-	}
 	zs->cand = kvmalloc_array(AFM_ZS_MAX_VICTIMS, sizeof(*zs->cand),
 				  GFP_KERNEL);
 	if (!zs->cand)
@@ -2163,7 +2187,7 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		info->size = afm_ze_size(e);
 		info->pins = (e & AFM_ZE_PINS) >> AFM_ZE_PIN_SHIFT;
 		afm_zg_in(z);
-		info->page = z->pages[info->offset >> PAGE_SHIFT];
+		info->page = afm_zs_page(z, info->offset >> PAGE_SHIFT);
 		afm_zg_out(z);
 		ret = 0;
 	}
@@ -2257,7 +2281,7 @@ struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
 	if (e & AFM_ZE_LIVE) {
 		z = afm_zs_desc(zs, afm_ze_id(e));
 		afm_zg_in(z);
-		page = z->pages[afm_ze_off(e) >> PAGE_SHIFT];
+		page = afm_zs_page(z, afm_ze_off(e) >> PAGE_SHIFT);
 		get_page(page);
 		afm_zg_out(z);
 	}
