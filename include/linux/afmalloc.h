@@ -294,8 +294,8 @@ unsigned long afm_get_total_pages(struct afm_pool *pool);
  * itself, so calling this is seldom needed: its shrinker compacts under
  * memory pressure, and afm_free() queues a worker when holes exceed
  * zspage_auto_permille thousandths of the live bytes (afmalloc module
- * parameter, default 5, 0 disables the worker) and 4 zspages' worth; the
- * worker aims at half that, taking only zspages with a quarter of their
+ * parameter, 0 disables the worker) and 4 zspages' worth; the worker
+ * aims at half that, taking only zspages with a quarter of their
  * bytes in holes. Those runs are serialised with this one and are not
  * counted in afm_pool_stats().
  *
@@ -327,7 +327,9 @@ void afm_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats);
  * An object of this size or larger takes at least PAGE_SIZE bytes of pool
  * memory, so a caller gains nothing by storing it compressed (zram then
  * stores the page uncompressed, as with zs_huge_class_size()). With 4 KiB
- * pages: 4033 for the slab store, 4075 for the zspage store.
+ * pages it is 4033 for the slab store and a little higher for the zspage
+ * store (an object costs its size, an 8-byte handle table entry and a
+ * share of its zspage's descriptor; see zspage_store.c).
  *
  * Context: Any context.
  * Return: the size in bytes.
