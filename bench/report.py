@@ -5,8 +5,10 @@
 usage: bench/report.py RUN_DIR [--out FILE]
 
 Prints (and with --out writes) a side-by-side table of the overhead ratio per
-step for every allocator, then one detailed table per allocator. Numbers come
-only from the CSV written inside the guest; nothing is typed by hand.
+step for every allocator, then one detailed table per allocator, then, when
+the run has them, the page-level fragmentation tests of seed 000
+(hugetlb.csv, highalloc_summary.csv, pagetypeinfo.csv). Numbers come only
+from the CSV written inside the guest; nothing is typed by hand.
 """
 import argparse
 import csv
@@ -75,13 +77,86 @@ def report(rows, meta):
     return "\n".join(out) + "\n"
 
 
+def read_csv(run_dir, name):
+    """Rows of RUN_DIR/NAME as dicts, [] when the file is missing or empty."""
+    path = os.path.join(run_dir, name)
+    if not os.path.isfile(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def fragmentation(run_dir):
+    """Markdown for seed 000's tests; '' when the run has none of them."""
+    huge = read_csv(run_dir, "hugetlb.csv")
+    summ = read_csv(run_dir, "highalloc_summary.csv")
+    ptype = read_csv(run_dir, "pagetypeinfo.csv")
+    if not (huge or summ or ptype):
+        return ""
+    out = ["", "## Page-level fragmentation (seed 000)", "",
+           "With each allocator's data still resident in zram, after the rm_include "
+           "step of the last round; page cache dropped first.", ""]
+    if huge:
+        out += ["HugeTLB-capability: 2 MiB pages obtained by writing MemTotal/2 MiB to "
+                "/proc/sys/vm/nr_hugepages:", "",
+                "| allocator | round | after | requested | obtained | free MB before | U(9) before |",
+                "|---|---|---|---|---|---|---|"]
+        for r in huge:
+            out.append("| {alloc} | {round} | {after_step} | {requested} | {obtained} "
+                       "| {free_mb_before} | {u9_before} |".format(**r))
+        out.append("")
+    if summ:
+        out += ["Highalloc-Stress: MemTotal/2 MiB attempts of alloc_pages(order 9, "
+                "GFP_HIGHUSER_MOVABLE), successes held until the end (bench/highalloc.sh); "
+                "U(9) and the fragmentation index are the kernel's (debugfs extfrag) for the "
+                "zone shown:", "",
+                "| allocator | round | attempts | successes | % success | zone "
+                "| U(9) first | U(9) final | frag. index at failure: mean of >= 0 "
+                "| failures with a free order-9 block (index -1) | pages from "
+                "| compact stall/success | pages migrated | s |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in summ:
+            out.append("| {alloc} | {round} | {attempts} | {successes} | {success_pct}% "
+                       "| {u9_zone} | {u9_first} | {u9_final} | {fi} | {fi9_failures_with_block} "
+                       "| {zone_allocs} "
+                       "| {cs} | {mig} | {seconds} |".format(
+                           fi=r["fi9_mean_at_failure"] or "-",
+                           cs=f"{r['compact_stall']}/{r['compact_success']}"
+                           if r["compact_stall"] else "n/a",
+                           mig=r["pgmigrate_success"] or "n/a", **r))
+        out.append("")
+    if ptype:
+        types = [k for k in ptype[0] if k not in ("alloc", "round", "phase", "kind",
+                                                  "node", "zone")]
+        has_mixed = any(r["kind"] == "mixed" for r in ptype)
+        out += ["Pageblocks per migratetype (/proc/pagetypeinfo, all zones; 'before': data "
+                "resident, before the attempts; 'held': after them, every success still held)"
+                + ("; 'mixed': blocks holding pages of another type (page_owner=on)"
+                   if has_mixed else "; no mixed-block counts (boot without page_owner=on)")
+                + ":", ""]
+        kinds = ["blocks"] + (["mixed"] if has_mixed else [])
+        head = [f"{t}" for t in types] + [f"mixed {t}" for t in types if has_mixed]
+        out += ["| allocator | round | phase | " + " | ".join(head) + " |",
+                "|---|---|---|" + "---|" * len(head)]
+        keys = list(dict.fromkeys((r["alloc"], r["round"], r["phase"]) for r in ptype))
+        for key in keys:
+            cells = []
+            for kind in kinds:
+                sel = [r for r in ptype if (r["alloc"], r["round"], r["phase"]) == key
+                       and r["kind"] == kind]
+                cells += [str(sum(int(r[t]) for r in sel)) for t in types]
+            out.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir")
     ap.add_argument("--out")
     args = ap.parse_args()
     rows, meta = load(args.run_dir)
-    text = report(rows, meta)
+    text = report(rows, meta) + fragmentation(args.run_dir)
     sys.stdout.write(text)
     if args.out:
         with open(args.out, "w") as f:

@@ -18,15 +18,21 @@
 #
 # Writes OUT/steps.csv, OUT/buddyinfo.csv and OUT/hugetlb.csv (appending)
 # and, for afmalloc, its debugfs pool/classes files per step in OUT/debugfs/.
+#
+# With --highalloc-ko PATH (afm_highalloc.ko, bench/build-modules.sh), the
+# last round also runs seed 000's Highalloc-Stress test (bench/highalloc.sh)
+# right after the HugeTLB-capability test, with the data still resident:
+# OUT/highalloc.csv, OUT/highalloc_summary.csv and OUT/pagetypeinfo.csv.
 set -euo pipefail
 
 die() { echo "untar-remove: error: $*" >&2; exit 1; }
 usage() {
 	echo "usage: $0 --dataset TAR --out DIR [--alloc zsmalloc[,zsmalloc+compact,...]]"
 	echo "          [--rounds N] [--comp lz4|zstd] [--disksize SIZE] [--dev zramN]"
+	echo "          [--highalloc-ko PATH]"
 }
 
-dataset= out= allocs=zsmalloc rounds=1 comp=lz4 disksize= dev=zram0
+dataset= out= allocs=zsmalloc rounds=1 comp=lz4 disksize= dev=zram0 highalloc_ko=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dataset) dataset=${2:?}; shift ;;
@@ -36,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--comp) comp=${2:?}; shift ;;
 	--disksize) disksize=${2:?}; shift ;;
 	--dev) dev=${2:?}; shift ;;
+	--highalloc-ko) highalloc_ko=${2:?}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -44,6 +51,9 @@ done
 [ -n "$dataset" ] && [ -n "$out" ] || { usage >&2; die "--dataset and --out are required"; }
 [ -f "$dataset" ] || die "dataset $dataset not found (make it with bench/dataset.sh)"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number"
+[ -z "$highalloc_ko" ] || [ -f "$highalloc_ko" ] ||
+	die "--highalloc-ko: no module at $highalloc_ko (bench/build-modules.sh builds it)"
+highalloc=$(dirname "$(realpath "$0")")/highalloc.sh
 [ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
 grep -qw slab_nomerge /proc/cmdline ||
 	die "boot with slab_nomerge: merged slab caches hide the allocators' metadata"
@@ -201,6 +211,11 @@ for a in "${alloc_list[@]}"; do
 			sample "$a" "$r" "rm_$d" "$(timed rm -rf "$mnt/linux/$d")"
 		done
 		[ "$r" -eq "$rounds" ] && hugetlb "$a" "$r" rm_include
+		# Highalloc-Stress (seed 000); a failure costs its numbers, not the run.
+		if [ "$r" -eq "$rounds" ] && [ -n "$highalloc_ko" ]; then
+			"$highalloc" --alloc "$a" --round "$r" --out "$out" --ko "$highalloc_ko" ||
+				echo "  highalloc: FAILED (status $?): no Highalloc-Stress numbers for $a"
+		fi
 		sample "$a" "$r" rm_all "$(timed rm -rf "$mnt/linux")"
 	done
 	umount "$mnt"
