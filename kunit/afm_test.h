@@ -27,6 +27,23 @@ struct afm_test_set {
 	unsigned int n;
 };
 
+/*
+ * Tests of API misuse make afmalloc WARN on purpose. They call this first:
+ * the kernel log then brackets their warnings with markers, and
+ * scripts/kunit.sh fails the run on any warning outside such brackets.
+ */
+static inline void afm_test_warnings_end(void *data)
+{
+	pr_info("afmalloc-kunit: expected warnings end\n");
+}
+
+static inline void afm_test_expect_warnings(struct kunit *test)
+{
+	pr_info("afmalloc-kunit: expected warnings begin (%s)\n", test->name);
+	if (kunit_add_action(test, afm_test_warnings_end, NULL))
+		afm_test_warnings_end(NULL);
+}
+
 static inline bool afm_test_handle_ok(unsigned long h)
 {
 	return h && !IS_ERR_VALUE(h);

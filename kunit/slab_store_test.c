@@ -293,6 +293,7 @@ static void afm_test_bad_free(struct kunit *test)
 	unsigned long pages, h;
 	void *foreign;
 
+	afm_test_expect_warnings(test);
 	ts->h[0] = afm_test_malloc(test, ts->pool, 777);
 	h = afm_test_malloc(test, ts->pool, 333);
 	afm_free(ts->pool, h);

@@ -443,6 +443,7 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, info.offset, pinned.offset);
 	KUNIT_EXPECT_EQ(test, info.pins, 1);
 	/* Freeing a pinned object is refused (and warns). */
+	afm_test_expect_warnings(test);
 	kunit_info(test, "expect one afmalloc free-of-mapped-object warning\n");
 	afm_free(ts->pool, ts->h[p]);
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[p]), afm_zs_size(p));
@@ -786,6 +787,7 @@ static void afm_zs_test_bad_handles(struct kunit *test)
 	struct afm_zs_counters before, after;
 	unsigned long h;
 
+	afm_test_expect_warnings(test);
 	ts->h[0] = afm_test_malloc(test, ts->pool, 777);
 	h = afm_test_malloc(test, ts->pool, 333);
 	afm_free(ts->pool, h);
