@@ -17,13 +17,16 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 KDIR ?= /lib/modules/$(shell uname -r)/build
 DATASET ?= quick
 ROUNDS ?= 1
-ALLOC ?= zsmalloc,zsmalloc+compact,afmalloc/slab
+ALLOC ?= zsmalloc,zsmalloc+compact,afmalloc/slab,afmalloc/zspage
 COMP ?= lz4
 OUT ?=
 BOOT_ARGS ?=
+AFMALLOC_CACHE ?= $(HOME)/.cache/afmalloc
+# Each step of make check is timed into this file (scripts/timed.sh).
+TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
-	vm-test-stock check demo bench bench-zswap module module-clean checkpatch
+	vm-test-stock check check-begin demo bench bench-zswap module module-clean checkpatch
 
 all: help
 
@@ -31,7 +34,7 @@ help:
 	@sed -n '3,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 setup:
-	$(TOP)/scripts/setup.sh
+	$(TIMED) setup $(TOP)/scripts/setup.sh
 
 source:
 	$(TOP)/scripts/kernel-source.sh
@@ -40,30 +43,42 @@ tree:
 	$(TOP)/scripts/prepare-tree.sh
 
 kunit: setup
-	$(TOP)/scripts/kunit.sh
+	$(TIMED) kunit $(TOP)/scripts/kunit.sh
 
 guest: setup
-	$(TOP)/scripts/build-guest.sh
+	$(TIMED) guest-build $(TOP)/scripts/build-guest.sh
 
 guest-debug: setup
 	$(TOP)/scripts/build-guest.sh --debug
 
 vm-test: guest
-	$(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
+	$(TIMED) vm-zram-integrity $(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
 		$(TOP)/tests/vm/zram-integrity.sh --dataset "$$($(TOP)/bench/dataset.sh quick)"
-	$(TOP)/scripts/vm-run.sh --memory 2G --timeout 1800 --append slab_nomerge \
-		$(TOP)/tests/vm/zram-alloc.sh --dataset "$$($(TOP)/bench/dataset.sh quick)"
+	$(TIMED) vm-zram-alloc $(TOP)/scripts/vm-run.sh --memory 2G --timeout 1800 --append slab_nomerge \
+		$(TOP)/tests/vm/zram-alloc.sh --dataset "$$($(TOP)/bench/dataset.sh quick)" \
+		--alloc zsmalloc,afmalloc/zspage
+	$(TIMED) vm-zspage-migrate $(TOP)/scripts/vm-run.sh --memory 2G --timeout 900 --append slab_nomerge \
+		$(TOP)/tests/vm/zspage-migrate.sh --size 96 --rounds 2
+	$(TIMED) vm-fault-inject $(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 \
+		--append "slab_nomerge page_owner=on" $(TOP)/tests/vm/fault-inject.sh
 
 # zswap on afmalloc built into the project's kernel.
 vm-test-zswap: guest
-	$(TOP)/tests/vm/zswap-stock.sh --own-kernel
+	$(TIMED) vm-zswap-own-kernel $(TOP)/tests/vm/zswap-stock.sh --own-kernel
 
 # zswap on afmalloc.ko built against Debian's linux-headers, in Debian's kernel.
 vm-test-stock: setup
-	$(TOP)/tests/vm/zswap-stock.sh
+	$(TIMED) vm-zswap-stock-kernel $(TOP)/tests/vm/zswap-stock.sh
 
-check: setup kunit vm-test vm-test-zswap vm-test-stock
+# The steps are timed into $(AFMALLOC_CACHE)/timings/check.tsv (the
+# README's timing table is generated from a copy of it).
+check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
+check: check-begin setup kunit vm-test vm-test-zswap vm-test-stock
+	@$(TIMED) --report
 	@echo "make check: all passed"
+
+check-begin:
+	@$(TIMED) --begin
 
 demo: setup
 	$(TOP)/bench/run.sh --dataset quick --rounds 1 --alloc $(ALLOC)

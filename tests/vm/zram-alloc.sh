@@ -7,7 +7,7 @@
 #      names, garbage, a lone newline -> EINVAL; any write once disksize is
 #      set -> EBUSY), reset back to the default, the default_allocator
 #      module parameter, an allocator that cannot create a pool (an afmalloc
-#      store not implemented yet -> disksize fails with EOPNOTSUPP);
+#      store that cannot create a pool -> disksize fails, e.g. EOPNOTSUPP);
 #   2. per usable allocator, zram features on a raw device with checksummed
 #      data: mm_stat (all 9 fields), same and huge pages, debug_stat,
 #      mem_used_max, idle, recompress, writeback to a loop device, discard +

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Time the steps of `make check` (and of anything else that sets
+# AFMALLOC_TIMINGS), so that the README's timing table is generated:
+#   timed.sh --begin         start a new record (file AFMALLOC_TIMINGS)
+#   timed.sh NAME CMD [ARG]  run CMD; append "NAME<TAB>seconds<TAB>status"
+#   timed.sh --report        print the record as a table, with the total
+# Without AFMALLOC_TIMINGS set, NAME CMD just runs CMD.
+set -uo pipefail
+
+f=${AFMALLOC_TIMINGS:-}
+case "${1:-}" in
+--begin)
+	[ -n "$f" ] || exit 0
+	mkdir -p "$(dirname "$f")"
+	printf '# started\t%s\t%s\t%s\n' "$(date +%s)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		"$(git -C "$(dirname "$0")/.." rev-parse --short HEAD 2>/dev/null || echo unknown)" > "$f"
+	printf '# machine\t%s cores\t%s\t%s\n' "$(nproc)" \
+		"$(awk '/^MemTotal:/ { printf "%d GiB", $2 / 1048576 }' /proc/meminfo)" \
+		"$(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown}")" >> "$f"
+	exit 0 ;;
+--report)
+	[ -n "$f" ] && [ -s "$f" ] || exit 0
+	awk -F'\t' -v now="$(date +%s)" '
+		$1 == "# started" { t0 = $2; when = $3; rev = $4; next }
+		$1 == "# machine" { mach = $2 ", " $3 ", " $4; next }
+		{ printf "  %-28s %6d s  %s\n", $1, $2, $3 == 0 ? "ok" : "FAILED (" $3 ")" }
+		END { printf "  %-28s %6d s  (%s, %s, %s)\n", "total", now - t0, when, rev, mach }' "$f"
+	exit 0 ;;
+esac
+[ $# -ge 2 ] || { echo "usage: $0 --begin | --report | NAME CMD [ARG...]" >&2; exit 2; }
+name=$1; shift
+t0=$(date +%s)
+"$@"
+rc=$?
+[ -z "$f" ] || printf '%s\t%d\t%d\n' "$name" $(($(date +%s) - t0)) $rc >> "$f"
+exit $rc
