@@ -11,8 +11,6 @@ extfrag/unusable_index), failed attempts marked; bottom: the fragmentation
 index at every failure (extfrag/extfrag_index), as in the seed's figures 5-8.
 """
 import argparse
-import csv
-import json
 import os
 import sys
 
@@ -30,17 +28,11 @@ def main():
     ap.add_argument("run_dir")
     ap.add_argument("--out")
     args = ap.parse_args()
-    path = os.path.join(args.run_dir, "highalloc.csv")
-    if not os.path.isfile(path):
-        sys.exit(f"plot_frag: error: no {path} (run the benchmark with the highalloc test)")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = report.read_csv(args.run_dir, "highalloc.csv")
     if not rows:
-        sys.exit(f"plot_frag: error: {path} has no attempts")
-    meta = {}
-    if os.path.isfile(os.path.join(args.run_dir, "meta.json")):
-        with open(os.path.join(args.run_dir, "meta.json")) as f:
-            meta = json.load(f)
+        sys.exit(f"plot_frag: error: no attempts in {args.run_dir}/highalloc.csv"
+                 " (run the benchmark with the highalloc test)")
+    meta = report.load_meta(args.run_dir)
     summary = {(r["alloc"], r["round"]): r
                for r in report.read_csv(args.run_dir, "highalloc_summary.csv")}
 

@@ -27,12 +27,16 @@ def load(run_dir):
         rows = list(csv.DictReader(f))
     if not rows:
         sys.exit(f"report: error: {path} has no samples")
-    meta = {}
+    return rows, load_meta(run_dir)
+
+
+def load_meta(run_dir):
+    """RUN_DIR/meta.json as a dict, {} when missing."""
     mpath = os.path.join(run_dir, "meta.json")
-    if os.path.isfile(mpath):
-        with open(mpath) as f:
-            meta = json.load(f)
-    return rows, meta
+    if not os.path.isfile(mpath):
+        return {}
+    with open(mpath) as f:
+        return json.load(f)
 
 
 def pct(x):
