@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Compressed-size histogram of the untar dataset, for bench/speed.sh.
+
+usage: bench/sizes.py [--tar TAR] [--mode files|tar] [--bucket N] [--out CSV]
+
+Compresses 4 KiB pages of the quick dataset (bench/dataset.sh quick) with
+LZ4 (the `lz4` PyPI package, installed into $AFMALLOC_VENV if missing; its
+block compressor at the default acceleration is what zram's lz4 backend
+runs) and writes a histogram of the compressed sizes:
+
+  --mode files (default): every regular file of the tar cut into 4 KiB pages,
+      the last one zero-padded, as the untar workload's page cache pages
+      reach zram (file data only; ext4 metadata is not modelled);
+  --mode tar: every 4 KiB block of the tar stream itself.
+
+All-zero pages are skipped (zram stores them as same-filled pages, without
+the allocator) and sizes are capped at PAGE_SIZE (zram stores a page that
+does not compress whole). Output CSV (default bench/data/sizes-lz4.csv):
+'#' comment lines saying where it comes from, then size_lo,size_hi,count
+with one row per non-empty bucket of --bucket bytes (default 16, zsmalloc's
+size-class step with 4 KiB pages): sizes size_lo..size_hi inclusive.
+afm_speed.ko draws object sizes from it (bucket by count, then a uniform
+size within the bucket).
+"""
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import tarfile
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAGE = 4096
+
+
+def ensure_lz4():
+    """Import lz4.block, installing lz4 into the project venv first if needed."""
+    venv = os.environ.get("AFMALLOC_VENV",
+                          os.path.join(os.path.expanduser("~"), ".cache/afmalloc/venv"))
+    vpy = os.path.join(venv, "bin", "python3")
+    if os.path.realpath(sys.prefix) != os.path.realpath(venv):
+        # Re-run under the venv's interpreter, where lz4 lives.
+        if not os.access(vpy, os.X_OK):
+            sys.exit(f"sizes: error: no venv at {venv} (run scripts/setup.sh)")
+        os.execv(vpy, [vpy] + sys.argv)
+    try:
+        import lz4.block  # noqa: F401
+    except ImportError:
+        print("[afmalloc] installing lz4 into the venv", file=sys.stderr)
+        subprocess.run([vpy, "-m", "pip", "install", "-q", "lz4"], check=True)
+    import lz4.block
+    return lz4.block
+
+
+def pages_of_files(tar_path):
+    with tarfile.open(tar_path) as tf:
+        for m in tf:
+            if not m.isreg() or m.size == 0:
+                continue
+            data = tf.extractfile(m).read()
+            for off in range(0, len(data), PAGE):
+                page = data[off:off + PAGE]
+                yield page + bytes(PAGE - len(page)) if len(page) < PAGE else page
+
+
+def pages_of_tar(tar_path):
+    with open(tar_path, "rb") as f:
+        while True:
+            page = f.read(PAGE)
+            if not page:
+                return
+            yield page + bytes(PAGE - len(page)) if len(page) < PAGE else page
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tar", help="dataset tar (default: bench/dataset.sh quick)")
+    ap.add_argument("--mode", choices=("files", "tar"), default="files")
+    ap.add_argument("--bucket", type=int, default=16)
+    ap.add_argument("--out", default=os.path.join(TOP, "bench", "data", "sizes-lz4.csv"))
+    args = ap.parse_args()
+    if args.bucket < 1 or PAGE % args.bucket:
+        sys.exit("sizes: error: --bucket must divide 4096")
+    block = ensure_lz4()
+    tar_path = args.tar or subprocess.run([os.path.join(TOP, "bench", "dataset.sh"), "quick"],
+                                          check=True, capture_output=True,
+                                          text=True).stdout.strip()
+    h = hashlib.sha256()
+    with open(tar_path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    zero = bytes(PAGE)
+    counts = [0] * (PAGE // args.bucket)
+    pages = zeros = capped = total = 0
+    gen = pages_of_files if args.mode == "files" else pages_of_tar
+    for page in gen(tar_path):
+        pages += 1
+        if page == zero:
+            zeros += 1
+            continue
+        size = len(block.compress(page, mode="default", store_size=False))
+        if size >= PAGE:
+            size, capped = PAGE, capped + 1
+        total += size
+        counts[(size - 1) // args.bucket] += 1
+    stored = pages - zeros
+    if not stored:
+        sys.exit(f"sizes: error: no non-zero page in {tar_path}")
+    import lz4
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out + ".tmp", "w") as f:
+        f.write(f"# bench/sizes.py --mode {args.mode} --bucket {args.bucket}: "
+                f"{os.path.basename(tar_path)} sha256 {h.hexdigest()[:16]}, "
+                f"lz4 {lz4.__version__} block (default acceleration)\n")
+        f.write(f"# pages {pages}, all-zero skipped {zeros}, stored {stored}, "
+                f"capped at {PAGE} {capped}, mean size {total / stored:.1f}\n")
+        f.write("size_lo,size_hi,count\n")
+        for i, n in enumerate(counts):
+            if n:
+                f.write(f"{i * args.bucket + 1},{(i + 1) * args.bucket},{n}\n")
+    os.replace(args.out + ".tmp", args.out)
+    print(f"sizes: {stored} pages ({zeros} all-zero skipped, {capped} capped), "
+          f"mean {total / stored:.1f} B -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

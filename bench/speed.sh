@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Allocator speed (issue #7 item 4a): builds the guest kernel and
+# afm_speed.ko, boots ONE guest and runs the in-kernel microbenchmark there
+# (bench/speed-guest.sh: the module loaded once per run), then prints the
+# markdown table (bench/report.py speed(): medians of the runs, ratio to
+# zsmalloc of the same run).
+#   bench/speed.sh [--out DIR] [--runs N] [--duration-ms N] [--working-set N]
+#                  [--sizes CSV] [--memory SIZE] [--cpus N]
+# Object sizes: bench/data/sizes-lz4.csv (bench/sizes.py: LZ4 sizes of the
+# quick dataset's 4 KiB pages). Results: DIR (default
+# $AFMALLOC_CACHE/results/speed-<date>) gets speed.csv, speed-run<r>.txt,
+# meta.json, speed.md and the guest log.
+. "$(dirname "$0")/../scripts/common.sh"
+
+usage() {
+	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N]"
+}
+out= runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2
+sizes=$AFMALLOC_TOP/bench/data/sizes-lz4.csv
+opts=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--out) out=${2:?--out needs a folder}; shift ;;
+	--runs) runs=${2:?--runs needs a number}; opts+=("$1 $2"); shift ;;
+	--duration-ms) duration_ms=${2:?--duration-ms needs a number}; opts+=("$1 $2"); shift ;;
+	--working-set) working_set=${2:?--working-set needs a number}; opts+=("$1 $2"); shift ;;
+	--sizes) sizes=${2:?--sizes needs a CSV}; opts+=("$1 $2"); shift ;;
+	--memory) memory=${2:?--memory needs a size}; opts+=("$1 $2"); shift ;;
+	--cpus) cpus=${2:?--cpus needs a number}; opts+=("$1 $2"); shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; die "unknown option '$1'" ;;
+	esac
+	shift
+done
+for v in runs duration_ms working_set cpus; do
+	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive number"
+done
+[ -s "$sizes" ] || die "no size histogram $sizes (make it with bench/sizes.py)"
+sizes=$(realpath "$sizes")
+need_root "the speed benchmark (it boots a VM)"
+
+"$AFMALLOC_TOP/scripts/setup.sh"
+kdir=$("$AFMALLOC_TOP/scripts/build-guest.sh")
+kodir=$("$AFMALLOC_TOP/bench/build-modules.sh" --kdir "$kdir")
+[ -f "$kodir/afm_speed.ko" ] || die "no afm_speed.ko in $kodir"
+[ -n "$out" ] || out=$AFMALLOC_CACHE/results/speed-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+out=$(realpath "$out")
+rm -f "$out"/speed.csv "$out"/speed-run*.txt "$out/speed.md" "$out/meta.json"
+
+# Worst case under TCG: boot plus runs x 20 cases x (duration + fill/verify).
+timeout_s=$((600 + runs * 20 * (duration_ms / 1000 + 10)))
+log "speed: $runs run(s), ${duration_ms} ms per case, $working_set objects per thread"
+t0=$SECONDS
+set +e
+"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus "$cpus" \
+	--rwdir "$out" --timeout "$timeout_s" \
+	"$AFMALLOC_TOP/bench/speed-guest.sh" --ko "$kodir/afm_speed.ko" --sizes "$sizes" \
+	--out "$out" --runs "$runs" --duration-ms "$duration_ms" \
+	--working-set "$working_set" 2>&1 | tee "$out/guest.log"
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" -eq 0 ] || die "the speed benchmark failed in the guest (status $rc, log $out/guest.log)"
+[ -s "$out/speed.csv" ] || die "no $out/speed.csv after the guest run"
+
+accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$out/guest.log" | head -n 1)
+cmd="make bench-speed"
+[ ${#opts[@]} -eq 0 ] || cmd="bench/speed.sh ${opts[*]}"
+cat > "$out/meta.json" <<JSON
+{
+  "kernel": "$(cat "$kdir/include/config/kernel.release")",
+  "config_sha256": "$(sha256sum "$kdir/.config" | cut -c1-16)",
+  "accelerator": "${accel:-unknown}",
+  "guest_memory": "$memory",
+  "guest_cpus": $cpus,
+  "runs": $runs,
+  "duration_ms": $duration_ms,
+  "working_set": $working_set,
+  "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
+  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "seconds": $((SECONDS - t0)),
+  "command": "$cmd"
+}
+JSON
+python3 - "$AFMALLOC_TOP/bench" "$out" <<'PY' | tee "$out/speed.md"
+import sys
+sys.path.insert(0, sys.argv[1])
+import report
+sys.stdout.write(report.speed(sys.argv[2]))
+PY
+log "results in $out ($((SECONDS - t0)) s)"
