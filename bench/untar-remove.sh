@@ -179,6 +179,12 @@ setup_dev() {  # alloc
 	local base=${1%+compact}
 	local offered cur
 	echo 1 > "$sys/reset"
+	# Every allocator starts from the same clean memory state: the previous
+	# run's page cache and reclaimable slabs dropped, free memory compacted
+	# (so the order of the allocators in the boot matters as little as
+	# possible to the fragmentation tests).
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	[ -w /proc/sys/vm/compact_memory ] && echo 1 > /proc/sys/vm/compact_memory
 	case "$base" in
 	zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
 	*) die "unknown allocator '$base' (want zsmalloc, afmalloc/slab or afmalloc/zspage)" ;;
