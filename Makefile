@@ -7,6 +7,7 @@
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
+#   make bench-speed  in-kernel ops/s of every allocator (bench/speed.sh)
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
 #
@@ -26,7 +27,7 @@ AFMALLOC_CACHE ?= $(HOME)/.cache/afmalloc
 TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
-	vm-test-stock check check-begin demo bench bench-zswap module module-clean checkpatch
+	vm-test-stock check check-begin demo bench bench-speed bench-zswap module module-clean checkpatch
 
 all: help
 
@@ -86,6 +87,10 @@ demo: setup
 bench: setup
 	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \
 		--comp $(COMP) $(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
+
+# In-kernel microbenchmark: ops/s of every allocator in one boot, 3 runs.
+bench-speed: setup
+	$(TOP)/bench/speed.sh $(if $(OUT),--out $(OUT))
 
 # zswap effective compression (Zswapped/Zswap) of afmalloc and zsmalloc on
 # the same workload in one boot of Debian's kernel, recorded for the README.
