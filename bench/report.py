@@ -49,7 +49,8 @@ def report(rows, meta):
         out.append("Run: " + ", ".join(f"{k} {v}" for k, v in meta.items()
                                       if k in ("kernel", "dataset", "rounds", "comp",
                                                "accelerator", "guest_memory",
-                                               "guest_cpus", "date", "config_sha256")))
+                                               "guest_cpus", "boot_args", "date",
+                                               "config_sha256")))
         out.append("")
     allocs = list(dict.fromkeys(r["alloc"] for r in rows))
     keys = list(dict.fromkeys((r["round"], r["step"]) for r in rows))
