@@ -537,12 +537,23 @@ zram_one() {  # ALLOC
 			fail "$a: pass $gen: orig_data_size $(mm 1), but $(kv stored "$out") blocks hold data"
 	done
 
-	# The page_owner check must see the allocator's pages while it holds some.
+	# The page_owner check should see the allocator's pages while it holds
+	# some. It cannot always: page_owner saves each new allocation stack in
+	# the stack depot, whose own allocations in the writer's context are
+	# subject to the injected failures (the page is then recorded under
+	# page_owner's failure stack), and the slab store's pages are mostly
+	# slab pages, which this check leaves aside. So a miss here is reported,
+	# not fatal; the leak checks below still count every page that was
+	# recorded, and mm_stat, afmalloc's debugfs count and slabinfo are
+	# checked independently of page_owner.
 	if [ $page_owner = 1 ]; then
 		v=$(owner_pages "$(owner_re "$a")")
-		[ "$v" -gt "$own0" ] ||
-			fail "$a: page_owner finds no page allocated under $(owner_re "$a") with $(mm 3) bytes in use"
-		say "$a: page_owner: $((v - own0)) pages allocated under $(owner_re "$a") (slab pages aside)"
+		if [ "$v" -gt "$own0" ]; then
+			say "$a: page_owner: $((v - own0)) pages allocated under $(owner_re "$a") (slab pages aside)"
+		else
+			say "$a: page_owner: no recorded page under $(owner_re "$a") with $(mm 3) bytes in use" \
+				"(stacks lost to injected stack-depot failures, or slab pages only); leak check by stack weaker for this allocator"
+		fi
 	fi
 
 	# Every block, injection off: what its last successful write wrote.
