@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Regenerate the README's Results section from committed benchmark runs.
 
-usage: bench/readme_results.py [--check] RUN_DIR [RUN_DIR ...]
+usage: bench/readme_results.py [--check] [RUN_DIR ...]
 
 Each RUN_DIR (normally under bench/results/) holds what bench/run.sh writes
 (steps.csv, meta.json, overhead.png, and the fragmentation tests' CSVs and
 frag.png), or bench/speed.sh's speed.csv, or a make bench-zswap log
-(zswap.log), or a copy of make check's step times (check.tsv). The text between the markers
+(zswap.log), or a copy of make check's step times (check.tsv), or the
+summary lines of tests/vm/fault-inject.sh (fault-inject.log). The text between the markers
 '<!-- results:begin -->' and '<!-- results:end -->' in README.md is replaced
 by one report per run (bench/report.py) with its plot and the command that
 reproduces it. Nothing is typed by hand. --check exits 1 if README.md is out
@@ -61,6 +62,31 @@ def timings_section(rel, path):
     return out
 
 
+def fault_section(rel, path):
+    """Render the summary lines of tests/vm/fault-inject.sh."""
+    rows = []
+    with open(path) as f:
+        for ln in f:
+            ln = ln.strip()
+            if ln.startswith("fault-inject: alloc="):
+                rows.append(dict(kv.split("=", 1) for kv in ln.split()[1:]))
+    if not rows:
+        sys.exit(f"readme_results: error: {path} has no fault-inject summary lines")
+    out = [f"### `{rel}`", "",
+           "Reproduce: `scripts/vm-run.sh --memory 2G --append \"slab_nomerge page_owner=on\""
+           " tests/vm/fault-inject.sh` (part of `make check`): failslab and fail_page_alloc"
+           " on the writing process only; every failure must reach the writer as an error,"
+           " every successfully written block must read back, nothing may stay allocated"
+           " after teardown.", "",
+           "| allocator | writes | failed (error returned) | blocks verified | data lost"
+           " | pages leaked | faults injected |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r.get('alloc')} | {r.get('writes')} | {r.get('failed')} | {r.get('verified')}"
+                   f" | {r.get('lost')} | {r.get('leaked_pages')} | {r.get('injected')} |")
+    return out + [""]
+
+
 def demote(text):
     """Headings of a report nest under the run's ### heading."""
     return "\n".join("##" + ln if ln.startswith("#") else ln for ln in text.splitlines())
@@ -72,6 +98,10 @@ def section(run_dirs):
            ""]
     for d in run_dirs:
         rel = os.path.relpath(os.path.abspath(d), TOP)
+        flog = os.path.join(d, "fault-inject.log")
+        if os.path.isfile(flog):
+            out += fault_section(rel, flog)
+            continue
         tlog = os.path.join(d, "check.tsv")
         if os.path.isfile(tlog):
             out += timings_section(rel, tlog)
@@ -111,8 +141,13 @@ def section(run_dirs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
-    ap.add_argument("run_dirs", nargs="+")
+    ap.add_argument("run_dirs", nargs="*",
+                    help="default: every folder of bench/results, in name order")
     args = ap.parse_args()
+    if not args.run_dirs:
+        base = os.path.join(TOP, "bench", "results")
+        args.run_dirs = [os.path.join(base, n) for n in sorted(os.listdir(base))
+                         if os.path.isdir(os.path.join(base, n))]
     path = os.path.join(TOP, "README.md")
     with open(path) as f:
         text = f.read()

@@ -175,16 +175,17 @@ timed() {  # run a step, print elapsed seconds
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
 }
 
-setup_dev() {  # alloc
+# config_dev ALLOC: reset $dev, select ALLOC, compressor and disksize. This
+# allocates zram's table (vmalloc, order-0 unmovable pages: ~8 MB for a
+# 2 GB device) and creates the allocator's pool, so every device is
+# configured at the start of the boot, in unfragmented memory: a table
+# allocated by the second allocator's run, in memory the first run left
+# fragmented, would scatter unmovable pages over many pageblocks and cost
+# that allocator huge pages it is not responsible for.
+config_dev() {
 	local base=${1%+compact}
 	local offered cur
 	echo 1 > "$sys/reset"
-	# Every allocator starts from the same clean memory state: the previous
-	# run's page cache and reclaimable slabs dropped, free memory compacted
-	# (so the order of the allocators in the boot matters as little as
-	# possible to the fragmentation tests).
-	sync; echo 3 > /proc/sys/vm/drop_caches
-	[ -w /proc/sys/vm/compact_memory ] && echo 1 > /proc/sys/vm/compact_memory
 	case "$base" in
 	zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
 	*) die "unknown allocator '$base' (want zsmalloc, afmalloc/slab or afmalloc/zspage)" ;;
@@ -203,14 +204,36 @@ setup_dev() {  # alloc
 	echo "$comp" > "$sys/comp_algorithm"
 	echo "$disksize" > "$sys/disksize" ||
 		die "cannot initialise $dev on '$base' (e.g. an afmalloc store not implemented yet; see dmesg)"
+}
+
+# start_dev: ext4 on $dev, mounted on $mnt. Every allocator starts from the
+# same clean memory state: the previous run's page cache and reclaimable
+# slabs dropped, free memory compacted.
+start_dev() {
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	[ -w /proc/sys/vm/compact_memory ] && echo 1 > /proc/sys/vm/compact_memory
 	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "/dev/$dev"
 	mount -o discard "/dev/$dev" "$mnt"
 }
 
 IFS=, read -r -a alloc_list <<< "$allocs"
-for a in "${alloc_list[@]}"; do
-	echo "== $a: $(basename "$dataset"), $rounds round(s), $comp, disksize $disksize"
-	setup_dev "$a"
+# One zram device per allocator ($dev for the first, then hot-added ones),
+# all configured before any workload runs (see config_dev).
+devs=()
+for i in "${!alloc_list[@]}"; do
+	if [ "$i" -eq 0 ]; then
+		devs+=("$dev")
+	else
+		[ -r /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control/hot_add"
+		devs+=("zram$(cat /sys/class/zram-control/hot_add)")
+	fi
+	dev=${devs[$i]} sys=/sys/block/${devs[$i]}
+	config_dev "${alloc_list[$i]}"
+done
+for i in "${!alloc_list[@]}"; do
+	a=${alloc_list[$i]} dev=${devs[$i]} sys=/sys/block/${devs[$i]}
+	echo "== $a on $dev: $(basename "$dataset"), $rounds round(s), $comp, disksize $disksize"
+	start_dev
 	for r in $(seq 1 "$rounds"); do
 		sample "$a" "$r" untar "$(timed tar -xf "$dataset" -C "$mnt")"
 		for d in drivers arch fs sound include; do
