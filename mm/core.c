@@ -134,8 +134,9 @@
  *   that compaction reclaims by evacuating the sparsest zspages.
  * - Handles: 1 + index of an 8-byte entry (zspage id, offset, size, pin
  *   count, move lock) in a pool-owned, page-based handle table; zspage
- *   ids index a pool-owned descriptor table (96 bytes per zspage).
- * - Per object: 8 bytes (entry) + ~0.3% (descriptor share); no header,
+ *   ids index a pool-owned descriptor table (48 bytes per zspage: the
+ *   first page and the pool; data pages chain through ->index).
+ * - Per object: 8 bytes (entry) + ~0.15% (descriptor share); no header,
  *   no rounding. afm_get_total_pages() counts every page exactly: zspage
  *   pages, table, descriptor and directory pages.
  * - Compaction: afm_compact(), a per-pool shrinker, and an automatic
