@@ -12,6 +12,7 @@
 #include <linux/atomic.h>
 #include <linux/err.h>
 #include <linux/mm.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 
 /**
@@ -61,12 +62,19 @@ static inline void afm_test_set_release(void *data)
 	afm_destroy_pool(ts->pool);
 }
 
+static inline void afm_test_kvfree(void *p)
+{
+	kvfree(p);
+}
+
 /*
- * A new slab-store pool named after the test, with @n handle slots.
- * Skips the test if the pool cannot be allocated.
+ * A new pool of store @type named after the test, with @n handle slots
+ * (kvcalloc: stress tests want many). Skips the test if the pool cannot be
+ * allocated; everything is released when the test ends.
  */
-static inline struct afm_test_set *afm_test_set(struct kunit *test,
-						unsigned int n)
+static inline struct afm_test_set *afm_test_set_store(struct kunit *test,
+						      unsigned int n,
+						      enum afm_store_type type)
 {
 	static atomic_t seq = ATOMIC_INIT(0);
 	struct afm_test_set *ts;
@@ -76,14 +84,17 @@ static inline struct afm_test_set *afm_test_set(struct kunit *test,
 	if (!ts)
 		kunit_skip(test, "no memory for the test set");
 	if (n) {
-		ts->h = kunit_kcalloc(test, n, sizeof(*ts->h), GFP_KERNEL);
+		ts->h = kvcalloc(n, sizeof(*ts->h), GFP_KERNEL);
 		if (!ts->h)
 			kunit_skip(test, "no memory for %u handles", n);
+		if (kunit_add_action_or_reset(test, afm_test_kvfree, ts->h))
+			kunit_skip(test, "no memory for an action");
 	}
 	ts->n = n;
-	snprintf(name, sizeof(name), "kunit-%s-%d", test->name,
+	snprintf(name, sizeof(name), "kunit-%s%s-%d",
+		 type == AFM_STORE_ZSPAGE ? "zs-" : "", test->name,
 		 atomic_inc_return(&seq));
-	ts->pool = afm_create_pool(name, AFM_STORE_SLAB);
+	ts->pool = afm_create_pool(name, type);
 	if (PTR_ERR_OR_ZERO(ts->pool) == -ENOMEM)
 		kunit_skip(test, "no memory for a pool");
 	KUNIT_ASSERT_FALSE_MSG(test, IS_ERR(ts->pool), "create: %ld",
@@ -92,6 +103,13 @@ static inline struct afm_test_set *afm_test_set(struct kunit *test,
 			kunit_add_action_or_reset(test, afm_test_set_release,
 						  ts));
 	return ts;
+}
+
+/* A new slab-store pool named after the test, with @n handle slots. */
+static inline struct afm_test_set *afm_test_set(struct kunit *test,
+						unsigned int n)
+{
+	return afm_test_set_store(test, n, AFM_STORE_SLAB);
 }
 
 /* Allocate, skipping the test (not failing it) when memory runs out. */

@@ -23,41 +23,10 @@
 #include "afm_test.h"
 #include "../mm/zspage_store.h"
 
-static void afm_zs_kvfree(void *p)
-{
-	kvfree(p);
-}
-
 /* A new zspage-store pool with @n handle slots, released with the test. */
 static struct afm_test_set *afm_zs_set(struct kunit *test, unsigned int n)
 {
-	static atomic_t seq = ATOMIC_INIT(0);
-	struct afm_test_set *ts;
-	char name[64];
-
-	ts = kunit_kzalloc(test, sizeof(*ts), GFP_KERNEL);
-	if (!ts)
-		kunit_skip(test, "no memory for the test set");
-	if (n) {
-		ts->h = kvcalloc(n, sizeof(*ts->h), GFP_KERNEL);
-		if (!ts->h)
-			kunit_skip(test, "no memory for %u handles", n);
-		if (kunit_add_action_or_reset(test, afm_zs_kvfree,
-					      ts->h))
-			kunit_skip(test, "no memory for an action");
-	}
-	ts->n = n;
-	snprintf(name, sizeof(name), "kunit-zs-%s-%d", test->name,
-		 atomic_inc_return(&seq));
-	ts->pool = afm_create_pool(name, AFM_STORE_ZSPAGE);
-	if (PTR_ERR_OR_ZERO(ts->pool) == -ENOMEM)
-		kunit_skip(test, "no memory for a pool");
-	KUNIT_ASSERT_FALSE_MSG(test, IS_ERR(ts->pool), "create: %ld",
-			       PTR_ERR(ts->pool));
-	KUNIT_ASSERT_EQ(test, 0,
-			kunit_add_action_or_reset(test, afm_test_set_release,
-						  ts));
-	return ts;
+	return afm_test_set_store(test, n, AFM_STORE_ZSPAGE);
 }
 
 static void afm_zs_restore_permille(void *data)
