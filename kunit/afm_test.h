@@ -11,6 +11,7 @@
 #include <kunit/test.h>
 #include <linux/atomic.h>
 #include <linux/err.h>
+#include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -29,18 +30,47 @@ struct afm_test_set {
 };
 
 /*
+ * Module parameters of afmalloc_kunit (defined in core_test.c), to make
+ * the stress cases longer in the debug guest (tests/vm/kunit-guest.sh):
+ * afm_test_stress_seconds: duration of each stress case, 0 for their own
+ *	defaults (what make kunit runs).
+ * afm_test_destroy_seconds: duration of the destroy-vs-shrinker case.
+ */
+extern unsigned int afm_test_stress_seconds;
+extern unsigned int afm_test_destroy_seconds;
+
+/* KUnit kills a test after 300 s: stress durations stay below that. */
+#define AFM_TEST_MAX_SECONDS	240
+
+/* @def, or the stress_seconds parameter when set, capped. */
+static inline unsigned int afm_test_stress_secs(unsigned int def)
+{
+	unsigned int s = READ_ONCE(afm_test_stress_seconds);
+
+	return min_t(unsigned int, s ? s : def, AFM_TEST_MAX_SECONDS);
+}
+
+/*
  * Tests of API misuse make afmalloc WARN on purpose. They call this first:
  * the kernel log then brackets their warnings with markers, and
- * scripts/kunit.sh fails the run on any warning outside such brackets.
+ * scripts/kunit.sh (and tests/vm/kunit-guest.sh) fail the run on any
+ * warning outside such brackets.
  */
 static inline void afm_test_warnings_end(void *data)
 {
 	pr_info("afmalloc-kunit: expected warnings end\n");
 }
 
-static inline void afm_test_expect_warnings(struct kunit *test)
+/* Opens brackets that the caller closes with afm_test_warnings_end(). */
+static inline void afm_test_warnings_begin(struct kunit *test)
 {
 	pr_info("afmalloc-kunit: expected warnings begin (%s)\n", test->name);
+}
+
+/* Opens brackets closed when the test ends. */
+static inline void afm_test_expect_warnings(struct kunit *test)
+{
+	afm_test_warnings_begin(test);
 	if (kunit_add_action(test, afm_test_warnings_end, NULL))
 		afm_test_warnings_end(NULL);
 }

@@ -366,12 +366,30 @@ static void afm_test_compact_in_flight(struct kunit *test)
 #define AFM_STRESS_SLOTS	64
 #define AFM_STRESS_SECONDS	4
 
+/**
+ * struct afm_stress - state shared by the stress threads
+ * @pool: the pool under test.
+ * @deadline: jiffies at which the threads stop.
+ * @errors: failed operations and data mismatches.
+ * @lost: objects whose data could not be read back intact.
+ * @ops: allocations and frees.
+ * @compactions: afm_compact() runs.
+ * @stored: objects allocated and written.
+ * @verified: objects read back and checked before their free.
+ * @verified_bytes: their bytes.
+ * @running: threads still running, plus one for the starter.
+ * @done: completed by the last thread to stop.
+ */
 struct afm_stress {
 	struct afm_pool *pool;
 	unsigned long deadline;
 	atomic_t errors;
+	atomic_t lost;
 	atomic_t ops;
 	atomic_t compactions;
+	atomic_t stored;
+	atomic_t verified;
+	atomic64_t verified_bytes;
 	atomic_t running;
 	struct completion done;
 };
@@ -389,25 +407,37 @@ static void afm_stress_error(struct afm_stress *st, const char *what,
 		pr_err("afmalloc stress: %s (object %u)\n", what, seed);
 }
 
+/* Check every byte of @s, through afm_read() or a read-only mapping. */
 static void afm_stress_verify(struct afm_stress *st,
 			      struct afm_stress_slot *s, void *buf, bool map)
 {
 	const void *p;
+	bool ok;
 
 	if (!map) {
-		if (afm_read(st->pool, s->h, buf) != s->size ||
-		    afm_test_check(buf, s->seed, s->size) >= 0)
+		ok = afm_read(st->pool, s->h, buf) == s->size &&
+		     afm_test_check(buf, s->seed, s->size) < 0;
+		if (!ok)
 			afm_stress_error(st, "afm_read mismatch", s->seed);
+	} else {
+		p = afm_map_object(st->pool, s->h, AFM_MM_RO);
+		if (!p) {
+			afm_stress_error(st, "map failed", s->seed);
+			ok = false;
+		} else {
+			ok = afm_test_check(p, s->seed, s->size) < 0;
+			afm_unmap_object(st->pool, s->h);
+			if (!ok)
+				afm_stress_error(st, "mapped data mismatch",
+						 s->seed);
+		}
+	}
+	if (!ok) {
+		atomic_inc(&st->lost);
 		return;
 	}
-	p = afm_map_object(st->pool, s->h, AFM_MM_RO);
-	if (!p) {
-		afm_stress_error(st, "map failed", s->seed);
-		return;
-	}
-	if (afm_test_check(p, s->seed, s->size) >= 0)
-		afm_stress_error(st, "mapped data mismatch", s->seed);
-	afm_unmap_object(st->pool, s->h);
+	atomic_inc(&st->verified);
+	atomic64_add(s->size, &st->verified_bytes);
 }
 
 static int afm_stress_worker(void *data)
@@ -444,6 +474,7 @@ static int afm_stress_worker(void *data)
 				s->h = 0;
 				continue;
 			}
+			atomic_inc(&st->stored);
 			if (r & 1) {
 				afm_test_fill(buf, s->seed, s->size);
 				if (afm_write(st->pool, s->h, buf, s->size))
@@ -492,11 +523,16 @@ static int afm_stress_compactor(void *data)
 
 /*
  * Several threads allocate, write, map, verify and free random objects
- * while another compacts the pool in a loop.
+ * while another compacts the pool in a loop (the slab store compacts only
+ * on request; the zspage store's stress, with automatic compaction, its
+ * shrinker and page migration, is afm_zs_test_stress). Every object is
+ * checked byte for byte before its free. Runs for the stress_seconds
+ * module parameter, default AFM_STRESS_SECONDS.
  */
 static void afm_test_compact_stress(struct kunit *test)
 {
 	struct afm_test_set *ts = afm_test_set(test, 0);
+	unsigned int secs = afm_test_stress_secs(AFM_STRESS_SECONDS);
 	struct afm_pool_stats pst;
 	struct task_struct *t;
 	struct afm_stress *st;
@@ -505,7 +541,7 @@ static void afm_test_compact_stress(struct kunit *test)
 	st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, st);
 	st->pool = ts->pool;
-	st->deadline = jiffies + AFM_STRESS_SECONDS * HZ;
+	st->deadline = jiffies + secs * HZ;
 	init_completion(&st->done);
 	atomic_set(&st->running, AFM_STRESS_WORKERS + 2);
 
@@ -527,7 +563,17 @@ static void afm_test_compact_stress(struct kunit *test)
 	kunit_info(test, "%d operations, %d compactions, %lu pages compacted\n",
 		   atomic_read(&st->ops), atomic_read(&st->compactions),
 		   pst.pages_compacted);
+	/* One line for tests/vm/kunit-guest.sh: key=value, parsed. */
+	kunit_info(test, "afmalloc-stress: case=%s store=slab threads=%u seconds=%u ops=%d stored=%d verified=%d bytes_verified=%lld errors=%d lost=%d compactions=%d\n",
+		   test->name, started, secs, atomic_read(&st->ops),
+		   atomic_read(&st->stored), atomic_read(&st->verified),
+		   (long long)atomic64_read(&st->verified_bytes),
+		   atomic_read(&st->errors), atomic_read(&st->lost),
+		   atomic_read(&st->compactions));
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->errors), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&st->lost), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&st->verified),
+			atomic_read(&st->stored));
 	KUNIT_EXPECT_GT(test, atomic_read(&st->ops), 0);
 	KUNIT_EXPECT_GT(test, atomic_read(&st->compactions), 0);
 	afm_pool_stats(ts->pool, &pst);

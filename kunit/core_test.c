@@ -436,6 +436,16 @@ static struct kunit_suite afm_core_test_suite = {
 
 kunit_test_suite(afm_core_test_suite);
 
+unsigned int afm_test_stress_seconds;
+module_param_named(stress_seconds, afm_test_stress_seconds, uint, 0644);
+MODULE_PARM_DESC(stress_seconds,
+		 "seconds of each stress case (0: their defaults, 4 s slab store, 10 s zspage store; at most 240)");
+
+unsigned int afm_test_destroy_seconds = 2;
+module_param_named(destroy_seconds, afm_test_destroy_seconds, uint, 0644);
+MODULE_PARM_DESC(destroy_seconds,
+		 "seconds of the destroy-vs-shrinker case (default 2, at most 240)");
+
 MODULE_DESCRIPTION("KUnit tests for afmalloc");
 MODULE_LICENSE("GPL");
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);

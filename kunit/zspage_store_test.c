@@ -826,7 +826,7 @@ static void afm_zs_test_classes(struct kunit *test)
 	}
 }
 
-/* Stress: workers, a compactor and a migrator share one pool. */
+/* Stress: workers, a compactor, a migrator and a shrinker share one pool. */
 #define AFM_ZS_STRESS_WORKERS	3
 #define AFM_ZS_STRESS_SLOTS	256
 #define AFM_ZS_STRESS_SECONDS	10
@@ -846,6 +846,12 @@ struct afm_zs_stress {
 	atomic_t compactions;
 	atomic_t migrations;
 	atomic_t refused;
+	atomic_t shrinks;
+	atomic_t shrunk;
+	atomic_t stored;
+	atomic_t verified;
+	atomic_t lost;
+	atomic64_t verified_bytes;
 	struct completion done;
 	/* Handles the migrator may look at, one per worker, under lock. */
 	spinlock_t lock;
@@ -874,6 +880,20 @@ static bool afm_zs_stress_ok(struct afm_zs_stress *st, struct afm_zs_slot *s,
 	ok = afm_test_check(p, s->seed, s->size) < 0;
 	afm_unmap_object(st->pool, s->h);
 	return ok;
+}
+
+/* Check every byte of @s before its free, and count the outcome. */
+static void afm_zs_stress_verify(struct afm_zs_stress *st,
+				 struct afm_zs_slot *s, void *buf, bool map,
+				 const char *what)
+{
+	if (!afm_zs_stress_ok(st, s, buf, map)) {
+		afm_zs_stress_error(st, what, s->seed);
+		atomic_inc(&st->lost);
+		return;
+	}
+	atomic_inc(&st->verified);
+	atomic64_add(s->size, &st->verified_bytes);
 }
 
 static void afm_zs_stress_exit(struct afm_zs_stress *st)
@@ -907,8 +927,7 @@ static int afm_zs_stress_worker(void *data)
 
 		r /= AFM_ZS_STRESS_SLOTS;
 		if (s->h) {
-			if (!afm_zs_stress_ok(st, s, buf, r & 1))
-				afm_zs_stress_error(st, "data mismatch", s->seed);
+			afm_zs_stress_verify(st, s, buf, r & 1, "data mismatch");
 			spin_lock(&st->lock);
 			if (st->shared[w->id] == s->h)
 				st->shared[w->id] = 0;
@@ -926,6 +945,7 @@ static int afm_zs_stress_worker(void *data)
 				s->h = 0;
 				continue;
 			}
+			atomic_inc(&st->stored);
 			if (r & 1) {
 				afm_test_fill(buf, s->seed, s->size);
 				if (afm_write(st->pool, s->h, buf, s->size))
@@ -954,8 +974,8 @@ static int afm_zs_stress_worker(void *data)
 	for (i = 0; i < AFM_ZS_STRESS_SLOTS; i++) {
 		if (!slot[i].h)
 			continue;
-		if (!afm_zs_stress_ok(st, &slot[i], buf, i & 1))
-			afm_zs_stress_error(st, "final mismatch", slot[i].seed);
+		afm_zs_stress_verify(st, &slot[i], buf, i & 1,
+				     "final mismatch");
 		afm_free(st->pool, slot[i].h);
 	}
 out:
@@ -1060,18 +1080,46 @@ static int afm_zs_stress_migrator(void *data)
 }
 
 /*
+ * The pool's shrinker callbacks, as shrink_slab() calls them under memory
+ * pressure (in the debug guest, drop_caches also calls the registered
+ * shrinker itself while this runs).
+ */
+static int afm_zs_stress_shrinker(void *data)
+{
+	struct afm_zs_stress *st = data;
+	unsigned long n;
+
+	while (time_before(jiffies, st->deadline)) {
+		n = afm_zs_shrinker_count(st->pool);
+		if (n && n != SHRINK_EMPTY) {
+			n = afm_zs_shrinker_scan(st->pool, n);
+			atomic_inc(&st->shrinks);
+			if (n != SHRINK_STOP)
+				atomic_add(n, &st->shrunk);
+		}
+		msleep(20);
+	}
+	afm_zs_stress_exit(st);
+	return 0;
+}
+
+/*
  * Workers allocate, write, map, verify and free random objects while one
- * thread compacts the pool in a loop and another migrates pages of live
- * objects; automatic compaction is on with a low trigger.
+ * thread compacts the pool in a loop (afm_compact()), another migrates
+ * pages of live objects and a third calls the shrinker's count and scan;
+ * automatic compaction is on with a low trigger. Every object is checked
+ * byte for byte before its free. Runs for the stress_seconds module
+ * parameter, default AFM_ZS_STRESS_SECONDS.
  */
 static void afm_zs_test_stress(struct kunit *test)
 {
+	unsigned int secs = afm_test_stress_secs(AFM_ZS_STRESS_SECONDS);
 	struct afm_zs_worker *w;
 	struct afm_zs_stress *st;
 	struct afm_zs_counters c;
 	struct afm_test_set *ts;
 	struct task_struct *t;
-	unsigned int i, started = 0, want = AFM_ZS_STRESS_WORKERS + 2;
+	unsigned int i, started = 0, want = AFM_ZS_STRESS_WORKERS + 3;
 
 	afm_zs_permille(test, 5);
 	ts = afm_zs_set(test, 0);
@@ -1080,7 +1128,7 @@ static void afm_zs_test_stress(struct kunit *test)
 	if (!st || !w)
 		kunit_skip(test, "no memory for the stress state");
 	st->pool = ts->pool;
-	st->deadline = jiffies + AFM_ZS_STRESS_SECONDS * HZ;
+	st->deadline = jiffies + secs * HZ;
 	spin_lock_init(&st->lock);
 	init_completion(&st->done);
 	atomic_set(&st->running, want + 1);
@@ -1094,9 +1142,12 @@ static void afm_zs_test_stress(struct kunit *test)
 		} else if (i == AFM_ZS_STRESS_WORKERS) {
 			t = kthread_run(afm_zs_stress_compactor, st,
 					"afm-zs-compact");
-		} else {
+		} else if (i == AFM_ZS_STRESS_WORKERS + 1) {
 			t = kthread_run(afm_zs_stress_migrator, st,
 					"afm-zs-migrate");
+		} else {
+			t = kthread_run(afm_zs_stress_shrinker, st,
+					"afm-zs-shrink");
 		}
 		if (IS_ERR(t))
 			break;
@@ -1110,17 +1161,221 @@ static void afm_zs_test_stress(struct kunit *test)
 
 	afm_zs_flush_work(ts->pool);
 	afm_zs_get_counters(ts->pool, &c);
-	kunit_info(test, "%d operations, %d compactions, %d migrations (%d refused), %lu automatic runs, %lu passes\n",
+	kunit_info(test, "%d operations, %d compactions, %d migrations (%d refused), %lu automatic runs, %d shrinker scans (%d pages), %lu passes\n",
 		   atomic_read(&st->ops), atomic_read(&st->compactions),
 		   atomic_read(&st->migrations), atomic_read(&st->refused),
-		   c.auto_runs, c.passes);
+		   c.auto_runs, atomic_read(&st->shrinks),
+		   atomic_read(&st->shrunk), c.passes);
+	/* One line for tests/vm/kunit-guest.sh: key=value, parsed. */
+	kunit_info(test, "afmalloc-stress: case=%s store=zspage threads=%u seconds=%u ops=%d stored=%d verified=%d bytes_verified=%lld errors=%d lost=%d compactions=%d auto_runs=%lu shrinker_scans=%d migrations=%d\n",
+		   test->name, started, secs, atomic_read(&st->ops),
+		   atomic_read(&st->stored), atomic_read(&st->verified),
+		   (long long)atomic64_read(&st->verified_bytes),
+		   atomic_read(&st->errors), atomic_read(&st->lost),
+		   atomic_read(&st->compactions), c.auto_runs,
+		   atomic_read(&st->shrinks), atomic_read(&st->migrations));
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->errors), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&st->lost), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&st->verified),
+			atomic_read(&st->stored));
 	KUNIT_EXPECT_GT(test, atomic_read(&st->ops), 0);
 	KUNIT_EXPECT_GT(test, atomic_read(&st->compactions), 0);
+	KUNIT_EXPECT_GT(test, c.auto_runs, 0);
 	if (IS_ENABLED(CONFIG_COMPACTION))
 		KUNIT_EXPECT_GT(test, atomic_read(&st->migrations), 0);
 	KUNIT_EXPECT_EQ(test, c.objects, 0);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
+/* Destroy vs shrinker: pools of both stores created and destroyed in a loop. */
+#define AFM_DVS_OBJS	512
+
+/**
+ * struct afm_dvs - what the destroy-vs-shrinker rounds did
+ * @rounds: pools created and destroyed, per store (slab, zspage).
+ * @reported: zspage pools whose shrinker count showed pages to free.
+ * @stored: objects allocated and written.
+ * @verified: objects checked byte for byte before their free.
+ * @verified_bytes: their bytes.
+ * @lost: objects that did not read back intact.
+ * @nomem: allocations that failed for lack of memory.
+ * @left: objects left live in the pool destroyed with live objects.
+ * @h: handles of the current round.
+ * @buf: a page-sized buffer.
+ */
+struct afm_dvs {
+	unsigned int rounds[2];
+	unsigned int reported;
+	unsigned int stored, verified, lost, nomem, left;
+	u64 verified_bytes;
+	unsigned long *h;
+	void *buf;
+};
+
+/* Check object @i of the round and count the outcome. */
+static void afm_dvs_verify(struct kunit *test, struct afm_dvs *d,
+			   struct afm_pool *pool, unsigned int i)
+{
+	size_t size = afm_zs_size(i);
+
+	if (afm_read(pool, d->h[i], d->buf) != size ||
+	    afm_test_check(d->buf, i, size) >= 0) {
+		if (d->lost++ < 5)
+			KUNIT_FAIL(test, "%s: object %u (%zu bytes) differs",
+				   pool->name, i, size);
+		return;
+	}
+	d->verified++;
+	d->verified_bytes += size;
+}
+
+/*
+ * One round: a pool of store @type, AFM_DVS_OBJS objects, three of four
+ * freed (holes for the zspage store's shrinker to report), sometimes a
+ * manual compaction, the rest verified, freed unless @leave_live, and the
+ * pool destroyed.
+ */
+static void afm_dvs_round(struct kunit *test, struct afm_dvs *d,
+			  enum afm_store_type type, bool leave_live)
+{
+	static atomic_t seq = ATOMIC_INIT(0);
+	unsigned int i, n = atomic_inc_return(&seq);
+	struct afm_pool *pool;
+	unsigned long cnt;
+	char name[48];
+	size_t size;
+
+	snprintf(name, sizeof(name), "kunit-dvs-%s-%u",
+		 type == AFM_STORE_ZSPAGE ? "zs" : "slab", n);
+	pool = afm_create_pool(name, type);
+	if (PTR_ERR_OR_ZERO(pool) == -ENOMEM) {
+		d->nomem++;
+		return;
+	}
+	if (IS_ERR(pool)) {
+		KUNIT_FAIL(test, "create %s: %ld", name, PTR_ERR(pool));
+		return;
+	}
+	for (i = 0; i < AFM_DVS_OBJS; i++) {
+		size = afm_zs_size(i);
+		d->h[i] = afm_malloc(pool, size, GFP_KERNEL | __GFP_HIGHMEM |
+				     __GFP_MOVABLE | __GFP_NOWARN);
+		if (d->h[i] == (unsigned long)ERR_PTR(-ENOMEM)) {
+			d->h[i] = 0;
+			d->nomem++;
+			continue;
+		}
+		if (!afm_test_handle_ok(d->h[i])) {
+			KUNIT_FAIL(test, "%s: afm_malloc(%zu) = %ld", name,
+				   size, (long)d->h[i]);
+			d->h[i] = 0;
+			continue;
+		}
+		afm_test_fill(d->buf, i, size);
+		if (afm_write(pool, d->h[i], d->buf, size)) {
+			KUNIT_FAIL(test, "%s: afm_write of object %u", name, i);
+			afm_free(pool, d->h[i]);
+			d->h[i] = 0;
+			continue;
+		}
+		d->stored++;
+	}
+	for (i = 0; i < AFM_DVS_OBJS; i++) {
+		if (d->h[i] && i % 4) {
+			afm_dvs_verify(test, d, pool, i);
+			afm_free(pool, d->h[i]);
+			d->h[i] = 0;
+		}
+	}
+	if (type == AFM_STORE_ZSPAGE) {
+		cnt = afm_zs_shrinker_count(pool);
+		d->reported += cnt && cnt != SHRINK_EMPTY;
+	}
+	if (n % 3 == 0)
+		afm_compact(pool);
+	for (i = 0; i < AFM_DVS_OBJS; i++) {
+		if (!d->h[i])
+			continue;
+		afm_dvs_verify(test, d, pool, i);
+		if (leave_live)
+			d->left++;
+		else
+			afm_free(pool, d->h[i]);
+		d->h[i] = 0;
+	}
+	if (leave_live) {
+		/* Documented: warns, and frees the zspages anyway. */
+		afm_test_warnings_begin(test);
+		kunit_info(test, "expect one afmalloc destroyed-with-live-objects warning\n");
+		afm_destroy_pool(pool);
+		afm_test_warnings_end(NULL);
+	} else {
+		afm_destroy_pool(pool);
+	}
+	d->rounds[type == AFM_STORE_ZSPAGE]++;
+}
+
+/*
+ * Pools of both stores created, filled, fragmented and destroyed in a
+ * loop for destroy_seconds (module parameter). Each zspage pool registers
+ * a shrinker (shrinker_alloc(), shrinker_register()) and frees it at
+ * destroy (shrinker_free()); in the debug guest, tests/vm/kunit-guest.sh
+ * writes 2 to /proc/sys/vm/drop_caches in a loop meanwhile, so the kernel's
+ * shrink_slab() calls into shrinkers being registered and freed. The
+ * automatic compaction worker is on every other round, racing destroy
+ * too. One zspage pool is destroyed with live objects, which the API
+ * documents as a warning and a forced free; the slab store leaks such
+ * objects, so its pools are always emptied first.
+ */
+static void afm_zs_test_destroy_vs_shrinker(struct kunit *test)
+{
+	unsigned int secs = min_t(unsigned int,
+				  READ_ONCE(afm_test_destroy_seconds),
+				  AFM_TEST_MAX_SECONDS);
+	unsigned long deadline = jiffies + max(secs, 1U) * HZ;
+	unsigned int k = 0;
+	struct afm_dvs *d;
+
+	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
+	if (!d)
+		kunit_skip(test, "no memory for the test state");
+	d->h = kunit_kcalloc(test, AFM_DVS_OBJS, sizeof(*d->h), GFP_KERNEL);
+	if (!d->h)
+		kunit_skip(test, "no memory for the handles");
+	d->buf = afm_zs_buf(test);
+	afm_zs_permille(test, 0);
+
+	do {
+		afm_zs_set_auto_permille(k & 1 ? 5 : 0);
+		afm_dvs_round(test, d, AFM_STORE_SLAB, false);
+		afm_dvs_round(test, d, AFM_STORE_ZSPAGE, k == 1);
+		k++;
+		cond_resched();
+	} while (k < 2 || time_before(jiffies, deadline));
+
+	kunit_info(test, "%u slab and %u zspage pools, %u zspage shrinker counts above 0, %u objects verified (%llu bytes), %u left live in one pool, %u out of memory\n",
+		   d->rounds[0], d->rounds[1], d->reported, d->verified,
+		   d->verified_bytes, d->left, d->nomem);
+	/* One line for tests/vm/kunit-guest.sh: key=value, parsed. */
+	kunit_info(test, "afmalloc-stress: case=%s store=slab+zspage threads=1 seconds=%u ops=%u stored=%u verified=%u bytes_verified=%llu errors=%u lost=%u left_live=%u\n",
+		   test->name, secs, d->rounds[0] + d->rounds[1], d->stored,
+		   d->verified, d->verified_bytes, d->lost, d->lost, d->left);
+	KUNIT_EXPECT_EQ(test, d->lost, 0);
+	KUNIT_EXPECT_EQ(test, d->verified, d->stored);
+	/* Counts are off without memory; a skip must not hide a failure. */
+	if (d->nomem && READ_ONCE(test->status) != KUNIT_FAILURE)
+		kunit_skip(test, "%u allocations failed for lack of memory",
+			   d->nomem);
+	if (d->nomem)
+		return;
+	KUNIT_EXPECT_GE(test, d->rounds[0], 2);
+	KUNIT_EXPECT_GE(test, d->rounds[1], 2);
+	/*
+	 * Rounds without the automatic worker leave holes to report (unless
+	 * a drop_caches in the guest compacted them first: not every round).
+	 */
+	KUNIT_EXPECT_GT(test, d->reported, 0);
+	KUNIT_EXPECT_EQ(test, d->left, AFM_DVS_OBJS / 4);
 }
 
 static struct kunit_case afm_zspage_store_test_cases[] = {
@@ -1137,6 +1392,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_gfp),
 	KUNIT_CASE(afm_zs_test_classes),
 	KUNIT_CASE_SLOW(afm_zs_test_stress),
+	KUNIT_CASE_SLOW(afm_zs_test_destroy_vs_shrinker),
 	{}
 };
 
