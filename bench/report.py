@@ -213,6 +213,154 @@ def speed(run_dir):
     return "\n".join(out) + "\n"
 
 
+def _run_line(meta, keys):
+    """'Run: k v, ...' for the keys of meta that exist."""
+    return "Run: " + ", ".join(f"{k} {meta[k]}" for k in keys if k in meta)
+
+
+def _host_note(meta):
+    if "host_load1_start" not in meta:
+        return []
+    return [f"The host ({meta.get('host_cpus', '?')} CPUs) was shared with other work: "
+            f"1-minute load average {meta['host_load1_start']} at the start, "
+            f"{meta['host_load1_end']} at the end.", ""]
+
+
+def fio(run_dir):
+    """Markdown tables of a bench/fio.sh run (fio.csv, meta.json).
+
+    Per job shape: each allocator's median IOPS over the runs (read and
+    write IOPS added up for randrw) and the median over the runs of its
+    ratio to zsmalloc's IOPS in the same run of the same boot; then the
+    median completion latency percentiles per direction. '' without fio.csv.
+    """
+    import statistics
+    rows = read_csv(run_dir, "fio.csv")
+    if not rows:
+        return ""
+    meta = load_meta(run_dir)
+    allocs = list(dict.fromkeys(r["alloc"] for r in rows))
+    if "zsmalloc" in allocs:
+        allocs = ["zsmalloc"] + [a for a in allocs if a != "zsmalloc"]
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
+    iops = {}
+    for r in rows:
+        k = (r["run"], r["alloc"], r["shape"])
+        iops[k] = iops.get(k, 0.0) + float(r["iops"])
+
+    out = ["## zram block I/O speed (fio)", ""]
+    if meta:
+        out += [_run_line(meta, ("kernel", "accelerator", "guest_cpus", "guest_memory",
+                                 "runs", "runtime_s", "device_size", "comp", "fio",
+                                 "date", "config_sha256")), ""]
+    out += _host_note(meta)
+    out += [f"fio on one zram device per allocator in one boot: 4 KiB psync direct I/O, "
+            f"one job, half-compressible data, device filled first; IOPS: median of "
+            f"{len(runs)} run(s) (randrw: read + write); x zsmalloc: median of the "
+            "per-run ratios to zsmalloc in the same run. The allocator order rotates "
+            "per run. Under TCG (emulated CPU, shared host) the absolute numbers are "
+            "distorted (everything, compression included, runs many times slower "
+            "than on hardware); only the ratios mean something.", ""]
+    head = ["shape"]
+    for a in allocs:
+        head.append(f"{a} IOPS")
+        if a != "zsmalloc":
+            head.append("x zsmalloc")
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in shapes:
+        cells = [s]
+        for a in allocs:
+            vals = [iops[(rn, a, s)] for rn in runs if (rn, a, s) in iops]
+            cells.append(f"{statistics.median(vals):,.0f}" if vals else "-")
+            if a == "zsmalloc":
+                continue
+            ratios = [iops[(rn, a, s)] / iops[(rn, "zsmalloc", s)] for rn in runs
+                      if (rn, a, s) in iops and iops.get((rn, "zsmalloc", s))]
+            cells.append(f"{statistics.median(ratios):.2f}" if ratios else "-")
+        out.append("| " + " | ".join(cells) + " |")
+
+    out += ["", "Completion latency, median over the runs of fio's p50 / p99 (us):", ""]
+    head = ["shape", "dir"] + [f"{a} p50 / p99" for a in allocs]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s, d in dict.fromkeys((r["shape"], r["dir"]) for r in rows):
+        cells = [s, d]
+        for a in allocs:
+            sel = [r for r in rows if r["alloc"] == a and r["shape"] == s and r["dir"] == d]
+            if not sel:
+                cells.append("-")
+                continue
+            p50 = statistics.median(float(r["clat_p50_us"]) for r in sel)
+            p99 = statistics.median(float(r["clat_p99_us"]) for r in sel)
+            cells.append(f"{p50:,.0f} / {p99:,.0f}")
+        out.append("| " + " | ".join(cells) + " |")
+    if meta.get("command"):
+        out += ["", f"Reproduce: `{meta['command']}`"]
+    return "\n".join(out) + "\n"
+
+
+def zswap_time(run_dir):
+    """Markdown table of a bench/zswap-time.sh run (zswap-time.csv, meta.json).
+
+    Per allocator: median over the runs of the workload's write, verify and
+    wall time, of what zswap held at the stop (Zswapped/Zswap) and of the
+    swap traffic; x zsmalloc: median of the per-run ratios of the wall time
+    to zsmalloc's in the same run (below 1: faster). '' without the CSV.
+    """
+    import statistics
+    rows = read_csv(run_dir, "zswap-time.csv")
+    if not rows:
+        return ""
+    meta = load_meta(run_dir)
+    allocs = list(dict.fromkeys(r["alloc"] for r in rows))
+    if "zsmalloc" in allocs:
+        allocs = ["zsmalloc"] + [a for a in allocs if a != "zsmalloc"]
+    runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
+    by = {(r["run"], r["alloc"]): r for r in rows}
+
+    def med(a, key, fmt):
+        vals = [float(r[key]) for r in rows if r["alloc"] == a]
+        return fmt.format(statistics.median(vals)) if vals else "-"
+
+    out = ["## zswap wall time (checksummed workload in a memory-limited cgroup)", ""]
+    if meta:
+        out += [_run_line(meta, ("kernel", "kernel_kind", "accelerator", "guest_cpus",
+                                 "guest_memory", "runs", "working_set_mb", "memory_max_mb",
+                                 "passes", "date", "config_sha256")), ""]
+    out += _host_note(meta)
+    out += [f"The zswap test's workload ({meta.get('working_set_mb', '?')} MiB of "
+            f"checksummed pages in a cgroup with memory.max "
+            f"{meta.get('memory_max_mb', '?')} MiB: written, half rewritten, every byte "
+            "verified) with zswap.zpool switched at run time, both allocators in one boot, "
+            f"the order alternating per run; medians of {len(runs)} run(s). write: until "
+            "the workload's stop, verify: after it (mostly zswap loads), wall: both. "
+            "x zsmalloc: median of the per-run ratios of the wall time to zsmalloc's "
+            "(below 1 is faster). Under TCG the absolute times are distorted; only "
+            "the ratios mean something.", ""]
+    head = ["allocator", "write s", "verify s", "wall s", "x zsmalloc",
+            "Zswapped/Zswap", "stored pages", "zswpout", "zswpin", "zswpwb"]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for a in allocs:
+        ratios = [float(by[(rn, a)]["wall_s"]) / float(by[(rn, "zsmalloc")]["wall_s"])
+                  for rn in runs if (rn, a) in by and (rn, "zsmalloc") in by
+                  and float(by[(rn, "zsmalloc")]["wall_s"])]
+        cells = [a, med(a, "write_s", "{:.1f}"), med(a, "verify_s", "{:.1f}"),
+                 med(a, "wall_s", "{:.1f}"),
+                 "-" if a == "zsmalloc" or not ratios else f"{statistics.median(ratios):.2f}",
+                 med(a, "ratio", "{:.2f}"), med(a, "stored_pages", "{:,.0f}"),
+                 med(a, "zswpout", "{:,.0f}"), med(a, "zswpin", "{:,.0f}"),
+                 med(a, "zswpwb", "{:,.0f}")]
+        out.append("| " + " | ".join(cells) + " |")
+    out += ["", "Per run (wall s, first allocator of the run first):", ""]
+    for rn in runs:
+        sel = sorted((r for r in rows if r["run"] == rn), key=lambda r: r["position"])
+        out.append(f"- run {rn}: " + ", ".join(f"{r['alloc']} {float(r['wall_s']):.1f}"
+                                              for r in sel))
+    if meta.get("command"):
+        out += ["", f"Reproduce: `{meta['command']}`"]
+    return "\n".join(out) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir")

@@ -4,6 +4,7 @@
 #
 #   tests/vm/zswap-stock.sh [--own-kernel] [--no-kunit] [--mb N]
 #                           [--limit-mb N] [--timeout SEC]
+#   tests/vm/zswap-stock.sh --print-load   build the workload, print its path
 #
 # Default: the unmodified Debian kernel. scripts/stock-kernel.sh installs
 # linux-image/linux-headers 6.12.N+deb12-amd64 and builds afmalloc.ko (and
@@ -13,10 +14,12 @@
 # --own-kernel: the project's guest kernel (scripts/build-guest.sh), where
 # afmalloc is built in: same test without insmod/rmmod.
 # The workload program is built here with the host's gcc into
-# $AFMALLOC_BUILD/zswap-load/ (the guest shares the host's root fs).
+# $AFMALLOC_BUILD/zswap-load/ (the guest shares the host's root fs);
+# --print-load only builds it and prints its path, booting nothing
+# (bench/zswap-time.sh times the same workload).
 . "$(dirname "$0")/../../scripts/common.sh"
 
-own=0 kunit=1 mb=128 limit_mb=32 timeout_s=420
+own=0 kunit=1 mb=128 limit_mb=32 timeout_s=420 print_load=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--own-kernel) own=1 ;;
@@ -24,7 +27,8 @@ while [ $# -gt 0 ]; do
 	--mb) mb=${2:?}; shift ;;
 	--limit-mb) limit_mb=${2:?}; shift ;;
 	--timeout) timeout_s=${2:?}; shift ;;
-	-h|--help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--print-load) print_load=1 ;;
+	-h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1'" ;;
 	esac
 	shift
@@ -43,6 +47,10 @@ if ! cmp -s "$loaddir/zswap-load.c.new" "$loaddir/zswap-load.c" || [ ! -x "$load
 		die "cannot build the workload"
 else
 	rm -f "$loaddir/zswap-load.c.new"
+fi
+if [ "$print_load" = 1 ]; then
+	echo "$loaddir/zswap-load"
+	exit 0
 fi
 
 args=(--load "$loaddir/zswap-load" --mb "$mb" --limit-mb "$limit_mb")

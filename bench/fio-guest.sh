@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# fio on zram, one device per allocator, run inside the guest as root
+# (bench/fio.sh boots the guest and calls it):
+#   bench/fio-guest.sh --out DIR [--alloc LIST] [--runs N] [--runtime SEC]
+#                      [--size SIZE] [--shapes LIST] [--comp ALG]
+#
+# Configures one zram device per allocator (hot-added; allocator, then
+# compressor, then the same disksize, all before any I/O), fills each
+# device once with half-compressible data (bench/fio/zram.fio [fill]), then
+# for every run, every shape and every allocator runs the [shape] job for
+# --runtime seconds. Allocator order rotates: run r starts with allocator
+# number (r - 1) % N, so no allocator always goes first.
+#
+# Writes DIR/fio/run<r>-<alloc>-<shape>.json (fio's JSON output, "/" in the
+# allocator name written as "-"), DIR/fio.csv (run, alloc, shape, dir, iops,
+# bw_kib, clat_p50_us, clat_p99_us, io_mib; one row per direction, randrw
+# has two) and DIR/mm_stat.csv (each device's mm_stat after its fill and at
+# the end). A failed fio job (an I/O error) fails the script.
+set -euo pipefail
+
+die() { echo "fio-guest: error: $*" >&2; exit 1; }
+usage() {
+	echo "usage: $0 --out DIR [--alloc LIST] [--runs N] [--runtime SEC] [--size SIZE] [--shapes LIST] [--comp ALG]"
+}
+here=$(cd "$(dirname "$0")" && pwd)
+jobfile=$here/fio/zram.fio
+out= allocs=zsmalloc,afmalloc/zspage,afmalloc/slab runs=3 runtime=10 size=256M
+shapes=write,read,randwrite,randread,randrw comp=lz4
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--out) out=${2:?}; shift ;;
+	--alloc) allocs=${2:?}; shift ;;
+	--runs) runs=${2:?}; shift ;;
+	--runtime) runtime=${2:?}; shift ;;
+	--size) size=${2:?}; shift ;;
+	--shapes) shapes=${2:?}; shift ;;
+	--comp) comp=${2:?}; shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; die "unknown option '$1'" ;;
+	esac
+	shift
+done
+[ -n "$out" ] || { usage >&2; die "--out is required"; }
+for v in runs runtime; do
+	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v must be a positive number"
+done
+[[ "$size" =~ ^[1-9][0-9]*[MG]$ ]] || die "--size must look like 256M or 1G, not '$size'"
+[ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
+[ "${AFMALLOC_IN_VM:-}" = 1 ] || die "runs inside a throw-away VM (scripts/vm-run.sh) only"
+command -v fio >/dev/null || die "fio missing (bench/fio.sh installs it on the host)"
+[ -f "$jobfile" ] || die "no job file $jobfile"
+IFS=, read -r -a alist <<< "$allocs"
+IFS=, read -r -a slist <<< "$shapes"
+for s in "${slist[@]}"; do
+	case "$s" in write|read|randwrite|randread|randrw) ;;
+	*) die "unknown shape '$s' (known: write, read, randwrite, randread, randrw)" ;;
+	esac
+done
+
+mkdir -p "$out/fio"
+rm -f "$out"/fio/*.json
+csv=$out/fio.csv mm=$out/mm_stat.csv
+echo "run,alloc,shape,dir,iops,bw_kib,clat_p50_us,clat_p99_us,io_mib" > "$csv"
+echo "alloc,dev,when,orig_data_size,compr_data_size,mem_used_total,mem_limit,mem_used_max,same_pages,pages_compacted,huge_pages" > "$mm"
+echo "fio-guest: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) " MiB" }' /proc/meminfo)," \
+	"$(fio --version), $runs run(s) x ${#alist[@]} allocator(s) x ${#slist[@]} shape(s) x $runtime s, $size per device, $comp"
+
+[ -r /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
+[ -r /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control/hot_add (zram missing?)"
+
+# config_dev DEV ALLOC: allocator, compressor, disksize.
+config_dev() {
+	local sys=/sys/block/$1 cur
+	[ -f "$sys/allocator" ] || die "this kernel's zram has no allocator selection (build it with patches/)"
+	echo "$2" > "$sys/allocator" || die "$1: allocator '$2' refused (offered: $(cat "$sys/allocator"))"
+	cur=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$sys/allocator")
+	[ "$cur" = "$2" ] || die "selected '$2' but $1 uses '$cur'"
+	echo "$comp" > "$sys/comp_algorithm" || die "$1: compressor '$comp' refused"
+	echo "$size" > "$sys/disksize" || die "cannot initialise $1 on '$2' (see dmesg)"
+}
+mm_row() {  # mm_row ALLOC DEV WHEN
+	echo "$1,$2,$3,$(awk '{ $1 = $1; print }' OFS=, "/sys/block/$2/mm_stat")" >> "$mm"
+}
+# run_fio SECTION DEV RW JSON: one fio call, its JSON to a file.
+run_fio() {
+	FIO_DEV=/dev/$2 FIO_SIZE=$size FIO_RW=$3 FIO_RUNTIME=$runtime \
+		fio --section="$1" --output-format=json --output="$4" "$jobfile" ||
+		{ cat "$4" >&2 2>/dev/null || true; die "fio $1 $3 on /dev/$2 failed"; }
+}
+# to_csv RUN ALLOC SHAPE JSON [ALLOC SHAPE JSON]...: rows for fio.csv on
+# stdout (one python start per run: it costs seconds under TCG); fails on
+# a job that reports an error or moved no data.
+to_csv() {
+	python3 - "$@" <<'PY'
+import json, sys
+run, args = sys.argv[1], sys.argv[2:]
+for alloc, shape, path in zip(args[0::3], args[1::3], args[2::3]):
+    j = json.load(open(path))["jobs"][0]
+    if j.get("error"):
+        sys.exit(f"fio-guest: error: {path}: fio error {j['error']}")
+    rows = 0
+    for d in ("read", "write"):
+        x = j[d]
+        if not x["io_bytes"]:
+            continue
+        rows += 1
+        p = x["clat_ns"].get("percentile", {})
+        print(f"{run},{alloc},{shape},{d},{x['iops']:.1f},{x['bw']},"
+              f"{p.get('50.000000', 0) / 1000:.1f},{p.get('99.000000', 0) / 1000:.1f},"
+              f"{x['io_bytes'] / 1048576:.1f}")
+    if not rows:
+        sys.exit(f"fio-guest: error: {path}: no I/O")
+PY
+}
+
+devs=()
+for a in "${alist[@]}"; do
+	d=zram$(cat /sys/class/zram-control/hot_add)
+	config_dev "$d" "$a"
+	devs+=("$d")
+done
+for i in "${!alist[@]}"; do
+	t0=$SECONDS
+	run_fio fill "${devs[$i]}" write "$out/fio/fill-${alist[$i]//\//-}.json"
+	mm_row "${alist[$i]}" "${devs[$i]}" fill
+	echo "fio-guest: ${alist[$i]} on ${devs[$i]}: filled $size in $((SECONDS - t0)) s, mm_stat $(cat "/sys/block/${devs[$i]}/mm_stat")"
+done
+
+n=${#alist[@]}
+for ((r = 1; r <= runs; r++)); do
+	t0=$SECONDS
+	order=()
+	for ((k = 0; k < n; k++)); do order+=($(((r - 1 + k) % n))); done
+	jobs=()
+	for s in "${slist[@]}"; do
+		for i in "${order[@]}"; do
+			a=${alist[$i]}
+			json=$out/fio/run$r-${a//\//-}-$s.json
+			run_fio shape "${devs[$i]}" "$s" "$json"
+			jobs+=("$a" "$s" "$json")
+		done
+	done
+	to_csv "$r" "${jobs[@]}" > "$out/fio-run$r.csv" || die "run $r: a fio job failed (above)"
+	cat "$out/fio-run$r.csv" >> "$csv"
+	awk -F, '{ printf "  run %s %-16s %-9s %-5s %9.0f IOPS %8d KiB/s clat p50 %7.1f us p99 %8.1f us\n",
+		$1, $2, $3, $4, $5, $6, $7, $8 }' "$out/fio-run$r.csv"
+	rm -f "$out/fio-run$r.csv"
+	echo "fio-guest: run $r (first: ${alist[${order[0]}]}) done in $((SECONDS - t0)) s"
+done
+for i in "${!alist[@]}"; do
+	mm_row "${alist[$i]}" "${devs[$i]}" end
+done
+echo "fio-guest: $(($(wc -l < "$csv") - 1)) rows in $csv"

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# zram block I/O speed per allocator with fio (issue #7 item 4b): installs
+# fio, builds the guest kernel, boots ONE guest and runs bench/fio-guest.sh
+# there (one zram device per allocator, the same size and compressor, the
+# job shapes of bench/fio/zram.fio, allocator order rotated per run), then
+# prints the markdown table (bench/report.py fio(): median IOPS of the runs,
+# median of the per-run ratios to zsmalloc in the same boot).
+#   bench/fio.sh [--out DIR] [--runs N] [--runtime SEC] [--size SIZE]
+#                [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]
+# Results: DIR (default $AFMALLOC_CACHE/results/fio-<date>) gets fio.csv,
+# fio/*.json (fio's own output per job), mm_stat.csv, meta.json, fio.md and
+# the guest log. meta.json records the host's load average at the start and
+# the end: the host is shared, and under TCG the guest's speed follows it.
+. "$(dirname "$0")/../scripts/common.sh"
+
+usage() {
+	echo "usage: $0 [--out DIR] [--runs N] [--runtime SEC] [--size SIZE] [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]"
+}
+out= runs=3 runtime=10 size=256M memory=2G cpus=2
+allocs=zsmalloc,afmalloc/zspage,afmalloc/slab shapes=write,read,randwrite,randread,randrw
+opts=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--out) out=${2:?--out needs a folder}; shift ;;
+	--runs) runs=${2:?--runs needs a number}; opts+=("$1 $2"); shift ;;
+	--runtime) runtime=${2:?--runtime needs seconds}; opts+=("$1 $2"); shift ;;
+	--size) size=${2:?--size needs a size}; opts+=("$1 $2"); shift ;;
+	--alloc) allocs=${2:?--alloc needs a list}; opts+=("$1 $2"); shift ;;
+	--shapes) shapes=${2:?--shapes needs a list}; opts+=("$1 $2"); shift ;;
+	--memory) memory=${2:?--memory needs a size}; opts+=("$1 $2"); shift ;;
+	--cpus) cpus=${2:?--cpus needs a number}; opts+=("$1 $2"); shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; die "unknown option '$1'" ;;
+	esac
+	shift
+done
+for v in runs runtime cpus; do
+	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v must be a positive number"
+done
+[[ "$size" =~ ^[1-9][0-9]*[MG]$ ]] || die "--size must look like 256M or 1G, not '$size'"
+IFS=, read -r -a alist <<< "$allocs"
+IFS=, read -r -a slist <<< "$shapes"
+for a in "${alist[@]}"; do
+	case "$a" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
+	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage)" ;;
+	esac
+done
+need_root "the fio benchmark (it boots a VM)"
+
+"$AFMALLOC_TOP/scripts/setup.sh"
+apt_install fio
+kdir=$("$AFMALLOC_TOP/scripts/build-guest.sh")
+[ -n "$out" ] || out=$AFMALLOC_CACHE/results/fio-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+out=$(realpath "$out")
+rm -rf "$out/fio.csv" "$out/fio" "$out/mm_stat.csv" "$out/fio.md" "$out/meta.json"
+
+# Worst case under TCG: boot, fills, and every job with fio's start-up.
+timeout_s=$((900 + ${#alist[@]} * 120 + runs * ${#alist[@]} * ${#slist[@]} * (runtime + 30)))
+load_start=$(cut -d' ' -f1 /proc/loadavg)
+log "fio: $runs run(s) x ${#alist[@]} allocator(s) x ${#slist[@]} shape(s) x $runtime s, $size per device (host load $load_start)"
+t0=$SECONDS
+set +e
+"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus "$cpus" \
+	--rwdir "$out" --timeout "$timeout_s" \
+	"$AFMALLOC_TOP/bench/fio-guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
+	--runtime "$runtime" --size "$size" --shapes "$shapes" 2>&1 | tee "$out/guest.log"
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" -eq 0 ] || die "the fio benchmark failed in the guest (status $rc, log $out/guest.log)"
+[ "$(wc -l < "$out/fio.csv")" -gt 1 ] || die "no rows in $out/fio.csv after the guest run"
+load_end=$(cut -d' ' -f1 /proc/loadavg)
+
+accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$out/guest.log" | head -n 1)
+cmd="make bench-fio"
+[ ${#opts[@]} -eq 0 ] || cmd="bench/fio.sh ${opts[*]}"
+cat > "$out/meta.json" <<JSON
+{
+  "kernel": "$(cat "$kdir/include/config/kernel.release")",
+  "config_sha256": "$(sha256sum "$kdir/.config" | cut -c1-16)",
+  "accelerator": "${accel:-unknown}",
+  "guest_memory": "$memory",
+  "guest_cpus": $cpus,
+  "runs": $runs,
+  "runtime_s": $runtime,
+  "device_size": "$size",
+  "comp": "lz4",
+  "allocators": "$allocs",
+  "shapes": "$shapes",
+  "job_file": "bench/fio/zram.fio (sha256 $(sha256sum "$AFMALLOC_TOP/bench/fio/zram.fio" | cut -c1-16))",
+  "fio": "$(fio --version)",
+  "host_cpus": $(nproc),
+  "host_shared": true,
+  "host_load1_start": $load_start,
+  "host_load1_end": $load_end,
+  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "seconds": $((SECONDS - t0)),
+  "command": "$cmd"
+}
+JSON
+python3 - "$AFMALLOC_TOP/bench" "$out" <<'PY' | tee "$out/fio.md"
+import sys
+sys.path.insert(0, sys.argv[1])
+import report
+sys.stdout.write(report.fio(sys.argv[2]))
+PY
+log "results in $out ($((SECONDS - t0)) s)"
