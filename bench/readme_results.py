@@ -3,19 +3,36 @@
 """Regenerate the README's Results section from committed benchmark runs.
 
 usage: bench/readme_results.py [--check] [RUN_DIR ...]
+       bench/readme_results.py --collect-check [CACHE_TIMINGS_DIR]
 
 Each RUN_DIR (normally under bench/results/) holds what bench/run.sh writes
 (steps.csv, meta.json, overhead.png, and the fragmentation tests' CSVs and
 frag.png), or bench/speed.sh's speed.csv, or a make bench-zswap log
-(zswap.log), or a copy of make check's step times (check.tsv), or the
-summary lines of tests/vm/fault-inject.sh (fault-inject.log). The text between the markers
+(zswap.log), or a copy of make check's step times (check.tsv), or logs of
+make check's steps (*.log, named after the step): the summary lines of
+tests/vm/fault-inject.sh ("fault-inject: alloc=...") become its table, and
+every "reliability: kind=... test=... tried=... expected=... observed=...
+lost=N result=pass|FAIL" line of any log becomes a row of one Reliability
+table. The text between the markers
 '<!-- results:begin -->' and '<!-- results:end -->' in README.md is replaced
 by one report per run (bench/report.py) with its plot and the command that
 reproduces it. Nothing is typed by hand. --check exits 1 if README.md is out
 of date instead of writing it.
+
+--collect-check copies the record of the last `make check` from
+CACHE_TIMINGS_DIR (default $AFMALLOC_CACHE/timings, i.e.
+~/.cache/afmalloc/timings, written by scripts/timed.sh): check.tsv to
+bench/results/make-check/ and, replacing the *.log there, every logs/*.log
+with reliability: or fault-inject: lines to bench/results/reliability/.
+It refuses a record with a failed step. README.md is not touched: run the
+script again without options to regenerate it.
 """
 import argparse
+import glob
 import os
+import re
+import shlex
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -62,16 +79,22 @@ def timings_section(rel, path):
     return out
 
 
-def fault_section(rel, path):
-    """Render the summary lines of tests/vm/fault-inject.sh."""
+def fault_rows(path):
+    """The summary lines of tests/vm/fault-inject.sh in a log, as dicts."""
     rows = []
-    with open(path) as f:
+    with open(path, errors="replace") as f:
         for ln in f:
             ln = ln.strip()
             if ln.startswith("fault-inject: alloc="):
                 rows.append(dict(kv.split("=", 1) for kv in ln.split()[1:]))
+    return rows
+
+
+def fault_section(rel, paths):
+    """Render the summary lines of tests/vm/fault-inject.sh."""
+    rows = [r for p in paths for r in fault_rows(p)]
     if not rows:
-        sys.exit(f"readme_results: error: {path} has no fault-inject summary lines")
+        sys.exit(f"readme_results: error: {', '.join(paths)} has no fault-inject summary lines")
     out = [f"### `{rel}`", "",
            "Reproduce: `scripts/vm-run.sh --memory 2G --append \"slab_nomerge page_owner=on\""
            " tests/vm/fault-inject.sh` (part of `make check`): failslab and fail_page_alloc"
@@ -87,6 +110,109 @@ def fault_section(rel, path):
     return out + [""]
 
 
+RELIABILITY_RE = re.compile(r"^\s*reliability: (.*)$")
+RELIABILITY_KEYS = ("kind", "test", "tried", "expected", "observed", "lost", "result")
+
+
+def reliability_rows(path):
+    """The reliability: lines of a log (format in the module docstring)."""
+    rows = []
+    with open(path, errors="replace") as f:
+        for n, ln in enumerate(f, 1):
+            m = RELIABILITY_RE.match(ln.rstrip("\r\n"))
+            if not m:
+                continue
+            try:
+                row = dict(kv.split("=", 1) for kv in shlex.split(m.group(1)))
+            except ValueError as e:
+                sys.exit(f"readme_results: error: {path}:{n}: bad reliability line ({e})")
+            missing = [k for k in RELIABILITY_KEYS if k not in row]
+            if missing:
+                sys.exit(f"readme_results: error: {path}:{n}: reliability line lacks {', '.join(missing)}")
+            rows.append(row)
+    return rows
+
+
+def make_check_steps():
+    """make check step name -> the command it runs, from the Makefile's
+    '$(TIMED) NAME CMD' lines ($(TOP)/ dropped, $$ made $)."""
+    steps = {}
+    try:
+        with open(os.path.join(TOP, "Makefile")) as f:
+            text = f.read().replace("\\\n", " ")
+    except OSError:
+        return steps
+    for m in re.finditer(r"^\t\$\(TIMED\) ([\w.-]+) (.*)$", text, re.M):
+        cmd = re.sub(r"\s+", " ", m.group(2)).replace("$(TOP)/", "").replace("$$", "$")
+        steps[m.group(1)] = cmd.strip()
+    return steps
+
+
+def reproduce(step, steps):
+    """The command that reproduces a make check step's log."""
+    for name in (step, "vm-" + step):
+        if name in steps:
+            return f"`{steps[name]}` (`make check` step {name})"
+    return "`make check`"
+
+
+def cell(text):
+    """Text for a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def reliability_section(d):
+    """One table of every reliability: line of the logs in d."""
+    steps = make_check_steps()
+    out = []
+    for path in sorted(glob.glob(os.path.join(d, "*.log"))):
+        step = os.path.basename(path)[:-len(".log")]
+        for r in reliability_rows(path):
+            if not out:
+                out = ["#### Reliability", "",
+                       "Every `reliability:` line of the make check step logs in this folder"
+                       " (one row per input, fault or run tried; a test fails if any of its"
+                       " rows does), with the command that reproduces the step.", "",
+                       "| kind | test | tried | expected | observed | ops/seconds | data lost"
+                       " | result | reproduce |",
+                       "|---|---|---|---|---|---|---|---|---|"]
+            amount = " / ".join(f"{r[k]} {k}" for k in ("ops", "seconds") if k in r)
+            res = r["result"] if r["result"] == "pass" else f"**{r['result']}**"
+            out.append("| " + " | ".join(cell(x) for x in (
+                r["kind"], r["test"], r["tried"], r["expected"], r["observed"], amount,
+                r["lost"], res, reproduce(step, steps))) + " |")
+    return out + [""] if out else []
+
+
+def collect_check(src):
+    """Copy the last make check's record into bench/results (see --collect-check)."""
+    tsv = os.path.join(src, "check.tsv")
+    if not os.path.isfile(tsv):
+        sys.exit(f"readme_results: error: no {tsv}: run make check first")
+    with open(tsv) as f:
+        failed = [p[0] for p in (ln.rstrip("\n").split("\t") for ln in f)
+                  if len(p) == 3 and not p[0].startswith("#") and p[2] != "0"]
+    if failed:
+        sys.exit(f"readme_results: error: {tsv} records failed steps: {', '.join(failed)}")
+    base = os.path.join(TOP, "bench", "results")
+    mc, rel = os.path.join(base, "make-check"), os.path.join(base, "reliability")
+    os.makedirs(mc, exist_ok=True)
+    os.makedirs(rel, exist_ok=True)
+    shutil.copyfile(tsv, os.path.join(mc, "check.tsv"))
+    print(f"readme_results: {tsv} -> {os.path.relpath(mc, TOP)}/")
+    keep = []
+    for path in sorted(glob.glob(os.path.join(src, "logs", "*.log"))):
+        if reliability_rows(path) or fault_rows(path):
+            keep.append(path)
+    if not keep:
+        sys.exit(f"readme_results: error: no log in {src}/logs has reliability: or fault-inject: lines")
+    for old in glob.glob(os.path.join(rel, "*.log")):
+        os.remove(old)
+    for path in keep:
+        shutil.copyfile(path, os.path.join(rel, os.path.basename(path)))
+        print(f"readme_results: {path} -> {os.path.relpath(rel, TOP)}/")
+
+
 def demote(text):
     """Headings of a report nest under the run's ### heading."""
     return "\n".join("##" + ln if ln.startswith("#") else ln for ln in text.splitlines())
@@ -98,9 +224,17 @@ def section(run_dirs):
            ""]
     for d in run_dirs:
         rel = os.path.relpath(os.path.abspath(d), TOP)
-        flog = os.path.join(d, "fault-inject.log")
-        if os.path.isfile(flog):
-            out += fault_section(rel, flog)
+        other = ("check.tsv", "speed.csv", "zswap.log", "steps.csv")
+        logs = [] if any(os.path.isfile(os.path.join(d, n)) for n in other) else \
+            sorted(glob.glob(os.path.join(d, "*.log")))
+        flogs = [p for p in logs if fault_rows(p)]
+        rtable = reliability_section(d) if logs else []
+        if flogs or rtable:
+            if flogs:
+                out += fault_section(rel, flogs)
+            else:
+                out += [f"### `{rel}`", ""]
+            out += rtable
             continue
         tlog = os.path.join(d, "check.tsv")
         if os.path.isfile(tlog):
@@ -141,9 +275,18 @@ def section(run_dirs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--collect-check", nargs="?", metavar="CACHE_TIMINGS_DIR",
+                    const=os.path.join(os.environ.get("AFMALLOC_CACHE") or
+                                       os.path.expanduser("~/.cache/afmalloc"), "timings"),
+                    help="copy the last make check's check.tsv and logs into bench/results")
     ap.add_argument("run_dirs", nargs="*",
                     help="default: every folder of bench/results, in name order")
     args = ap.parse_args()
+    if args.collect_check:
+        if args.check or args.run_dirs:
+            ap.error("--collect-check takes no other arguments")
+        collect_check(args.collect_check)
+        return
     if not args.run_dirs:
         base = os.path.join(TOP, "bench", "results")
         args.run_dirs = [os.path.join(base, n) for n in sorted(os.listdir(base))

@@ -5,14 +5,18 @@
 #   timed.sh --begin         start a new record (file AFMALLOC_TIMINGS)
 #   timed.sh NAME CMD [ARG]  run CMD; append "NAME<TAB>seconds<TAB>status"
 #   timed.sh --report        print the record as a table, with the total
-# Without AFMALLOC_TIMINGS set, NAME CMD just runs CMD.
+# With AFMALLOC_TIMINGS set, the step's output (stdout and stderr, merged
+# into stdout) is also kept in $(dirname AFMALLOC_TIMINGS)/logs/NAME.log,
+# which --begin empties; the exit status is CMD's. Without it, NAME CMD
+# just runs CMD.
 set -uo pipefail
 
 f=${AFMALLOC_TIMINGS:-}
 case "${1:-}" in
 --begin)
 	[ -n "$f" ] || exit 0
-	mkdir -p "$(dirname "$f")"
+	mkdir -p "$(dirname "$f")/logs"
+	rm -f "$(dirname "$f")"/logs/*.log
 	printf '# started\t%s\t%s\t%s\n' "$(date +%s)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
 		"$(git -C "$(dirname "$0")/.." rev-parse --short HEAD 2>/dev/null || echo unknown)" > "$f"
 	printf '# machine\t%s cores\t%s\t%s\n' "$(nproc)" \
@@ -31,7 +35,16 @@ esac
 [ $# -ge 2 ] || { echo "usage: $0 --begin | --report | NAME CMD [ARG...]" >&2; exit 2; }
 name=$1; shift
 t0=$(date +%s)
-"$@"
-rc=$?
+if [ -n "$f" ]; then
+	log=$(dirname "$f")/logs/${name//\//_}.log
+	mkdir -p "$(dirname "$log")"
+	"$@" 2>&1 | tee "$log"
+	st=("${PIPESTATUS[@]}")
+	rc=${st[0]}
+	[ "${st[1]}" -eq 0 ] || echo "timed.sh: warning: could not write $log" >&2
+else
+	"$@"
+	rc=$?
+fi
 [ -z "$f" ] || printf '%s\t%d\t%d\n' "$name" $(($(date +%s) - t0)) $rc >> "$f"
 exit $rc
