@@ -5,7 +5,7 @@
 #
 #   make check     set up, KUnit on UML, in-VM integration tests (CI runs this)
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
-#   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N
+#   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
 #   make bench-speed  in-kernel ops/s of every allocator (bench/speed.sh)
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
@@ -18,6 +18,7 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 KDIR ?= /lib/modules/$(shell uname -r)/build
 DATASET ?= quick
 ROUNDS ?= 1
+RUNS ?= 1
 ALLOC ?= zsmalloc,zsmalloc+compact,afmalloc/slab,afmalloc/zspage
 COMP ?= lz4
 OUT ?=
@@ -86,7 +87,7 @@ demo: setup
 
 bench: setup
 	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \
-		--comp $(COMP) $(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
+		--comp $(COMP) --runs $(RUNS) $(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
 
 # In-kernel microbenchmark: ops/s of every allocator in one boot, 3 runs.
 bench-speed: setup

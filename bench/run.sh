@@ -5,8 +5,13 @@
 # on the same data, then prints the markdown report.
 #   bench/run.sh [--dataset quick|full] [--rounds N] [--alloc LIST]
 #                [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS]
-#                [--no-highalloc]
+#                [--no-highalloc] [--runs N]
 # ARGS: extra guest kernel arguments (e.g. afmalloc module parameters).
+# --runs N: N boots, each measuring every allocator; the allocator order is
+# reversed on every other boot (an allocator that runs later in a boot finds
+# memory the earlier runs fragmented), results in DIR/run-1 .. run-N and a
+# summary of medians, overall and by position in the boot, in
+# DIR/summary.md + summary.csv (bench/runs_summary.py).
 # Results: DIR (default $AFMALLOC_CACHE/results/<dataset>-<date>) gets
 # steps.csv, buddyinfo.csv, hugetlb.csv, meta.json, report.md, overhead.png
 # and the guest log; with the Highalloc-Stress test (seed 000, on unless
@@ -16,9 +21,9 @@
 . "$(dirname "$0")/../scripts/common.sh"
 
 usage() {
-	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS] [--no-highalloc]"
+	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS] [--no-highalloc] [--runs N]"
 }
-dataset=quick rounds=1 allocs=zsmalloc comp=lz4 memory= out= append= highalloc=1
+dataset=quick rounds=1 allocs=zsmalloc comp=lz4 memory= out= append= highalloc=1 runs=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dataset) dataset=${2:?--dataset needs quick or full}; shift ;;
@@ -29,6 +34,7 @@ while [ $# -gt 0 ]; do
 	--out) out=${2:?--out needs a folder}; shift ;;
 	--append) append=${2:?--append needs kernel arguments}; shift ;;
 	--no-highalloc) highalloc=0 ;;
+	--runs) runs=${2:?--runs needs a number}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -36,6 +42,7 @@ while [ $# -gt 0 ]; do
 done
 case "$dataset" in quick|full) ;; *) die "unknown dataset '$dataset' (want quick or full)" ;; esac
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number, not '$rounds'"
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive number, not '$runs'"
 case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;; esac
 IFS=, read -r -a alist <<< "$allocs"
 for a in "${alist[@]}"; do
@@ -60,42 +67,65 @@ tar=$("$AFMALLOC_TOP/bench/dataset.sh" "$dataset")
 [ -n "$out" ] || out=$AFMALLOC_CACHE/results/$dataset-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 out=$(realpath "$out")
-rm -rf "$out/steps.csv" "$out/buddyinfo.csv" "$out/hugetlb.csv" "$out/debugfs" \
-	"$out/highalloc.csv" "$out/highalloc_summary.csv" "$out/pagetypeinfo.csv" "$out/frag.png"
+cmd="make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp${append:+ BOOT_ARGS='$append'}"
+[ "$runs" = 1 ] || cmd+=" RUNS=$runs"
+[ "$highalloc" = 1 ] || cmd+=" (bench/run.sh --no-highalloc)"
 
-log "running untar/remove ($dataset, $rounds round(s), $comp) for: $allocs"
-set +e
-"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus 2 \
-	--append "$boot_args" --rwdir "$out" --timeout 14400 \
-	"$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" --out "$out" \
-	--alloc "$allocs" --rounds "$rounds" --comp "$comp" "${highalloc_args[@]}" 2>&1 |
-	tee "$out/guest.log"
-rc=${PIPESTATUS[0]}
-set -e
-[ "$rc" -eq 0 ] || die "the benchmark failed in the guest (status $rc, log $out/guest.log)"
+# run_once DIR ALLOCS RUN: one boot, every allocator of ALLOCS in that order.
+run_once() {
+	local dir=$1 order=$2 run=$3 rc accel
+	mkdir -p "$dir"
+	rm -rf "$dir/steps.csv" "$dir/buddyinfo.csv" "$dir/hugetlb.csv" "$dir/debugfs" \
+		"$dir/highalloc.csv" "$dir/highalloc_summary.csv" "$dir/pagetypeinfo.csv" "$dir/frag.png"
+	log "running untar/remove ($dataset, $rounds round(s), $comp) for: $order (boot $run of $runs)"
+	set +e
+	"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus 2 \
+		--append "$boot_args" --rwdir "$dir" --timeout 14400 \
+		"$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" --out "$dir" \
+		--alloc "$order" --rounds "$rounds" --comp "$comp" "${highalloc_args[@]}" 2>&1 |
+		tee "$dir/guest.log"
+	rc=${PIPESTATUS[0]}
+	set -e
+	[ "$rc" -eq 0 ] || die "the benchmark failed in the guest (status $rc, log $dir/guest.log)"
 
-accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$out/guest.log" | head -n 1)
-cat > "$out/meta.json" <<JSON
+	accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$dir/guest.log" | head -n 1)
+	cat > "$dir/meta.json" <<JSON
 {
   "kernel": "$(cat "$kdir/include/config/kernel.release")",
   "config_sha256": "$(sha256sum "$kdir/.config" | cut -c1-16)",
   "dataset": "$dataset ($(basename "$tar"), sha256 $(sha256sum "$tar" | cut -c1-16))",
   "rounds": $rounds,
   "comp": "$comp",
-  "allocators": "$allocs",
+  "allocators": "$order",
   "accelerator": "${accel:-unknown}",
   "guest_memory": "$memory",
   "guest_cpus": 2,
   "boot_args": "$boot_args",
   "highalloc": $([ "$highalloc" = 1 ] && echo true || echo false),
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "host_load_1min": "$(cut -d' ' -f1 /proc/loadavg)",
   "runs": 1,
-  "command": "make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp${append:+ BOOT_ARGS='$append'}$([ "$highalloc" = 1 ] || echo " (bench/run.sh --no-highalloc)")"
+  "run": $run,
+  "command": "$cmd"
 }
 JSON
-python3 "$AFMALLOC_TOP/bench/report.py" "$out" --out "$out/report.md"
-"$AFMALLOC_VENV/bin/python3" "$AFMALLOC_TOP/bench/plot.py" "$out" --out "$out/overhead.png" >/dev/null
-if [ -s "$out/highalloc.csv" ]; then
-	"$AFMALLOC_VENV/bin/python3" "$AFMALLOC_TOP/bench/plot_frag.py" "$out" --out "$out/frag.png" >/dev/null
+	python3 "$AFMALLOC_TOP/bench/report.py" "$dir" --out "$dir/report.md"
+	"$AFMALLOC_VENV/bin/python3" "$AFMALLOC_TOP/bench/plot.py" "$dir" --out "$dir/overhead.png" >/dev/null
+	if [ -s "$dir/highalloc.csv" ]; then
+		"$AFMALLOC_VENV/bin/python3" "$AFMALLOC_TOP/bench/plot_frag.py" "$dir" --out "$dir/frag.png" >/dev/null
+	fi
+}
+
+if [ "$runs" = 1 ]; then
+	run_once "$out" "$allocs" 1
+else
+	# Reverse the order on every other boot.
+	rev=$(printf '%s\n' "${alist[@]}" | tac | paste -sd, -)
+	for k in $(seq 1 "$runs"); do
+		if [ $((k % 2)) = 1 ]; then order=$allocs; else order=$rev; fi
+		run_once "$out/run-$k" "$order" "$k"
+	done
+	python3 "$AFMALLOC_TOP/bench/runs_summary.py" "$out" --command "$cmd"
+	cat "$out/summary.md"
 fi
 log "results in $out"
