@@ -16,7 +16,10 @@
 # /proc/slabinfo (needs slab_nomerge) where possible: see held_pages().
 # overhead = held - compr_data_size; overhead_ratio = overhead / compr.
 #
-# Writes OUT/steps.csv, OUT/buddyinfo.csv and OUT/hugetlb.csv (appending)
+# Writes OUT/steps.csv, OUT/buddyinfo.csv, OUT/blockers.csv (page_owner=on)
+# and OUT/hugetlb.csv (appending;
+# the HugeTLB test runs before each allocator's workload, after_step
+# "start", and after its last round's rm_include step)
 # and, for afmalloc, its debugfs pool/classes files per step in OUT/debugfs/.
 #
 # With --highalloc-ko PATH (afm_highalloc.ko, bench/build-modules.sh), the
@@ -164,9 +167,60 @@ hugetlb() {  # alloc round after_step
 	u9=$(unusable_index_9); u9=${u9%%,*}
 	echo "$want" > "$f" 2>/dev/null || true
 	got=$(cat "$f")
+	blockers "$1" "$2" "$3" || echo "  blockers: page_owner summary failed (status $?)"
 	echo 0 > "$f"
 	echo "$1,$2,$3,$want,$got,$free_before,$u9" >> "$huge_csv"
 	echo "  hugetlb after $3: $got of $want 2 MiB pages (free before ${free_before} MB, U(9) $u9)"
+}
+
+# blockers ALLOC ROUND STEP: with the huge pages still taken (so what is
+# left allocated is what kept the other 2 MiB blocks from being assembled),
+# group the allocated pages page_owner lists by allocation site: the first
+# two stack frames past the page allocator's own functions (slab pages by
+# the cache's caller), and all the allocator's own pages together. Appends "pages, 2 MiB blocks touched" per site to
+# OUT/blockers.csv. Needs page_owner=on; HugeTLB pages themselves skipped.
+blockers() {
+	local po=/sys/kernel/debug/page_owner csv=$out/blockers.csv
+	[ -r "$po" ] && grep -qw 'page_owner=on' /proc/cmdline || return 0
+	[ -s "$csv" ] || echo "alloc,round,after_step,site,page_type/block_type,pages,blocks" > "$csv"
+	# Give back 32 huge pages (64 MB) so that reading page_owner (and awk)
+	# can allocate: the blocks they free hold nothing to report. cat reads
+	# page_owner (a read must fit a whole record: mawk's buffer is too small).
+	echo $(( $(cat /proc/sys/vm/nr_hugepages) > 32 ? $(cat /proc/sys/vm/nr_hugepages) - 32 : 0 )) \
+		> /proc/sys/vm/nr_hugepages
+	awk -v a="$1" -v r="$2" -v st="$3" '
+		function flush() {
+			if (pfn != "" && site != "" && site !~ /hugetlb|alloc_buddy_hugetlb|alloc_fresh_hugetlb/) {
+				k = site "," mt
+				pages[k] += 2 ^ order
+				if (!((k, blk) in seen)) { seen[k, blk] = 1; blocks[k]++ }
+			}
+			if (pfn != "" && own) {
+				opages += 2 ^ order
+				if (!(blk in oseen)) { oseen[blk] = 1; oblocks++ }
+			}
+			pfn = ""; site = ""; nfr = 0; own = 0
+		}
+		/^Page allocated via order/ { flush(); order = $5 + 0; instack = 0; next }
+		/^PFN / { pfn = $2; blk = $6; mt = $4 "/" $8; instack = 1; next }
+		instack && NF > 0 {
+			fn = $1; sub(/\+.*/, "", fn)
+			if (fn ~ /^(zs_malloc|alloc_zspage|zs_create_pool|afm_)/) own = 1
+			if (fn ~ /^(post_alloc_hook|prep_new_page|get_page_from_freelist|__alloc_pages|__alloc_pages_noprof|alloc_pages|alloc_pages_noprof|alloc_pages_mpol|alloc_pages_mpol_noprof|__alloc_pages_slowpath|folio_alloc|folio_alloc_noprof|__folio_alloc|__folio_alloc_noprof|alloc_slab_page|allocate_slab|new_slab|___slab_alloc|__slab_alloc|__slab_alloc.constprop.0|slab_alloc_node|__kmalloc_cache_noprof|__alloc_frozen_pages_noprof|alloc_frozen_pages_noprof|stack_depot_save_flags|__kmalloc_noprof|__kmalloc_node_noprof|__kmalloc_large_node|__kmalloc_large_node_noprof|kmalloc_large_node_noprof|___kmalloc_large_node|__vmalloc_area_node|vm_area_alloc_pages|__vmalloc_node_range_noprof|alloc_pages_bulk_noprof|alloc_pages_bulk_array_mempolicy_noprof)$/ || fn ~ /^(kmem_cache_alloc|kmem_cache_alloc_noprof|kmem_cache_alloc_lru_noprof|kmem_cache_alloc_node_noprof|__kmem_cache_alloc)/)
+				next
+			if (nfr < 2) { site = (nfr ? site ">" : "") fn; nfr++ }
+			next
+		}
+		NF == 0 { flush() }
+		END { flush()
+			for (k in pages) printf "%s,%d,%s,%s,%d,%d\n", a, r, st, k, pages[k], blocks[k]
+			# Every page allocated under the allocator (zs_malloc,
+			# alloc_zspage, zs_create_pool or afm_*), data and metadata.
+			printf "%s,%d,%s,ALLOCATOR (all sites),any,%d,%d\n", a, r, st, opages, oblocks }
+	' < <(cat "$po") | sort -t, -k6,6nr >> "$csv"
+	echo "  blockers (page_owner, top 5 by 2 MiB blocks touched):"
+	awk -F, -v a="$1" -v st="$3" '$1 == a && $3 == st' "$csv" | sort -t, -k7,7nr |
+		awk -F, 'NR <= 5 || $4 ~ /^ALLOCATOR/ { printf "    %-48s %-12s %7d pages in %5d blocks\n", $4, $5, $6, $7 }'
 }
 
 timed() {  # run a step, print elapsed seconds
@@ -234,6 +288,10 @@ for i in "${!alloc_list[@]}"; do
 	a=${alloc_list[$i]} dev=${devs[$i]} sys=/sys/block/${devs[$i]}
 	echo "== $a on $dev: $(basename "$dataset"), $rounds round(s), $comp, disksize $disksize"
 	start_dev
+	# The same test before this allocator's workload: what the runs before
+	# it in this boot left (the later an allocator runs, the fewer huge
+	# pages the kernel can assemble for anyone); "start" rows.
+	hugetlb "$a" 0 start
 	for r in $(seq 1 "$rounds"); do
 		sample "$a" "$r" untar "$(timed tar -xf "$dataset" -C "$mnt")"
 		for d in drivers arch fs sound include; do
