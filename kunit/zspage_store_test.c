@@ -477,12 +477,17 @@ static void afm_zs_test_auto_compact(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
-/* The shrinker counts reclaimable pages and frees them when asked. */
+/*
+ * The shrinker counts reclaimable pages and frees them when asked. The
+ * shrinker is registered: the kernel's shrink_slab() may call it at the
+ * same time (drop_caches loops in the debug guest), and then take the
+ * pool's compaction lock or its holes first.
+ */
 static void afm_zs_test_shrinker(struct kunit *test)
 {
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
-	unsigned long count, freed, pages, after;
+	unsigned long count, freed, pages, after, now;
 
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, 4000);
@@ -495,9 +500,20 @@ static void afm_zs_test_shrinker(struct kunit *test)
 	KUNIT_EXPECT_LT(test, count, pages);
 
 	freed = afm_zs_shrinker_scan(ts->pool, count);
-	KUNIT_EXPECT_NE(test, freed, SHRINK_STOP);
-	KUNIT_EXPECT_GT(test, freed, 0);
-	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages - freed);
+	/* Let a concurrent run of the kernel's finish. */
+	mutex_lock(&ts->pool->compact_lock);
+	mutex_unlock(&ts->pool->compact_lock);
+	now = afm_get_total_pages(ts->pool);
+	if (freed == SHRINK_STOP) {
+		/* Only another caller can have compacted first. */
+		kunit_info(test, "scan stopped: shrink_slab() got there first, %lu -> %lu pages\n",
+			   pages, now);
+		KUNIT_EXPECT_LT(test, now, pages);
+	} else {
+		KUNIT_EXPECT_GT(test, freed, 0);
+		/* Equal unless shrink_slab() compacted some more. */
+		KUNIT_EXPECT_LE(test, now, pages - freed);
+	}
 	/* What is left is under a zspage's worth: nothing to count. */
 	after = afm_zs_shrinker_count(ts->pool);
 	KUNIT_EXPECT_TRUE(test, after == SHRINK_EMPTY || after < count);
@@ -1167,13 +1183,15 @@ static void afm_zs_test_stress(struct kunit *test)
 		   c.auto_runs, atomic_read(&st->shrinks),
 		   atomic_read(&st->shrunk), c.passes);
 	/* One line for tests/vm/kunit-guest.sh: key=value, parsed. */
-	kunit_info(test, "afmalloc-stress: case=%s store=zspage threads=%u seconds=%u ops=%d stored=%d verified=%d bytes_verified=%lld errors=%d lost=%d compactions=%d auto_runs=%lu shrinker_scans=%d migrations=%d\n",
+	/* Migrations not done by the migrator: the kernel's (compact_memory). */
+	kunit_info(test, "afmalloc-stress: case=%s store=zspage threads=%u seconds=%u ops=%d stored=%d verified=%d bytes_verified=%lld errors=%d lost=%d compactions=%d auto_runs=%lu shrinker_scans=%d migrations=%d kernel_migrations=%ld\n",
 		   test->name, started, secs, atomic_read(&st->ops),
 		   atomic_read(&st->stored), atomic_read(&st->verified),
 		   (long long)atomic64_read(&st->verified_bytes),
 		   atomic_read(&st->errors), atomic_read(&st->lost),
 		   atomic_read(&st->compactions), c.auto_runs,
-		   atomic_read(&st->shrinks), atomic_read(&st->migrations));
+		   atomic_read(&st->shrinks), atomic_read(&st->migrations),
+		   (long)c.migrated - atomic_read(&st->migrations));
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->errors), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->lost), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->verified),
