@@ -169,25 +169,7 @@ setup_dev() {  # SYSDIR ALLOC DISKSIZE [BACKING]
 }
 
 gen_files() {  # dir: 200 files of varied size and compressibility, deterministic
-	$py - "$1" <<'PY'
-import os, random, sys
-d = sys.argv[1]
-os.makedirs(d, exist_ok=True)
-r = random.Random(99)
-for i in range(200):
-    size = (i * 7919) % 65536 + 1
-    k = i % 4
-    if k == 0:
-        b = bytes(size)                                      # same-filled
-    elif k == 1:
-        b = (b'afmalloc line %d\n' % i * (size // 16 + 1))[:size]  # compressible
-    elif k == 2:
-        b = r.randbytes(size)                                # incompressible
-    else:
-        b = r.randbytes(size // 2) + b'x' * (size - size // 2)
-    with open('%s/f%d' % (d, i), 'wb') as f:
-        f.write(b)
-PY
+	$py "$(dirname "$(realpath "$0")")/lib/gen-files.py" "$1"
 }
 
 # ------------------------------------------------- 1. the interface itself

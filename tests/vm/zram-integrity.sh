@@ -33,24 +33,8 @@ fi
 mnt=$(mktemp -d /tmp/afm-int.XXXXXX)
 sums=$(mktemp /tmp/afm-sums.XXXXXX)
 
-gen_files() {  # dir: files of varied size and compressibility, deterministic
-	local d=$1 i size
-	mkdir -p "$d"
-	# yes/openssl die of SIGPIPE when head has enough: not an error here.
-	set +o pipefail
-	for i in $(seq 0 199); do
-		size=$(( (i * 7919) % 65536 + 1 ))
-		case $((i % 4)) in
-		0) head -c "$size" /dev/zero ;;                              # same-filled
-		1) yes "afmalloc line $i" | head -c "$size" ;;               # compressible
-		2) openssl enc -aes-128-ctr -nosalt -pass "pass:$i" -pbkdf2 \
-			-in /dev/zero 2>/dev/null | head -c "$size" ;;          # incompressible
-		3) { openssl enc -aes-128-ctr -nosalt -pass "pass:$i" -pbkdf2 \
-			-in /dev/zero 2>/dev/null | head -c $((size / 2)); yes x | head -c $((size - size / 2)); } ;;
-		esac > "$d/f$i"
-		[ "$(stat -c %s "$d/f$i")" -eq "$size" ] || fail "generated $d/f$i has the wrong size"
-	done
-	set -o pipefail
+gen_files() {  # dir: 200 files of varied size and compressibility, deterministic
+	python3 "$(dirname "$(realpath "$0")")/lib/gen-files.py" "$1"
 }
 
 for a in ${allocs//,/ }; do
