@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # zswap on afmalloc in a VM (host side; the guest part is zswap-test.sh).
 #
-#   tests/vm/zswap-stock.sh [--own-kernel] [--no-kunit] [--mb N]
+#   tests/vm/zswap-stock.sh [--own-kernel | --kernel DIR] [--no-kunit] [--mb N]
 #                           [--limit-mb N] [--timeout SEC]
 #   tests/vm/zswap-stock.sh --print-load   build the workload, print its path
 #
@@ -13,16 +13,19 @@
 # insmods afmalloc.ko and switches zswap to it at run time.
 # --own-kernel: the project's guest kernel (scripts/build-guest.sh), where
 # afmalloc is built in: same test without insmod/rmmod.
+# --kernel DIR: as --own-kernel, with the build dir DIR (e.g. the debug
+# guest, $AFMALLOC_BUILD/guest-debug).
 # The workload program is built here with the host's gcc into
 # $AFMALLOC_BUILD/zswap-load/ (the guest shares the host's root fs);
 # --print-load only builds it and prints its path, booting nothing
 # (bench/zswap-time.sh times the same workload).
 . "$(dirname "$0")/../../scripts/common.sh"
 
-own=0 kunit=1 mb=128 limit_mb=32 timeout_s=420 print_load=0
+own=0 own_kdir= kunit=1 mb=128 limit_mb=32 timeout_s=420 print_load=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--own-kernel) own=1 ;;
+	--kernel) own=1; own_kdir=${2:?--kernel needs a build dir}; shift ;;
 	--no-kunit) kunit=0 ;;
 	--mb) mb=${2:?}; shift ;;
 	--limit-mb) limit_mb=${2:?}; shift ;;
@@ -55,8 +58,8 @@ fi
 
 args=(--load "$loaddir/zswap-load" --mb "$mb" --limit-mb "$limit_mb")
 if [ "$own" = 1 ]; then
-	kernel=$AFMALLOC_BUILD/guest/arch/x86/boot/bzImage
-	[ -f "$kernel" ] || die "no guest kernel at $kernel: run scripts/build-guest.sh (make guest)"
+	kernel=${own_kdir:-$AFMALLOC_BUILD/guest}/arch/x86/boot/bzImage
+	[ -f "$kernel" ] || die "no guest kernel at $kernel: run scripts/build-guest.sh [--debug] (make guest)"
 	args+=(--builtin)
 	log "zswap test on the project's kernel ($kernel), afmalloc built in"
 else
