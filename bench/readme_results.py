@@ -245,6 +245,22 @@ def section(run_dirs):
             out += [f"### `{rel}`", "", f"Reproduce: `{meta.get('command', 'bench/speed.sh')}`", "",
                     demote(report.speed(d).rstrip()), ""]
             continue
+        if os.path.isfile(os.path.join(d, "fio.csv")):
+            meta = report.load_meta(d)
+            out += [f"### `{rel}`", "", f"Reproduce: `{meta.get('command', 'bench/fio.sh')}`", "",
+                    demote(report.fio(d).rstrip()), ""]
+            continue
+        if os.path.isfile(os.path.join(d, "zswap-time.csv")):
+            meta = report.load_meta(d)
+            out += [f"### `{rel}`", "", f"Reproduce: `{meta.get('command', 'bench/zswap-time.sh')}`",
+                    "", demote(report.zswap_time(d).rstrip()), ""]
+            continue
+        summ = os.path.join(d, "summary.md")
+        if os.path.isfile(summ):
+            # A multi-boot run (bench/run.sh --runs N): its medians.
+            with open(summ) as f:
+                out += [f"### `{rel}`", "", demote(f.read().rstrip()), ""]
+            continue
         zlog = os.path.join(d, "zswap.log")
         if os.path.isfile(zlog):
             out += zswap_section(rel, zlog)
