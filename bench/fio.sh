@@ -99,10 +99,5 @@ cat > "$out/meta.json" <<JSON
   "command": "$cmd"
 }
 JSON
-python3 - "$AFMALLOC_TOP/bench" "$out" <<'PY' | tee "$out/fio.md"
-import sys
-sys.path.insert(0, sys.argv[1])
-import report
-sys.stdout.write(report.fio(sys.argv[2]))
-PY
+python3 "$AFMALLOC_TOP/bench/report.py" --kind fio "$out" --out "$out/fio.md"
 log "results in $out ($((SECONDS - t0)) s)"

@@ -365,9 +365,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir")
     ap.add_argument("--out")
+    ap.add_argument("--kind", choices=("untar-remove", "speed", "fio", "zswap-time"),
+                    default="untar-remove",
+                    help="which benchmark's results RUN_DIR holds (default untar-remove)")
     args = ap.parse_args()
-    rows, meta = load(args.run_dir)
-    text = report(rows, meta) + fragmentation(args.run_dir)
+    if args.kind == "untar-remove":
+        rows, meta = load(args.run_dir)
+        text = report(rows, meta) + fragmentation(args.run_dir)
+    else:
+        text = {"speed": speed, "fio": fio, "zswap-time": zswap_time}[args.kind](args.run_dir)
     sys.stdout.write(text)
     if args.out:
         with open(args.out, "w") as f:

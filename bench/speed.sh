@@ -83,10 +83,5 @@ cat > "$out/meta.json" <<JSON
   "command": "$cmd"
 }
 JSON
-python3 - "$AFMALLOC_TOP/bench" "$out" <<'PY' | tee "$out/speed.md"
-import sys
-sys.path.insert(0, sys.argv[1])
-import report
-sys.stdout.write(report.speed(sys.argv[2]))
-PY
+python3 "$AFMALLOC_TOP/bench/report.py" --kind speed "$out" --out "$out/speed.md"
 log "results in $out ($((SECONDS - t0)) s)"

@@ -106,10 +106,5 @@ cat > "$out/meta.json" <<JSON
   "command": "$cmd"
 }
 JSON
-python3 - "$AFMALLOC_TOP/bench" "$out" <<'PY' | tee "$out/zswap-time.md"
-import sys
-sys.path.insert(0, sys.argv[1])
-import report
-sys.stdout.write(report.zswap_time(sys.argv[2]))
-PY
+python3 "$AFMALLOC_TOP/bench/report.py" --kind zswap-time "$out" --out "$out/zswap-time.md"
 log "results in $out ($((SECONDS - t0)) s)"
