@@ -72,14 +72,9 @@ set -e
 [ "$(wc -l < "$out/fio.csv")" -gt 1 ] || die "no rows in $out/fio.csv after the guest run"
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 
-accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$out/guest.log" | head -n 1)
 cmd="make bench-fio"
 [ ${#opts[@]} -eq 0 ] || cmd="bench/fio.sh ${opts[*]}"
-cat > "$out/meta.json" <<JSON
-{
-  "kernel": "$(cat "$kdir/include/config/kernel.release")",
-  "config_sha256": "$(sha256sum "$kdir/.config" | cut -c1-16)",
-  "accelerator": "${accel:-unknown}",
+{ echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON; } > "$out/meta.json"
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
   "runs": $runs,

@@ -88,16 +88,11 @@ run_once() {
 	set -e
 	[ "$rc" -eq 0 ] || die "the benchmark failed in the guest (status $rc, log $dir/guest.log)"
 
-	accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$dir/guest.log" | head -n 1)
-	cat > "$dir/meta.json" <<JSON
-{
-  "kernel": "$(cat "$kdir/include/config/kernel.release")",
-  "config_sha256": "$(sha256sum "$kdir/.config" | cut -c1-16)",
+	{ echo "{"; meta_kernel_fields "$kdir" "$dir/guest.log"; cat <<JSON; } > "$dir/meta.json"
   "dataset": "$dataset ($(basename "$tar"), sha256 $(sha256sum "$tar" | cut -c1-16))",
   "rounds": $rounds,
   "comp": "$comp",
   "allocators": "$order",
-  "accelerator": "${accel:-unknown}",
   "guest_memory": "$memory",
   "guest_cpus": 2,
   "boot_args": "$boot_args",

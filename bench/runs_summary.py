@@ -18,13 +18,8 @@ import os
 import statistics
 import sys
 
-
-def read_csv(d, name):
-    p = os.path.join(d, name)
-    if not os.path.isfile(p):
-        return []
-    with open(p, newline="") as f:
-        return list(csv.DictReader(f))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import read_csv  # noqa: E402
 
 
 def collect(top):

@@ -64,14 +64,9 @@ set -e
 [ "$rc" -eq 0 ] || die "the speed benchmark failed in the guest (status $rc, log $out/guest.log)"
 [ -s "$out/speed.csv" ] || die "no $out/speed.csv after the guest run"
 
-accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$out/guest.log" | head -n 1)
 cmd="make bench-speed"
 [ ${#opts[@]} -eq 0 ] || cmd="bench/speed.sh ${opts[*]}"
-cat > "$out/meta.json" <<JSON
-{
-  "kernel": "$(cat "$kdir/include/config/kernel.release")",
-  "config_sha256": "$(sha256sum "$kdir/.config" | cut -c1-16)",
-  "accelerator": "${accel:-unknown}",
+{ echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON; } > "$out/meta.json"
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
   "runs": $runs,

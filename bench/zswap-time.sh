@@ -80,7 +80,7 @@ set -e
 [ "$(wc -l < "$out/zswap-time.csv")" -gt 1 ] || die "no rows in $out/zswap-time.csv after the guest run"
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 
-accel=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$out/guest.log" | head -n 1)
+accel=$(guest_accel "$out/guest.log")
 cmd="make bench-zswap-time"
 [ ${#opts[@]} -eq 0 ] || cmd="bench/zswap-time.sh ${opts[*]}"
 cat > "$out/meta.json" <<JSON
@@ -88,7 +88,7 @@ cat > "$out/meta.json" <<JSON
   "kernel": "$kver",
   "kernel_kind": "$kdesc",
   "config_sha256": "$(sha256sum "$config" 2>/dev/null | cut -c1-16)",
-  "accelerator": "${accel:-unknown}",
+  "accelerator": "$accel",
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
   "runs": $runs,

@@ -64,3 +64,18 @@ lock() {
 		flock "$fd"
 	fi
 }
+
+# guest_accel LOG: the accelerator scripts/vm-run.sh reported in LOG.
+guest_accel() {
+	local a
+	a=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$1" | head -n 1)
+	echo "${a:-unknown}"
+}
+
+# meta_kernel_fields KDIR LOG: the meta.json lines every benchmark records
+# about the kernel it booted (release, config hash) and the accelerator.
+meta_kernel_fields() {
+	printf '  "kernel": "%s",\n  "config_sha256": "%s",\n  "accelerator": "%s",\n' \
+		"$(cat "$1/include/config/kernel.release")" \
+		"$(sha256sum "$1/.config" | cut -c1-16)" "$(guest_accel "$2")"
+}
