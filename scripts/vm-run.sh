@@ -114,7 +114,14 @@ log "accelerator: $accel"
 AFMALLOC_SPLAT_RE='(^|[] ])(BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|kmemleak: unreferenced|list_add corruption|list_del corruption|kernel BUG at)'
 mkdir -p "$AFMALLOC_CACHE/vm"
 run=$(mktemp -d "$AFMALLOC_CACHE/vm/run.XXXXXX")
-trap 'rm -rf "$run"' EXIT
+# If this script is stopped (Ctrl-C, kill, a CI timeout), stop its VM too:
+# timeout(1) runs vng in a process group of its own, out of reach of a
+# signal sent to ours. timeout, vng and virtme-run have the run folder's
+# inner.sh in their command lines; timeout passes the signal on to QEMU.
+vm_running=0
+trap '[ "$vm_running" = 0 ] || pkill -TERM -f -- "$run/inner.sh"; rm -rf "$run"' EXIT
+trap 'exit 143' TERM HUP
+trap 'exit 130' INT
 cmd=$(printf '%q ' "$script" "$@")
 cat > "$run/inner.sh" <<INNER
 #!/bin/bash
@@ -149,8 +156,13 @@ for d in "${rwdirs[@]}"; do vargs+=(--rwdir "$d"); done
 for a in "${append[@]}"; do vargs+=(--append "$a"); done
 
 set +e
-run_vng "$accel" "$timeout_s" "${vargs[@]}" --exec "bash $run/inner.sh"
+# In the background: bash runs a trap only once the foreground command
+# ends, but interrupts a wait.
+vm_running=1
+run_vng "$accel" "$timeout_s" "${vargs[@]}" --exec "bash $run/inner.sh" &
+wait $!
 vrc=$?
+vm_running=0
 set -e
 if [ -f "$run/rc" ]; then
 	exit "$(cat "$run/rc")"
