@@ -127,14 +127,17 @@ cat > "$run/inner.sh" <<INNER
 #!/bin/bash
 export AFMALLOC_IN_VM=1 AFMALLOC_ACCEL=$accel
 cd $(printf '%q' "$PWD") 2>/dev/null || cd /
+echo "[afmalloc] guest up in \$(cut -d' ' -f1 /proc/uptime) s (\$(uname -r))"
 bash $cmd
 rc=\$?
 if [ $dmesg_check = 1 ]; then
 	if [ -w /sys/kernel/debug/kmemleak ]; then
+		t0=\$SECONDS
 		echo scan > /sys/kernel/debug/kmemleak; sleep 1
 		echo scan > /sys/kernel/debug/kmemleak
 		cat /sys/kernel/debug/kmemleak > /tmp/afm-kmemleak 2>/dev/null
 		[ -s /tmp/afm-kmemleak ] && { head -n 40 /tmp/afm-kmemleak; echo "kmemleak: unreferenced objects" | tee /dev/kmsg; }
+		echo "[afmalloc] kmemleak: two scans in \$((SECONDS - t0)) s, \$(grep -c '^unreferenced object' /tmp/afm-kmemleak) unreferenced objects"
 	fi
 	if dmesg | grep -E -m 20 -B 2 -A 25 $(printf '%q' "$AFMALLOC_SPLAT_RE"); then
 		echo "[afmalloc] kernel splat in dmesg (above)" >&2
