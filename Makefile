@@ -3,11 +3,14 @@
 # afmalloc user-facing targets. kbuild itself reads ./Kbuild, both in the
 # kernel tree (overlaid as mm/afmalloc/) and for the out-of-tree module.
 #
-#   make check     set up, KUnit on UML, in-VM integration tests (CI runs this)
+#   make check     set up, KUnit on UML, in-VM tests on the debug kernel and
+#                  zswap on Debian's kernel (CI runs this)
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
 #   make bench-speed  in-kernel ops/s of every allocator (bench/speed.sh)
+#   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
+#   make vm-test   the in-VM tests on the lean guest kernel, quick dataset
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
 #
@@ -24,11 +27,17 @@ COMP ?= lz4
 OUT ?=
 BOOT_ARGS ?=
 AFMALLOC_CACHE ?= $(HOME)/.cache/afmalloc
+AFMALLOC_BUILD ?= $(AFMALLOC_CACHE)/build
+# The debug guest kernel (scripts/build-guest.sh --debug) and how make check
+# boots it: KASAN, lockdep, DEBUG_VM, DEBUG_LIST, kmemleak, fault injection.
+DEBUG_KDIR := $(AFMALLOC_BUILD)/guest-debug
+VM_DEBUG := $(TOP)/scripts/vm-run.sh --kernel $(DEBUG_KDIR) --memory 1G
 # Each step of make check is timed into this file (scripts/timed.sh).
 TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
-	vm-test-stock check check-begin demo bench bench-speed bench-zswap module module-clean checkpatch
+	vm-test-stock vm-test-debug check check-begin demo bench bench-speed bench-zswap bench-fio \
+	bench-zswap-time results-collect module module-clean checkpatch
 
 all: help
 
@@ -51,7 +60,7 @@ guest: setup
 	$(TIMED) guest-build $(TOP)/scripts/build-guest.sh
 
 guest-debug: setup
-	$(TOP)/scripts/build-guest.sh --debug
+	$(TIMED) guest-debug-build $(TOP)/scripts/build-guest.sh --debug
 
 vm-test: guest
 	$(TIMED) vm-zram-integrity $(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
@@ -63,6 +72,18 @@ vm-test: guest
 		$(TOP)/tests/vm/zspage-migrate.sh --size 96 --rounds 2
 	$(TIMED) vm-fault-inject $(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 \
 		--append "slab_nomerge page_owner=on" $(TOP)/tests/vm/fault-inject.sh
+	$(TIMED) vm-bad-input $(TOP)/scripts/vm-run.sh --memory 1G --timeout 600 --append slab_nomerge \
+		$(TOP)/tests/vm/bad-input.sh
+
+# The in-VM tests on the debug kernel (what make check runs), in one boot
+# (tests/vm/debug-suite.sh: KUnit suites with stress, zram integrity on
+# afmalloc/zspage with the tiny dataset, fault injection, bad input, zswap);
+# the run fails on any splat in dmesg and ends with a kmemleak scan.
+vm-test-debug: guest-debug
+	$(TIMED) vm-debug-suite $(VM_DEBUG) --timeout 2400 --append "slab_nomerge page_owner=on" \
+		$(TOP)/tests/vm/debug-suite.sh --kunit-dir $(DEBUG_KDIR) \
+		--dataset "$$($(TOP)/bench/dataset.sh tiny)" \
+		--zswap-load "$$($(TOP)/tests/vm/zswap-stock.sh --print-load)"
 
 # zswap on afmalloc built into the project's kernel.
 vm-test-zswap: guest
@@ -75,7 +96,7 @@ vm-test-stock: setup
 # The steps are timed into $(AFMALLOC_CACHE)/timings/check.tsv (the
 # README's timing table is generated from a copy of it).
 check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
-check: check-begin setup kunit vm-test vm-test-zswap vm-test-stock
+check: check-begin setup kunit vm-test-debug vm-test-stock
 	@$(TIMED) --report
 	@echo "make check: all passed"
 
@@ -88,6 +109,19 @@ demo: setup
 bench: setup
 	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \
 		--comp $(COMP) --runs $(RUNS) $(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
+
+# fio on one zram device per allocator in one boot (~12 min under TCG).
+bench-fio: setup
+	$(TOP)/bench/fio.sh $(if $(OUT),--out $(OUT))
+
+# zswap wall time, afmalloc vs zsmalloc switched at run time in one boot (~8 min under TCG).
+bench-zswap-time: setup
+	$(TOP)/bench/zswap-time.sh $(if $(OUT),--out $(OUT))
+
+# After a make check: copy its step times and the logs with reliability
+# rows into bench/results/ (then regenerate the README's results).
+results-collect:
+	python3 $(TOP)/bench/readme_results.py --collect-check
 
 # In-kernel microbenchmark: ops/s of every allocator in one boot, 3 runs.
 bench-speed: setup

@@ -469,12 +469,14 @@ afm_pages() {  # POOL: afmalloc's own count of the pages the pool holds
 # Pages still allocated whose allocation stack runs through REGEX, slab
 # pages excepted (a kmalloc slab page first allocated for the allocator may
 # legitimately live on with other objects; the allocator's own caches are
-# checked through slabinfo and by their destruction).
+# checked through slabinfo and by their destruction), and so are the stack
+# depot's pages (KASAN and kmemleak record allocation stacks there; the
+# depot keeps its pages for good, whoever's allocation filled them).
 owner_pages() {
 	[ $page_owner = 1 ] || { echo 0; return; }
 	awk -v re="$1" '
 		/^nr_base_pages:/ { if (hit && !slab) n += $2; hit = slab = 0; next }
-		/allocate_slab|new_slab/ { slab = 1 }
+		/allocate_slab|new_slab|stack_depot_save/ { slab = 1 }
 		$0 ~ re { hit = 1 }
 		END { print n + 0 }' $dbg/page_owner_stacks/show_stacks
 }
@@ -482,7 +484,7 @@ owner_stacks() {  # REGEX: print the stacks counted by owner_pages
 	awk -v re="$1" '
 		/^nr_base_pages:/ { if (hit && !slab) printf "%s%s\n", s, $0; hit = slab = 0; s = ""; next }
 		{ s = s $0 "\n" }
-		/allocate_slab|new_slab/ { slab = 1 }
+		/allocate_slab|new_slab|stack_depot_save/ { slab = 1 }
 		$0 ~ re { hit = 1 }' $dbg/page_owner_stacks/show_stacks | head -n 60 >&2
 }
 owner_re() {

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The in-VM tests of `make check`, in ONE boot of the debug guest kernel
+# (scripts/build-guest.sh --debug: KASAN, lockdep, DEBUG_VM, DEBUG_LIST,
+# kmemleak, fault injection), run as root inside it by scripts/vm-run.sh,
+# which then fails the run on any splat in dmesg and scans for leaks.
+# Under TCG the debug kernel boots and scans memory for leaks in minutes,
+# so the tests share one boot instead of paying that once each:
+#
+#   1. tests/vm/kunit-guest.sh   the KUnit suites (stress, destroy vs
+#                                shrinker) beside compact_memory and
+#                                drop_caches loops
+#   2. tests/vm/zram-integrity.sh  ext4 on zram on afmalloc/zspage
+#   3. tests/vm/fault-inject.sh  failslab + fail_page_alloc, afmalloc/zspage
+#                                and zswap on afmalloc
+#   4. tests/vm/bad-input.sh     the bad-input matrix
+#   5. tests/vm/zswap-test.sh    zswap on afmalloc (built in), 64 MiB
+#                                working set in a 16 MiB cgroup
+#
+# Every test runs even if an earlier one failed; the exit status is 1 if
+# any failed. Between tests every zram device is reset and zram's default
+# allocator put back, so that no test inherits another's state.
+#
+#   tests/vm/debug-suite.sh --kunit-dir DIR --dataset TAR --zswap-load BIN
+#                           [--stress-seconds N] [--only NAME[,NAME...]]
+set -uo pipefail
+
+here=$(dirname "$(realpath "$0")")
+kdir= dataset= load= stress_s=10 only=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kunit-dir) kdir=${2:?}; shift ;;
+	--dataset) dataset=${2:?}; shift ;;
+	--zswap-load) load=${2:?}; shift ;;
+	--stress-seconds) stress_s=${2:?}; shift ;;
+	--only) only=${2:?}; shift ;;
+	-h|--help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "debug-suite: unknown option '$1' (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -n "$kdir" ] && [ -f "$dataset" ] && [ -x "$load" ] || {
+	echo "debug-suite: --kunit-dir, --dataset TAR and --zswap-load BIN are required" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "debug-suite: must run as root (inside the guest)" >&2; exit 2; }
+
+param=/sys/module/zram/parameters/default_allocator
+default_alloc=$(cat "$param" 2>/dev/null || true)
+clean_zram() {
+	local d
+	swapoff -a 2>/dev/null || true
+	for d in /sys/block/zram*; do
+		[ -e "$d/reset" ] || continue
+		umount "/dev/${d##*/}" 2>/dev/null || true
+		echo 1 > "$d/reset" 2>/dev/null || true
+	done
+	[ -z "$default_alloc" ] || echo "$default_alloc" > "$param" 2>/dev/null || true
+}
+
+failed=() summary=()
+step() {  # NAME CMD...: run one test, record its status and time
+	local name=$1 t0=$SECONDS rc
+	shift
+	if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then
+		return 0
+	fi
+	echo "== debug-suite: $name: $*"
+	"$@"
+	rc=$?
+	clean_zram
+	summary+=("$(printf '%-16s %4d s  %s' "$name" $((SECONDS - t0)) \
+		"$([ $rc -eq 0 ] && echo pass || echo "FAILED ($rc)")")")
+	[ $rc -eq 0 ] || failed+=("$name")
+}
+
+echo "debug-suite: $(uname -r), $(nproc) CPUs, $(awk '/^MemTotal:/ { print int($2 / 1024) " MB" }' /proc/meminfo)"
+step kunit "$here/kunit-guest.sh" --kunit-dir "$kdir" --stress-seconds "$stress_s"
+# The default store only where a test repeats per store: the slab store
+# runs through the same tests on the lean kernel (make vm-test) and through
+# the KUnit suites here; the debug kernel is too slow under TCG for both.
+step zram-integrity "$here/zram-integrity.sh" --dataset "$dataset" --alloc afmalloc/zspage
+step fault-inject "$here/fault-inject.sh" --alloc afmalloc/zspage
+step bad-input "$here/bad-input.sh"
+step zswap "$here/zswap-test.sh" --load "$load" --builtin --mb 64 --limit-mb 16
+
+echo "== debug-suite: summary"
+printf '  %s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "debug-suite: FAIL: ${failed[*]}" >&2
+	exit 1
+fi
+echo "debug-suite: PASS"
