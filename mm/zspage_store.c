@@ -94,8 +94,17 @@
  * zspage_auto_permille (default 1, module parameter) thousandths of the
  * live bytes and AFM_ZS_AUTO_MIN zspages; it stops at half of that and
  * takes only zspages with a quarter of their bytes in holes (at most 3
- * bytes copied per byte freed); when it cannot get below the trigger it
- * waits for more holes before running again.
+ * bytes copied per byte freed). Every pass walks the whole handle table,
+ * so a pass should give back at least AFM_ZS_AUTO_WALK bytes of holes per
+ * table entry: a run makes no further pass after one that gave back less,
+ * and when it cannot get below the trigger (holes spread thin, as random
+ * overwrites leave them) it waits for more holes before running again, a
+ * quarter of the trigger or the shortfall of its last pass, whichever is
+ * more. Without that, an overwrite workload walks the whole table for a
+ * few victims every few writes. A free that finds holes above the trigger
+ * but below that floor queues a late run (AFM_ZS_LATE, at most one
+ * pending), which ignores the floor and the minimum gain: once frees
+ * stop, holes come down as far as they did without the floor.
  *
  * Page accounting
  * ---------------
@@ -216,6 +225,8 @@
 
 /* Compaction. */
 #define AFM_ZS_MAX_VICTIMS	512
+/* Bits of the victim id filter (a victim's id modulo this is set). */
+#define AFM_ZS_VMAP_BITS	4096
 /*
  * Smallest hole total of a victim: on request (afm_compact(), shrinker)
  * any zspage with an eighth of a page of holes; automatic runs only take
@@ -227,6 +238,16 @@
 #define AFM_ZS_AUTO_MIN_HOLES	(AFM_ZS_SIZE / 4)
 /* Holes before an automatic run, in zspages (a batch worth a pass). */
 #define AFM_ZS_AUTO_MIN		4
+/*
+ * Hole bytes an automatic pass should give back per handle table entry it
+ * walks, so that the walk costs less than the copying (at most 3 bytes per
+ * byte freed). 32 bytes per entry is 2.5% of the live bytes at a mean
+ * object size of 1300 bytes: a pass that frees less is not repeated, and
+ * the next run waits for the shortfall in new holes (see afm_zs_auto()).
+ */
+#define AFM_ZS_AUTO_WALK	32
+/* Delay of a late automatic run, when the floor held a run back. */
+#define AFM_ZS_LATE		HZ
 #define AFM_ZS_MAX_PASSES	64
 #define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
 
@@ -330,11 +351,17 @@ struct afm_zs_cand {
  * @zspages: zspages not dead.
  * @dead_zspages: zspages on @dead or being freed from it.
  * @victim_live: live bytes left in the victims of the running pass.
+ * @victim_holes: hole bytes of its victims when they were picked.
+ * @victim_map: bit (id % AFM_ZS_VMAP_BITS) set for each of its victims, so
+ *	that the walk of the handle table skips most entries without looking
+ *	at their zspage's descriptor.
  * @auto_floor: automatic compaction waits for holes above this, after a
  *	run that could not reach its target.
  * @dying: the pool is being destroyed: no more automatic compaction.
  * @free_work: frees the zspages of @dead.
  * @compact_work: automatic compaction.
+ * @late_work: automatic compaction ignoring @auto_floor, AFM_ZS_LATE after
+ *	a free that found holes above the trigger but not above the floor.
  * @shrinker: the pool's shrinker, NULL if it could not be allocated.
  * @cand: compaction candidates, under &afm_pool.compact_lock.
  * @nr_cand: number of them.
@@ -356,10 +383,13 @@ struct afm_zs_pool {
 	unsigned long zspages;
 	unsigned long dead_zspages;
 	unsigned long victim_live;
+	unsigned long victim_holes;
+	DECLARE_BITMAP(victim_map, AFM_ZS_VMAP_BITS);
 	unsigned long auto_floor;
 	bool dying;
 	struct work_struct free_work;
 	struct work_struct compact_work;
+	struct delayed_work late_work;
 	struct shrinker *shrinker;
 	struct afm_zs_cand *cand;
 	unsigned int nr_cand;
@@ -1158,16 +1188,19 @@ static void afm_zs_free_work(struct work_struct *work)
 
 /* Allocation and free */
 
-static bool afm_zs_want_auto(struct afm_zs_pool *zs)
+/* Automatic compaction wanted: now, later (held back by the floor), no. */
+enum { AFM_ZS_AUTO_NO, AFM_ZS_AUTO_NOW, AFM_ZS_AUTO_LATER };
+
+static int afm_zs_want_auto(struct afm_zs_pool *zs)
 {
 	unsigned int permille = READ_ONCE(afm_zs_auto_permille);
 	unsigned long holes = afm_zs_holes(zs);
 
-	if (!permille || zs->dying)
-		return false;
-	return holes > max(zs->live_bytes / 1000 * permille,
-			   (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE) &&
-	       holes > zs->auto_floor;
+	if (!permille || zs->dying ||
+	    holes <= max(zs->live_bytes / 1000 * permille,
+			 (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE))
+		return AFM_ZS_AUTO_NO;
+	return holes > zs->auto_floor ? AFM_ZS_AUTO_NOW : AFM_ZS_AUTO_LATER;
 }
 
 static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
@@ -1225,7 +1258,7 @@ static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	struct afm_zs_pool *zs = pool->store;
 	struct afm_zspage *z;
 	atomic64_t *ent;
-	bool want;
+	int want;
 	s64 e;
 
 	spin_lock_bh(&zs->lock);
@@ -1253,8 +1286,11 @@ static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	want = afm_zs_want_auto(zs);
 	spin_unlock_bh(&zs->lock);
 
-	if (want)
+	if (want == AFM_ZS_AUTO_NOW)
 		queue_work(system_unbound_wq, &zs->compact_work);
+	else if (want == AFM_ZS_AUTO_LATER)
+		queue_delayed_work(system_unbound_wq, &zs->late_work,
+				   AFM_ZS_LATE);
 	return;
 
 invalid:
@@ -1443,15 +1479,16 @@ static int afm_zs_cand_cmp(const void *a, const void *b)
  * the time spent with the lock held and bottom halves off, and lets RCU see
  * a quiescent state on non-preemptible kernels.
  */
-static void afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
+static bool afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
 {
 	if (*budget < 256 &&
 	    (*budget < 16 || (!need_resched() && !spin_is_contended(&zs->lock))))
-		return;
+		return false;
 	*budget = 0;
 	spin_unlock_bh(&zs->lock);
 	cond_resched();
 	spin_lock_bh(&zs->lock);
+	return true;
 }
 
 /*
@@ -1493,6 +1530,8 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 	zs->nr_cand = n;
 
 	spin_lock_bh(&zs->lock);
+	zs->victim_holes = 0;
+	bitmap_zero(zs->victim_map, AFM_ZS_VMAP_BITS);
 	for (i = 0; i < n; i++) {
 		struct afm_zspage *z = afm_zs_desc(zs, zs->cand[i].id);
 
@@ -1505,6 +1544,8 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 		z->flags |= AFM_ZS_VICTIM;
 		afm_zs_unbucket(zs, z);
 		zs->victim_live += z->live;
+		zs->victim_holes += z->tail - z->live;
+		__set_bit(z->id % AFM_ZS_VMAP_BITS, zs->victim_map);
 		nv++;
 	}
 	spin_unlock_bh(&zs->lock);
@@ -1571,8 +1612,9 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 				unsigned int min_holes, gfp_t gfp)
 {
 	struct afm_zs_spare sp = { };
-	unsigned long pos = 0, end, dpg;
+	unsigned long pos = 0, end, dpg, hpg = ULONG_MAX;
 	unsigned int budget = 0, i, nv;
+	atomic64_t *hbase = NULL;
 
 	lockdep_assert_held(&zs->pool->compact_lock);
 
@@ -1589,25 +1631,28 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 		s64 e;
 
 		budget++;
-		ent = afm_zt_lookup(&zs->htab, pos, sizeof(u64),
-				    AFM_ZH_PER_PAGE);
-		if (!ent) {
+		/* The table page, looked up again after the lock was dropped. */
+		if (pos / AFM_ZH_PER_PAGE != hpg) {
+			hpg = pos / AFM_ZH_PER_PAGE;
+			hbase = afm_zt_page(&zs->htab, hpg);
+		}
+		if (!hbase) {
 			pos = round_up(pos + 1, AFM_ZH_PER_PAGE);
-			afm_zs_breathe(zs, &budget);
+			if (afm_zs_breathe(zs, &budget))
+				hpg = ULONG_MAX;
 			continue;
 		}
+		ent = &hbase[pos % AFM_ZH_PER_PAGE];
 		e = atomic64_read(ent);
-		if (!(e & AFM_ZE_LIVE) || (e & (AFM_ZE_PINS | AFM_ZE_LOCK))) {
+		if (!(e & AFM_ZE_LIVE) || (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) ||
+		    !test_bit(afm_ze_id(e) % AFM_ZS_VMAP_BITS, zs->victim_map) ||
+		    !(afm_zs_desc(zs, afm_ze_id(e))->flags & AFM_ZS_VICTIM)) {
 			pos++;
-			afm_zs_breathe(zs, &budget);
+			if (afm_zs_breathe(zs, &budget))
+				hpg = ULONG_MAX;
 			continue;
 		}
 		v = afm_zs_desc(zs, afm_ze_id(e));
-		if (!(v->flags & AFM_ZS_VICTIM)) {
-			pos++;
-			afm_zs_breathe(zs, &budget);
-			continue;
-		}
 		d = afm_zs_fit(zs, afm_ze_size(e));
 		if (!d) {
 			unsigned int meta;
@@ -1624,6 +1669,7 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 					break;
 				}
 				spin_lock_bh(&zs->lock);
+				hpg = ULONG_MAX;
 				continue;	/* look at the entry again */
 			}
 			d = afm_zs_new(zs, dpg, &sp);
@@ -1636,7 +1682,8 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 		}
 		pos++;
 		budget += 16;
-		afm_zs_breathe(zs, &budget);
+		if (afm_zs_breathe(zs, &budget))
+			hpg = ULONG_MAX;
 	}
 
 	/* Victims left: pinned objects, or the walk stopped early. */
@@ -1666,23 +1713,32 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 
 /*
  * Compact zspages with at least @min_holes bytes of holes until holes drop
- * by @goal bytes (ULONG_MAX: as far as it goes) or a pass frees nothing.
- * Caller holds &afm_pool.compact_lock. Return: pages freed.
+ * by @goal bytes (ULONG_MAX: as far as it goes), a pass frees nothing, or
+ * a pass takes victims with fewer than @min_gain bytes of holes. Sets
+ * *@gain (if not NULL) to the hole bytes of the last pass's victims
+ * (@min_gain if it found none, so walked no handle table). Caller holds
+ * &afm_pool.compact_lock. Return: pages freed.
  */
 static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 					 unsigned long goal,
-					 unsigned int min_holes, gfp_t gfp)
+					 unsigned int min_holes, gfp_t gfp,
+					 unsigned long min_gain,
+					 unsigned long *gain)
 {
 	long before = atomic_long_read(&zs->total_pages), prev = before, now;
-	unsigned long holes, done = 0;
+	unsigned long holes, done = 0, got = 0;
 	unsigned int pass;
 
 	for (pass = 0; pass < AFM_ZS_MAX_PASSES && done < goal; pass++) {
 		spin_lock_bh(&zs->lock);
 		holes = afm_zs_holes(zs);
 		spin_unlock_bh(&zs->lock);
+		/* No victims: the handle table was not walked. */
+		got = min_gain;
 		if (!afm_zs_pass(zs, goal - done, min_holes, gfp))
 			break;
+		/* Not the change in holes: frees may add some meanwhile. */
+		got = zs->victim_holes;
 		now = atomic_long_read(&zs->total_pages);
 		if (now >= prev)
 			break;
@@ -1691,9 +1747,11 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 		if (holes > afm_zs_holes(zs))
 			done += holes - afm_zs_holes(zs);
 		spin_unlock_bh(&zs->lock);
-		if (fatal_signal_pending(current))
+		if (fatal_signal_pending(current) || got < min_gain)
 			break;
 	}
+	if (gain)
+		*gain = got;
 	now = atomic_long_read(&zs->total_pages);
 	zs->st.freed += before > now ? before - now : 0;
 	return before > now ? before - now : 0;
@@ -1706,34 +1764,57 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 static void afm_zs_compact(struct afm_pool *pool)
 {
 	afm_zs_compact_goal(pool->store, ULONG_MAX, AFM_ZS_MIN_HOLES,
-			    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+			    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM, 0, NULL);
 }
 
-static void afm_zs_compact_work(struct work_struct *work)
+/*
+ * An automatic run; @late: ignoring the floor, and making passes for as
+ * long as they free something, however little.
+ */
+static void afm_zs_auto(struct afm_zs_pool *zs, bool late)
 {
-	struct afm_zs_pool *zs = container_of(work, struct afm_zs_pool,
-					      compact_work);
-	unsigned long holes, trigger, freed;
+	unsigned long holes, trigger, freed, walk, gain;
 
 	mutex_lock(&zs->pool->compact_lock);
 	spin_lock_bh(&zs->lock);
+	if (late)
+		zs->auto_floor = 0;
 	trigger = max(zs->live_bytes / 1000 * READ_ONCE(afm_zs_auto_permille),
 		      (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE);
 	holes = afm_zs_holes(zs);
+	walk = zs->htab.pages * AFM_ZH_PER_PAGE * AFM_ZS_AUTO_WALK;
 	spin_unlock_bh(&zs->lock);
 	if (holes > trigger / 2 && !zs->dying) {
 		freed = afm_zs_compact_goal(zs, holes - trigger / 2,
 					    AFM_ZS_AUTO_MIN_HOLES,
-					    AFM_ZS_COMPACT_GFP);
+					    AFM_ZS_COMPACT_GFP, late ? 0 : walk,
+					    &gain);
 		zs->st.auto_runs++;
 		zs->st.auto_freed += freed;
 		spin_lock_bh(&zs->lock);
 		holes = afm_zs_holes(zs);
-		/* Could not get below the trigger: wait for more holes. */
-		zs->auto_floor = holes > trigger ? holes + trigger / 4 : 0;
+		/*
+		 * Could not get below the trigger: wait for more holes, at
+		 * least what the last pass fell short of paying for its walk
+		 * of the handle table.
+		 */
+		zs->auto_floor = holes > trigger ? holes +
+			max(trigger / 4, walk - min(walk, gain)) : 0;
 		spin_unlock_bh(&zs->lock);
 	}
 	mutex_unlock(&zs->pool->compact_lock);
+}
+
+static void afm_zs_compact_work(struct work_struct *work)
+{
+	afm_zs_auto(container_of(work, struct afm_zs_pool, compact_work),
+		    false);
+}
+
+static void afm_zs_late_work(struct work_struct *work)
+{
+	afm_zs_auto(container_of(to_delayed_work(work), struct afm_zs_pool,
+				 late_work), true);
 }
 
 static unsigned long afm_zs_count_objects(struct shrinker *shrinker,
@@ -1759,7 +1840,7 @@ static unsigned long afm_zs_scan_objects(struct shrinker *shrinker,
 		return SHRINK_STOP;
 	freed = afm_zs_compact_goal(zs, sc->nr_to_scan << PAGE_SHIFT,
 				    AFM_ZS_MIN_HOLES,
-				    AFM_ZS_COMPACT_GFP);
+				    AFM_ZS_COMPACT_GFP, 0, NULL);
 	zs->st.shrink_scans++;
 	zs->st.shrink_freed += freed;
 	mutex_unlock(&zs->pool->compact_lock);
@@ -1867,6 +1948,7 @@ static int afm_zs_create(struct afm_pool *pool)
 	INIT_LIST_HEAD(&zs->dead);
 	INIT_WORK(&zs->free_work, afm_zs_free_work);
 	INIT_WORK(&zs->compact_work, afm_zs_compact_work);
+	INIT_DELAYED_WORK(&zs->late_work, afm_zs_late_work);
 
 	zs->shrinker = shrinker_alloc(0, "afm-zspage-%s", pool->name);
 	if (!zs->shrinker)
@@ -1898,6 +1980,7 @@ static void afm_zs_destroy(struct afm_pool *pool)
 	zs->dying = true;
 	spin_unlock_bh(&zs->lock);
 	cancel_work_sync(&zs->compact_work);
+	cancel_delayed_work_sync(&zs->late_work);
 
 	/*
 	 * Live objects are a caller bug; free their zspages anyway: pages
@@ -2300,6 +2383,8 @@ void afm_zs_flush_work(struct afm_pool *pool)
 	struct afm_zs_pool *zs = pool->store;
 
 	flush_work(&zs->compact_work);
+	/* A late run pending: run it now. */
+	flush_delayed_work(&zs->late_work);
 	flush_work(&zs->free_work);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
