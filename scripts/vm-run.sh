@@ -126,6 +126,7 @@ cmd=$(printf '%q ' "$script" "$@")
 cat > "$run/inner.sh" <<INNER
 #!/bin/bash
 export AFMALLOC_IN_VM=1 AFMALLOC_ACCEL=$accel
+export AFMALLOC_SPLAT_RE=$(printf '%q' "$AFMALLOC_SPLAT_RE")
 cd $(printf '%q' "$PWD") 2>/dev/null || cd /
 echo "[afmalloc] guest up in \$(cut -d' ' -f1 /proc/uptime) s (\$(uname -r))"
 bash $cmd

@@ -56,6 +56,19 @@ clean_zram() {
 	[ -z "$default_alloc" ] || echo "$default_alloc" > "$param" 2>/dev/null || true
 }
 
+# Splats a test left in the kernel log fail that test; then the log is
+# cleared, so that the next test's own log checks see only its messages
+# (scripts/vm-run.sh checks what the last test left, and scans for leaks).
+splat_re=${AFMALLOC_SPLAT_RE:?run this through scripts/vm-run.sh, which sets the splat pattern}
+check_log() {  # NAME
+	if dmesg | grep -E -m 20 -B 2 -A 25 "$splat_re"; then
+		echo "debug-suite: $1: kernel splat in dmesg (above)" >&2
+		dmesg -C
+		return 1
+	fi
+	dmesg -C
+}
+
 failed=() summary=()
 step() {  # NAME CMD...: run one test, record its status and time
 	local name=$1 t0=$SECONDS rc
@@ -67,6 +80,7 @@ step() {  # NAME CMD...: run one test, record its status and time
 	"$@"
 	rc=$?
 	clean_zram
+	check_log "$name" || { [ $rc -ne 0 ] || rc=99; }
 	summary+=("$(printf '%-16s %4d s  %s' "$name" $((SECONDS - t0)) \
 		"$([ $rc -eq 0 ] && echo pass || echo "FAILED ($rc)")")")
 	[ $rc -eq 0 ] || failed+=("$name")

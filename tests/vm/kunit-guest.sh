@@ -183,7 +183,7 @@ log "KUnit: $nsuites suites, $ncases cases: $npassed passed, $nfailed failed, $n
 # --- splats ------------------------------------------------------------------
 # scripts/vm-run.sh's pattern; inside expected-warning brackets only
 # afmalloc's own WARNINGs are allowed.
-splat_re='(^|[] ])(BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|kmemleak: unreferenced|list_add corruption|list_del corruption|kernel BUG at)'
+splat_re=${AFMALLOC_SPLAT_RE:?run this through scripts/vm-run.sh, which sets the splat pattern}
 awk -v re="$splat_re" -v m="$marker" '
 	index($0, m) { run = 1; next }
 	run && /afmalloc-kunit: expected warnings begin/ { inside = 1; next }
