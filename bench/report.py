@@ -155,6 +155,17 @@ def fragmentation(run_dir):
     return "\n".join(out)
 
 
+def _per_alloc(run_dir, name):
+    """Rows of RUN_DIR/NAME, the run's meta, and its allocators, zsmalloc first."""
+    rows = read_csv(run_dir, name)
+    if not rows:
+        return [], {}, []
+    allocs = list(dict.fromkeys(r["alloc"] for r in rows))
+    if "zsmalloc" in allocs:
+        allocs = ["zsmalloc"] + [a for a in allocs if a != "zsmalloc"]
+    return rows, load_meta(run_dir), allocs
+
+
 def speed(run_dir):
     """Markdown table of a bench/speed.sh run (speed.csv, meta.json).
 
@@ -165,13 +176,9 @@ def speed(run_dir):
     read-map): zsmalloc 6.12 has no copy helpers. '' without speed.csv.
     """
     import statistics
-    rows = read_csv(run_dir, "speed.csv")
+    rows, meta, allocs = _per_alloc(run_dir, "speed.csv")
     if not rows:
         return ""
-    meta = load_meta(run_dir)
-    allocs = list(dict.fromkeys(r["alloc"] for r in rows))
-    if "zsmalloc" in allocs:
-        allocs = ["zsmalloc"] + [a for a in allocs if a != "zsmalloc"]
     order = {"alloc-map": 0, "alloc-copy": 1, "read-map": 2, "read-copy": 3}
     cases = sorted(dict.fromkeys((r["op"], int(r["threads"])) for r in rows),
                    key=lambda c: (c[1], order.get(c[0], 9), c[0]))
@@ -235,13 +242,9 @@ def fio(run_dir):
     median completion latency percentiles per direction. '' without fio.csv.
     """
     import statistics
-    rows = read_csv(run_dir, "fio.csv")
+    rows, meta, allocs = _per_alloc(run_dir, "fio.csv")
     if not rows:
         return ""
-    meta = load_meta(run_dir)
-    allocs = list(dict.fromkeys(r["alloc"] for r in rows))
-    if "zsmalloc" in allocs:
-        allocs = ["zsmalloc"] + [a for a in allocs if a != "zsmalloc"]
     shapes = list(dict.fromkeys(r["shape"] for r in rows))
     runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
     iops = {}
@@ -308,13 +311,9 @@ def zswap_time(run_dir):
     to zsmalloc's in the same run (below 1: faster). '' without the CSV.
     """
     import statistics
-    rows = read_csv(run_dir, "zswap-time.csv")
+    rows, meta, allocs = _per_alloc(run_dir, "zswap-time.csv")
     if not rows:
         return ""
-    meta = load_meta(run_dir)
-    allocs = list(dict.fromkeys(r["alloc"] for r in rows))
-    if "zsmalloc" in allocs:
-        allocs = ["zsmalloc"] + [a for a in allocs if a != "zsmalloc"]
     runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
     by = {(r["run"], r["alloc"]): r for r in rows}
 
