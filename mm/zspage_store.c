@@ -2382,10 +2382,23 @@ void afm_zs_flush_work(struct afm_pool *pool)
 {
 	struct afm_zs_pool *zs = pool->store;
 
-	flush_work(&zs->compact_work);
-	/* A late run pending: run it now. */
-	flush_delayed_work(&zs->late_work);
-	flush_work(&zs->free_work);
+	int i;
+
+	/*
+	 * Each of these may queue the others (a free queues compaction, a
+	 * compaction pass queues deferred frees): repeat until none is
+	 * pending, a bounded number of times.
+	 */
+	for (i = 0; i < 8; i++) {
+		flush_work(&zs->compact_work);
+		/* A late run pending: run it now. */
+		flush_delayed_work(&zs->late_work);
+		flush_work(&zs->free_work);
+		if (!work_pending(&zs->compact_work) &&
+		    !delayed_work_pending(&zs->late_work) &&
+		    !work_pending(&zs->free_work))
+			break;
+	}
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
 
