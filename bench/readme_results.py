@@ -96,8 +96,9 @@ def fault_section(rel, paths):
     if not rows:
         sys.exit(f"readme_results: error: {', '.join(paths)} has no fault-inject summary lines")
     out = [f"### `{rel}`", "",
-           "Reproduce: `scripts/vm-run.sh --memory 2G --append \"slab_nomerge page_owner=on\""
-           " tests/vm/fault-inject.sh` (part of `make check`): failslab and fail_page_alloc"
+           "Reproduce: `make vm-test-debug` (part of `make check`: tests/vm/fault-inject.sh"
+           " in tests/vm/debug-suite.sh; `make vm-test` runs it for every allocator):"
+           " failslab and fail_page_alloc"
            " on the writing process only; every failure must reach the writer as an error,"
            " every successfully written block must read back, nothing may stay allocated"
            " after teardown.", "",
@@ -144,6 +145,10 @@ def make_check_steps():
         return steps
     for m in re.finditer(r"^\t\$\(TIMED\) ([\w.-]+) (.*)$", text, re.M):
         cmd = re.sub(r"\s+", " ", m.group(2)).replace("$(TOP)/", "").replace("$$", "$")
+        if "$(" in cmd:
+            # Make variables in it: name the target whose recipe runs it.
+            rules = re.findall(r"^([\w.-]+):", text[:m.start()], re.M)
+            cmd = f"make {rules[-1]}" if rules else "make check"
         steps[m.group(1)] = cmd.strip()
     return steps
 
