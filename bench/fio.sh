@@ -74,7 +74,7 @@ load_end=$(cut -d' ' -f1 /proc/loadavg)
 
 cmd="make bench-fio"
 [ ${#opts[@]} -eq 0 ] || cmd="bench/fio.sh ${opts[*]}"
-{ echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON; } > "$out/meta.json"
+{ echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
   "runs": $runs,
@@ -85,14 +85,7 @@ cmd="make bench-fio"
   "shapes": "$shapes",
   "job_file": "bench/fio/zram.fio (sha256 $(sha256sum "$AFMALLOC_TOP/bench/fio/zram.fio" | cut -c1-16))",
   "fio": "$(fio --version)",
-  "host_cpus": $(nproc),
-  "host_shared": true,
-  "host_load1_start": $load_start,
-  "host_load1_end": $load_end,
-  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
-  "seconds": $((SECONDS - t0)),
-  "command": "$cmd"
-}
 JSON
+  meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
 python3 "$AFMALLOC_TOP/bench/report.py" --kind fio "$out" --out "$out/fio.md"
 log "results in $out ($((SECONDS - t0)) s)"

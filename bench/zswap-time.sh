@@ -83,7 +83,7 @@ load_end=$(cut -d' ' -f1 /proc/loadavg)
 accel=$(guest_accel "$out/guest.log")
 cmd="make bench-zswap-time"
 [ ${#opts[@]} -eq 0 ] || cmd="bench/zswap-time.sh ${opts[*]}"
-cat > "$out/meta.json" <<JSON
+{ cat <<JSON
 {
   "kernel": "$kver",
   "kernel_kind": "$kdesc",
@@ -97,14 +97,7 @@ cat > "$out/meta.json" <<JSON
   "passes": $passes,
   "workload": "zswap-load from tests/vm/zswap-test.sh (sha256 $(sha256sum "$load" | cut -c1-16))",
   "zswap": "lz4, max_pool_percent 100, in front of zram swap (zsmalloc, lz4)",
-  "host_cpus": $(nproc),
-  "host_shared": true,
-  "host_load1_start": $load_start,
-  "host_load1_end": $load_end,
-  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
-  "seconds": $((SECONDS - t0)),
-  "command": "$cmd"
-}
 JSON
+  meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
 python3 "$AFMALLOC_TOP/bench/report.py" --kind zswap-time "$out" --out "$out/zswap-time.md"
 log "results in $out ($((SECONDS - t0)) s)"

@@ -79,3 +79,13 @@ meta_kernel_fields() {
 		"$(cat "$1/include/config/kernel.release")" \
 		"$(sha256sum "$1/.config" | cut -c1-16)" "$(guest_accel "$2")"
 }
+
+# meta_host_fields LOAD_START LOAD_END T0: the meta.json lines on the shared
+# host (CPUs, 1-minute load before and after), the date, the seconds since
+# T0 (a $SECONDS value) and, last, "command": $cmd.
+meta_host_fields() {
+	printf '  "host_cpus": %s,\n  "host_shared": true,\n  "host_load1_start": %s,\n  "host_load1_end": %s,\n' \
+		"$(nproc)" "$1" "$2"
+	printf '  "date": "%s",\n  "seconds": %d,\n  "command": "%s"\n' \
+		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" $((SECONDS - $3)) "$cmd"
+}
