@@ -50,7 +50,7 @@ def report(rows, meta):
                                       if k in ("kernel", "dataset", "rounds", "comp",
                                                "accelerator", "guest_memory",
                                                "guest_cpus", "boot_args", "date",
-                                               "config_sha256")))
+                                               "config_sha256", "source")))
         out.append("")
     allocs = list(dict.fromkeys(r["alloc"] for r in rows))
     keys = list(dict.fromkeys((r["round"], r["step"]) for r in rows))
@@ -191,7 +191,7 @@ def speed(run_dir):
     if meta:
         out += ["Run: " + ", ".join(f"{k} {meta[k]}" for k in (
             "kernel", "accelerator", "guest_cpus", "runs", "duration_ms", "working_set",
-            "sizes", "date", "config_sha256") if k in meta), ""]
+            "sizes", "date", "config_sha256", "source") if k in meta), ""]
     out += [f"Operations per second, median of {len(runs)} run(s) in one boot; "
             "x zsmalloc: median of the per-run ratios to zsmalloc in the same run "
             "(copy ops against zsmalloc's map op for the same work). Under TCG only "
@@ -256,7 +256,7 @@ def fio(run_dir):
     if meta:
         out += [_run_line(meta, ("kernel", "accelerator", "guest_cpus", "guest_memory",
                                  "runs", "runtime_s", "device_size", "comp", "fio",
-                                 "date", "config_sha256")), ""]
+                                 "date", "config_sha256", "source")), ""]
     out += _host_note(meta)
     out += [f"fio on one zram device per allocator in one boot: 4 KiB psync direct I/O, "
             f"one job, half-compressible data, device filled first; IOPS: median of "
@@ -325,7 +325,7 @@ def zswap_time(run_dir):
     if meta:
         out += [_run_line(meta, ("kernel", "kernel_kind", "accelerator", "guest_cpus",
                                  "guest_memory", "runs", "working_set_mb", "memory_max_mb",
-                                 "passes", "date", "config_sha256")), ""]
+                                 "passes", "date", "config_sha256", "source")), ""]
     out += _host_note(meta)
     out += [f"The zswap test's workload ({meta.get('working_set_mb', '?')} MiB of "
             f"checksummed pages in a cgroup with memory.max "

@@ -111,7 +111,8 @@ def main():
     m0 = metas[0]
     out = [f"Medians over {len(metas)} boots ({m0['dataset']}, {m0['rounds']} round(s), "
            f"{m0['comp']}, kernel {m0['kernel']}, config {m0['config_sha256']}, "
-           f"{m0['accelerator']}, guest {m0['guest_memory']} / {m0['guest_cpus']} CPUs, "
+           + (f"source {m0['source']}, " if 'source' in m0 else "")
+           + f"{m0['accelerator']}, guest {m0['guest_memory']} / {m0['guest_cpus']} CPUs, "
            f"boot args `{m0['boot_args']}`); allocator order per boot: "
            + "; ".join(f"{i + 1}: {m['allocators']}" for i, m in enumerate(metas))
            + f". Reproduce: `{args.command}`.", "",
