@@ -6,7 +6,9 @@
 # markdown table (bench/report.py speed(): medians of the runs, ratio to
 # zsmalloc of the same run).
 #   bench/speed.sh [--out DIR] [--runs N] [--duration-ms N] [--working-set N]
-#                  [--sizes CSV] [--memory SIZE] [--cpus N]
+#                  [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]
+# ARGS: extra guest kernel arguments, e.g. afmalloc.zspage_auto_permille=0
+# to measure the zspage store without its automatic compaction.
 # Object sizes: bench/data/sizes-lz4.csv (bench/sizes.py: LZ4 sizes of the
 # quick dataset's 4 KiB pages). Results: DIR (default
 # $AFMALLOC_CACHE/results/speed-<date>) gets speed.csv, speed-run<r>.txt,
@@ -14,9 +16,9 @@
 . "$(dirname "$0")/../scripts/common.sh"
 
 usage() {
-	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N]"
+	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]"
 }
-out= runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2
+out= runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2 append=
 sizes=$AFMALLOC_TOP/bench/data/sizes-lz4.csv
 opts=()
 while [ $# -gt 0 ]; do
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
 	--sizes) sizes=${2:?--sizes needs a CSV}; opts+=("$1 $2"); shift ;;
 	--memory) memory=${2:?--memory needs a size}; opts+=("$1 $2"); shift ;;
 	--cpus) cpus=${2:?--cpus needs a number}; opts+=("$1 $2"); shift ;;
+	--append) append=${2:?--append needs kernel arguments}; opts+=("$1 '$2'"); shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -55,7 +58,7 @@ log "speed: $runs run(s), ${duration_ms} ms per case, $working_set objects per t
 t0=$SECONDS
 set +e
 "$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus "$cpus" \
-	--rwdir "$out" --timeout "$timeout_s" \
+	--rwdir "$out" --timeout "$timeout_s" ${append:+--append "$append"} \
 	"$AFMALLOC_TOP/bench/speed-guest.sh" --ko "$kodir/afm_speed.ko" --sizes "$sizes" \
 	--out "$out" --runs "$runs" --duration-ms "$duration_ms" \
 	--working-set "$working_set" 2>&1 | tee "$out/guest.log"
@@ -69,6 +72,7 @@ cmd="make bench-speed"
 { echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON; } > "$out/meta.json"
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
+  "boot_args": "$append",
   "runs": $runs,
   "duration_ms": $duration_ms,
   "working_set": $working_set,
