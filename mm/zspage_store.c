@@ -33,11 +33,28 @@
  * copying), while the tails left at the end of older zspages are topped up
  * by objects that fit them, so tails do not accumulate as waste. Freeing
  * the object just below the fill offset gives its bytes back to the tail;
- * any other free leaves a hole. Holes are not tracked individually (no
- * per-object header, no free-extent lists): compaction reclaims them by
- * evacuating the sparsest zspages, re-appending their live objects
- * elsewhere, and freeing the emptied zspages. This is a log-structured
- * store whose cleaner is compaction.
+ * any other free leaves a hole. There is no per-object header and no
+ * free-extent list: compaction reclaims holes by evacuating the sparsest
+ * zspages, re-appending their live objects elsewhere, and freeing the
+ * emptied zspages. This is a log-structured store whose cleaner is
+ * compaction; only a bounded cache of recent holes (below) is reused
+ * directly.
+ *
+ * Before looking at tails, allocation tries the hole cache: a few recent
+ * holes per size range (AFM_ZS_HOLE_*, in the pool, under the pool lock),
+ * recorded by frees. Allocation takes the best fit among them (the
+ * smallest that holds the object in its size row, else in the next row
+ * with any); the rest of the hole is recorded again unless it is smaller
+ * than AFM_ZS_HOLE_MIN, then it stays a hole. Without it, an overwrite
+ * workload (random frees and allocations of similar sizes, as zram under
+ * swap or fio) turns every freed byte into a hole that only compaction can
+ * give back, copying up to 3 live bytes per byte; with it, most writes go
+ * where an object was just freed, as in zsmalloc's size classes, and
+ * compaction is left with the slack. A zspage's records are dropped when
+ * it is released or picked as a victim, so a record never outlives the
+ * bytes it describes (a released zspage's id is reused; a victim's holes
+ * go with it); bulk frees (file removal) still leave whole zspages to
+ * compaction, as before.
  *
  * Handle encoding
  * ---------------
@@ -101,10 +118,17 @@
  * overwrites leave them) it waits for more holes before running again, a
  * quarter of the trigger or the shortfall of its last pass, whichever is
  * more. Without that, an overwrite workload walks the whole table for a
- * few victims every few writes. A free that finds holes above the trigger
- * but below that floor queues a late run (AFM_ZS_LATE, at most one
- * pending), which ignores the floor and the minimum gain: once frees
- * stop, holes come down as far as they did without the floor.
+ * few victims every few writes. Holes in the hole cache do not count
+ * towards the trigger while allocations go on (they are about to be
+ * reused). A free that finds holes above the trigger but not above the
+ * floor, or above it only with the recorded holes, queues a late run
+ * (at most one pending, AFM_ZS_LATE later), which counts every hole and
+ * ignores the floor and the minimum gain; when only recorded holes are
+ * above the trigger it first waits until AFM_ZS_LATE after the last
+ * allocation, and when it finds the pool at rest it also takes zspages
+ * with an eighth of their bytes in holes (AFM_ZS_REST_MIN_HOLES): once
+ * writes stop, holes come down at least as far as they did without the
+ * floor and the cache.
  *
  * Page accounting
  * ---------------
@@ -121,12 +145,13 @@
  *   page lock (PG_locked)           taken by the migration core around
  *                                   isolate/migrate/putback; by the
  *                                   deferred free with lock_page().
- *   afm_zs_pool.lock (spinlock_bh)  tables, tail buckets, zspage counters
- *                                   and flags, every entry change except
- *                                   pins. Not taken by map, read, write or
- *                                   migration. Bottom halves are disabled
- *                                   while it is held, so free may run in
- *                                   softirq context.
+ *   afm_zs_pool.lock (spinlock_bh)  tables, tail buckets, the hole cache,
+ *                                   zspage counters and flags, every entry
+ *                                   change except pins. Not taken by
+ *                                   map, read, write or migration.
+ *                                   Bottom halves are disabled while it
+ *                                   is held, so free may run in softirq
+ *                                   context.
  *   entry LOCK bit                  compaction moving one object: only set
  *                                   under the pool lock, with preemption and
  *                                   bottom halves disabled, for one copy.
@@ -211,6 +236,19 @@
 /* Entries of the best-fitting bucket tried before taking a larger one. */
 #define AFM_ZS_FIT_TRIES	4
 
+/*
+ * Hole cache (see "Placement"): up to AFM_ZS_HOLE_SLOTS recent holes per
+ * AFM_ZS_HOLE_WIDTH bytes of hole size (8 KiB per pool with 4 KiB pages).
+ * Holes smaller than AFM_ZS_HOLE_MIN are not recorded. The sizes were
+ * chosen by simulating random replacement with the untar benchmark's LZ4
+ * size distribution: 4 slots of 64 rows left 17% of the bytes written to
+ * go to tails (so to compaction), 32 of 32 rows 3%.
+ */
+#define AFM_ZS_HOLE_BUCKETS	32
+#define AFM_ZS_HOLE_WIDTH	(PAGE_SIZE / AFM_ZS_HOLE_BUCKETS)
+#define AFM_ZS_HOLE_SLOTS	32
+#define AFM_ZS_HOLE_MIN		16
+
 /* Zspage flags, under the pool lock. */
 #define AFM_ZS_USED		BIT(0)	/* descriptor slot in use */
 #define AFM_ZS_VICTIM		BIT(1)	/* being evacuated by compaction */
@@ -246,8 +284,14 @@
  * the next run waits for the shortfall in new holes (see afm_zs_auto()).
  */
 #define AFM_ZS_AUTO_WALK	32
-/* Delay of a late automatic run, when the floor held a run back. */
+/*
+ * A late automatic run (see "Compaction") waits until this long after the
+ * last allocation; when it finds the pool at rest it also takes zspages
+ * with an eighth of their bytes in holes (at most 7 bytes copied per byte
+ * freed, once, instead of leaving the thin holes for good).
+ */
 #define AFM_ZS_LATE		HZ
+#define AFM_ZS_REST_MIN_HOLES	(AFM_ZS_SIZE / 8)
 #define AFM_ZS_MAX_PASSES	64
 #define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
 
@@ -326,6 +370,18 @@ struct afm_zs_table {
 };
 
 /**
+ * struct afm_zs_hole - a recorded hole, see "Placement"
+ * @id: its zspage.
+ * @off: its first byte.
+ * @size: its length.
+ */
+struct afm_zs_hole {
+	u32 id;
+	afm_zs_off_t off;
+	afm_zs_off_t size;
+};
+
+/**
  * struct afm_zs_cand - a compaction candidate
  * @live: its live bytes when selected (sort key: sparsest first).
  * @id: its zspage id, AFM_ZS_DONE once released by the pass.
@@ -355,13 +411,26 @@ struct afm_zs_cand {
  * @victim_map: bit (id % AFM_ZS_VMAP_BITS) set for each of its victims, so
  *	that the walk of the handle table skips most entries without looking
  *	at their zspage's descriptor.
+ * @holes: the hole cache: recent holes by size, AFM_ZS_HOLE_WIDTH bytes of
+ *	size per row. A zspage's records are dropped when it is released or
+ *	picked as a victim, so that a record always describes free bytes of
+ *	a live, non-victim zspage below its fill offset.
+ * @nr_holes: records in each row of @holes.
+ * @hole_map: rows of @holes with any record.
+ * @hole_rec_bytes: the sum of the recorded holes' sizes.
+ * @last_alloc: jiffies of the last allocation (a late run waits until
+ *	AFM_ZS_LATE after it).
+ * @late_force: the late run may not wait (afm_zs_flush_work()).
  * @auto_floor: automatic compaction waits for holes above this, after a
  *	run that could not reach its target.
  * @dying: the pool is being destroyed: no more automatic compaction.
  * @free_work: frees the zspages of @dead.
  * @compact_work: automatic compaction.
- * @late_work: automatic compaction ignoring @auto_floor, AFM_ZS_LATE after
- *	a free that found holes above the trigger but not above the floor.
+ * @late_work: automatic compaction ignoring @auto_floor and counting the
+ *	recorded holes, queued by a free that found holes above the trigger
+ *	but not above the floor, or only with the recorded holes; it waits
+ *	until AFM_ZS_LATE after the last allocation while only recorded
+ *	holes keep the pool above the trigger.
  * @shrinker: the pool's shrinker, NULL if it could not be allocated.
  * @cand: compaction candidates, under &afm_pool.compact_lock.
  * @nr_cand: number of them.
@@ -385,6 +454,12 @@ struct afm_zs_pool {
 	unsigned long victim_live;
 	unsigned long victim_holes;
 	DECLARE_BITMAP(victim_map, AFM_ZS_VMAP_BITS);
+	struct afm_zs_hole holes[AFM_ZS_HOLE_BUCKETS][AFM_ZS_HOLE_SLOTS];
+	u8 nr_holes[AFM_ZS_HOLE_BUCKETS];
+	u64 hole_map;
+	unsigned long hole_rec_bytes;
+	unsigned long last_alloc;
+	bool late_force;
 	unsigned long auto_floor;
 	bool dying;
 	struct work_struct free_work;
@@ -398,6 +473,8 @@ struct afm_zs_pool {
 		atomic_long_t migrate_busy;
 		atomic_long_t isolated;
 		unsigned long deferred_frees;
+		unsigned long hole_reused;
+		unsigned long hole_bytes;
 		unsigned long moved;
 		unsigned long evacuated;
 		unsigned long passes;
@@ -973,6 +1050,130 @@ static struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
 	return list_first_entry(&zs->tails[b], struct afm_zspage, list);
 }
 
+/* Hole cache */
+
+static unsigned int afm_zs_hole_bucket(unsigned int size)
+{
+	return min((size - 1) / AFM_ZS_HOLE_WIDTH, AFM_ZS_HOLE_BUCKETS - 1);
+}
+
+/*
+ * Forget the recorded holes of zspage @z, which is being released (its id
+ * will be reused), or with @z NULL those of the victims just picked.
+ */
+static void afm_zs_holes_forget(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	u64 map = zs->hole_map;
+
+	lockdep_assert_held(&zs->lock);
+	while (map) {
+		unsigned int b = __ffs64(map), i = 0;
+
+		map &= map - 1;
+		while (i < zs->nr_holes[b]) {
+			struct afm_zs_hole *h = &zs->holes[b][i];
+
+			if (z ? h->id == z->id :
+			    afm_zs_desc(zs, h->id)->flags & AFM_ZS_VICTIM) {
+				zs->hole_rec_bytes -= h->size;
+				*h = zs->holes[b][--zs->nr_holes[b]];
+			} else {
+				i++;
+			}
+		}
+		if (!zs->nr_holes[b])
+			zs->hole_map &= ~BIT_ULL(b);
+	}
+}
+
+/* Record @size free bytes at @off of @z, if there is room. */
+static void afm_zs_hole_record(struct afm_zs_pool *zs, struct afm_zspage *z,
+			       unsigned int off, unsigned int size)
+{
+	unsigned int b = afm_zs_hole_bucket(size);
+	struct afm_zs_hole *h;
+
+	lockdep_assert_held(&zs->lock);
+	if (size < AFM_ZS_HOLE_MIN || zs->nr_holes[b] >= AFM_ZS_HOLE_SLOTS)
+		return;
+	h = &zs->holes[b][zs->nr_holes[b]++];
+	h->id = z->id;
+	h->off = off;
+	h->size = size;
+	zs->hole_map |= BIT_ULL(b);
+	zs->hole_rec_bytes += size;
+}
+
+/* The smallest recorded hole of row @b that holds @size bytes, or NULL. */
+static struct afm_zs_hole *afm_zs_hole_best(struct afm_zs_pool *zs,
+					    unsigned int b, unsigned int size)
+{
+	struct afm_zs_hole *best = NULL;
+	unsigned int i;
+
+	for (i = 0; i < zs->nr_holes[b]; i++) {
+		struct afm_zs_hole *h = &zs->holes[b][i];
+
+		if (h->size >= size && (!best || h->size < best->size))
+			best = h;
+	}
+	return best;
+}
+
+/*
+ * Best fit among the recorded holes for @size bytes: the smallest that
+ * holds it in the row of @size, else the smallest of the next row that
+ * has any (all of which hold it). Return: the record, or NULL.
+ */
+static struct afm_zs_hole *afm_zs_hole_find(struct afm_zs_pool *zs,
+					    unsigned int size)
+{
+	unsigned int b = afm_zs_hole_bucket(size);
+	struct afm_zs_hole *h;
+	u64 map;
+
+	lockdep_assert_held(&zs->lock);
+	if (!zs->hole_map)
+		return NULL;
+	h = afm_zs_hole_best(zs, b, size);
+	if (h)
+		return h;
+	map = zs->hole_map & ~GENMASK_ULL(b, 0);
+	return map ? afm_zs_hole_best(zs, __ffs64(map), size) : NULL;
+}
+
+/*
+ * Put @size bytes into recorded hole @h (from afm_zs_hole_find() under the
+ * same hold of the pool lock). Return: their offset; *@zp: their zspage.
+ */
+static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
+				     struct afm_zs_hole *h, unsigned int size,
+				     struct afm_zspage **zp)
+{
+	struct afm_zs_hole hole = *h;
+	unsigned int b = afm_zs_hole_bucket(hole.size);
+	struct afm_zspage *z = afm_zs_desc(zs, hole.id);
+
+	lockdep_assert_held(&zs->lock);
+	VM_WARN_ON_ONCE(z->flags != AFM_ZS_USED ||
+			hole.off + hole.size > z->tail);
+	*h = zs->holes[b][--zs->nr_holes[b]];
+	if (!zs->nr_holes[b])
+		zs->hole_map &= ~BIT_ULL(b);
+	zs->hole_rec_bytes -= hole.size;
+	/* Only the object's bytes leave the holes; fill and tail stay. */
+	z->live += size;
+	z->objs++;
+	zs->live_bytes += size;
+	zs->objects++;
+	zs->st.hole_reused++;
+	zs->st.hole_bytes += size;
+	/* The rest is recorded again, if it is not too small. */
+	afm_zs_hole_record(zs, z, hole.off + size, hole.size - size);
+	*zp = z;
+	return hole.off;
+}
+
 /* Append @size bytes to @z's objects. Return: their offset. */
 static unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 				 unsigned int size)
@@ -1005,12 +1206,22 @@ static void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 		z->tail = off;
 		zs->tail_bytes += size;
 		afm_zs_rebucket(zs, z);
+	} else if (z->live) {
+		afm_zs_hole_record(zs, z, off, size);
 	}
 }
 
 static unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
 {
 	return zs->zspages * AFM_ZS_SIZE - zs->live_bytes - zs->tail_bytes;
+}
+
+/* Holes not in the hole cache: what allocation will not reuse soon. */
+static unsigned long afm_zs_holes_unrecorded(const struct afm_zs_pool *zs)
+{
+	unsigned long holes = afm_zs_holes(zs);
+
+	return holes - min(holes, zs->hole_rec_bytes);
 }
 
 /* Zspages */
@@ -1113,6 +1324,7 @@ static void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 	lockdep_assert_held(&zs->lock);
 	WARN_ON_ONCE(z->live || z->objs || (z->flags & AFM_ZS_VICTIM));
 
+	afm_zs_holes_forget(zs, z);
 	afm_zs_unbucket(zs, z);
 	zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
 	zs->zspages--;
@@ -1191,16 +1403,23 @@ static void afm_zs_free_work(struct work_struct *work)
 /* Automatic compaction wanted: now, later (held back by the floor), no. */
 enum { AFM_ZS_AUTO_NO, AFM_ZS_AUTO_NOW, AFM_ZS_AUTO_LATER };
 
+/* Hole bytes above which automatic compaction runs. Pool lock held. */
+static unsigned long afm_zs_trigger(const struct afm_zs_pool *zs)
+{
+	return max(zs->live_bytes / 1000 * READ_ONCE(afm_zs_auto_permille),
+		   (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE);
+}
+
 static int afm_zs_want_auto(struct afm_zs_pool *zs)
 {
-	unsigned int permille = READ_ONCE(afm_zs_auto_permille);
-	unsigned long holes = afm_zs_holes(zs);
+	unsigned long holes = afm_zs_holes(zs), trigger = afm_zs_trigger(zs);
 
-	if (!permille || zs->dying ||
-	    holes <= max(zs->live_bytes / 1000 * permille,
-			 (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE))
+	if (!READ_ONCE(afm_zs_auto_permille) || zs->dying || holes <= trigger)
 		return AFM_ZS_AUTO_NO;
-	return holes > zs->auto_floor ? AFM_ZS_AUTO_NOW : AFM_ZS_AUTO_LATER;
+	/* Recorded holes are left to allocation until it stops. */
+	holes = afm_zs_holes_unrecorded(zs);
+	return holes > trigger && holes > zs->auto_floor ?
+		AFM_ZS_AUTO_NOW : AFM_ZS_AUTO_LATER;
 }
 
 static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
@@ -1210,6 +1429,7 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	struct afm_zs_spare sp = { };
 	unsigned long hpg, dpg = 0, idx;
 	unsigned int meta, data, off;
+	struct afm_zs_hole *hole;
 	struct afm_zspage *z;
 	atomic64_t *ent;
 
@@ -1219,8 +1439,9 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			goto full;
 		meta = afm_zt_need(&zs->htab, hpg);
 		data = 0;
-		z = afm_zs_fit(zs, size);
-		if (!z) {
+		hole = afm_zs_hole_find(zs, size);
+		z = hole ? NULL : afm_zs_fit(zs, size);
+		if (!hole && !z) {
 			if (afm_zt_find(&zs->dtab, &dpg))
 				goto full;
 			meta += afm_zt_need(&zs->dtab, dpg);
@@ -1233,10 +1454,15 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			goto nomem;
 	}
 
-	if (!z)
-		z = afm_zs_new(zs, dpg, &sp);
+	if (hole) {
+		off = afm_zs_hole_take(zs, hole, size, &z);
+	} else {
+		if (!z)
+			z = afm_zs_new(zs, dpg, &sp);
+		off = afm_zs_place(zs, z, size);
+	}
 	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
-	off = afm_zs_place(zs, z, size);
+	WRITE_ONCE(zs->last_alloc, jiffies);
 	ent = afm_zs_entry(zs, idx + 1);
 	atomic64_set(ent, afm_ze_make(z->id, off, size));
 	spin_unlock_bh(&zs->lock);
@@ -1548,6 +1774,8 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 		__set_bit(z->id % AFM_ZS_VMAP_BITS, zs->victim_map);
 		nv++;
 	}
+	if (nv)
+		afm_zs_holes_forget(zs, NULL);
 	spin_unlock_bh(&zs->lock);
 	return nv;
 }
@@ -1768,10 +1996,12 @@ static void afm_zs_compact(struct afm_pool *pool)
 }
 
 /*
- * An automatic run; @late: ignoring the floor, and making passes for as
- * long as they free something, however little.
+ * An automatic run; @late: ignoring the floor, counting the recorded holes
+ * and making passes for as long as they free something, however little;
+ * @min_holes: the smallest hole total of a victim.
  */
-static void afm_zs_auto(struct afm_zs_pool *zs, bool late)
+static void afm_zs_auto(struct afm_zs_pool *zs, bool late,
+			unsigned int min_holes)
 {
 	unsigned long holes, trigger, freed, walk, gain;
 
@@ -1779,20 +2009,18 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool late)
 	spin_lock_bh(&zs->lock);
 	if (late)
 		zs->auto_floor = 0;
-	trigger = max(zs->live_bytes / 1000 * READ_ONCE(afm_zs_auto_permille),
-		      (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE);
-	holes = afm_zs_holes(zs);
+	trigger = afm_zs_trigger(zs);
+	holes = late ? afm_zs_holes(zs) : afm_zs_holes_unrecorded(zs);
 	walk = zs->htab.pages * AFM_ZH_PER_PAGE * AFM_ZS_AUTO_WALK;
 	spin_unlock_bh(&zs->lock);
 	if (holes > trigger / 2 && !zs->dying) {
-		freed = afm_zs_compact_goal(zs, holes - trigger / 2,
-					    AFM_ZS_AUTO_MIN_HOLES,
+		freed = afm_zs_compact_goal(zs, holes - trigger / 2, min_holes,
 					    AFM_ZS_COMPACT_GFP, late ? 0 : walk,
 					    &gain);
 		zs->st.auto_runs++;
 		zs->st.auto_freed += freed;
 		spin_lock_bh(&zs->lock);
-		holes = afm_zs_holes(zs);
+		holes = afm_zs_holes_unrecorded(zs);
 		/*
 		 * Could not get below the trigger: wait for more holes, at
 		 * least what the last pass fell short of paying for its walk
@@ -1808,13 +2036,33 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool late)
 static void afm_zs_compact_work(struct work_struct *work)
 {
 	afm_zs_auto(container_of(work, struct afm_zs_pool, compact_work),
-		    false);
+		    false, AFM_ZS_AUTO_MIN_HOLES);
 }
 
 static void afm_zs_late_work(struct work_struct *work)
 {
-	afm_zs_auto(container_of(to_delayed_work(work), struct afm_zs_pool,
-				 late_work), true);
+	struct afm_zs_pool *zs = container_of(to_delayed_work(work),
+					      struct afm_zs_pool, late_work);
+	unsigned long now = jiffies, due;
+	bool recorded;
+
+	spin_lock_bh(&zs->lock);
+	due = zs->last_alloc + AFM_ZS_LATE;
+	/* Only the recorded holes are above the trigger? */
+	recorded = afm_zs_holes_unrecorded(zs) <= afm_zs_trigger(zs);
+	spin_unlock_bh(&zs->lock);
+	if (!READ_ONCE(zs->late_force) && time_before(now, due)) {
+		/* Allocations go on: they may still reuse those holes. */
+		if (recorded) {
+			queue_delayed_work(system_unbound_wq, &zs->late_work,
+					   due - now);
+			return;
+		}
+		afm_zs_auto(zs, true, AFM_ZS_AUTO_MIN_HOLES);
+		return;
+	}
+	/* At rest: give back thinner holes too. */
+	afm_zs_auto(zs, true, AFM_ZS_REST_MIN_HOLES);
 }
 
 static unsigned long afm_zs_count_objects(struct shrinker *shrinker,
@@ -1924,6 +2172,7 @@ static int afm_zs_create(struct afm_pool *pool)
 		     AFM_ZT_MAX_PAGES * AFM_ZD_PER_PAGE > BIT_ULL(AFM_ZE_ID_BITS));
 	BUILD_BUG_ON(AFM_ZT_MAX_PAGES * AFM_ZH_PER_PAGE >= (1UL << 31));
 	BUILD_BUG_ON(AFM_ZS_NR_BUCKETS >= AFM_ZS_NO_BUCKET);
+	BUILD_BUG_ON(AFM_ZS_HOLE_BUCKETS > 64 || AFM_ZS_HOLE_SLOTS > U8_MAX);
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
 
 	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
@@ -2051,6 +2300,7 @@ enum {
 	AFM_ZS_ROW_MIGRATE,
 	AFM_ZS_ROW_COMPACT,
 	AFM_ZS_ROW_AUTO,
+	AFM_ZS_ROW_REUSE,
 	AFM_ZS_NR_ROWS,
 };
 
@@ -2073,6 +2323,8 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *            compaction (manual, automatic and shrinker)
  *   auto     automatic runs / shrinker scans / pages freed by automatic
  *            runs / pages freed by shrinker scans
+ *   reuse    objects placed in recorded holes / their bytes / holes
+ *            recorded now / their bytes
  */
 static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 			       char name[16],
@@ -2080,6 +2332,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 {
 	static const char *const names[] = {
 		"handles", "descs", "free", "migrate", "compact", "auto",
+		"reuse",
 	};
 	struct afm_zs_pool *zs = pool->store;
 	unsigned long *v = val;
@@ -2159,6 +2412,16 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 		v[2] = zs->st.auto_freed;
 		v[3] = zs->st.shrink_freed;
 		break;
+	case AFM_ZS_ROW_REUSE: {
+		unsigned int b;
+
+		v[0] = zs->st.hole_reused;
+		v[1] = zs->st.hole_bytes;
+		for (b = 0; b < AFM_ZS_HOLE_BUCKETS; b++)
+			v[2] += zs->nr_holes[b];
+		v[3] = zs->hole_rec_bytes;
+		break;
+	}
 	}
 	spin_unlock_bh(&zs->lock);
 }
@@ -2239,6 +2502,7 @@ void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 	c->migrated = atomic_long_read(&zs->st.migrated);
 	c->auto_runs = zs->st.auto_runs;
 	c->passes = zs->st.passes;
+	c->hole_reused = zs->st.hole_reused;
 	spin_unlock_bh(&zs->lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
@@ -2278,6 +2542,39 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
+
+/**
+ * afm_zs_test_bad_holes() - check the hole cache (KUnit hook)
+ * @pool: a zspage-store pool
+ * @nr: set to the number of recorded holes
+ *
+ * Context: takes the pool lock.
+ * Return: the number of records that do not describe free bytes of a
+ * live, non-victim zspage below its fill offset (0 when all is well).
+ */
+unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
+{
+	struct afm_zs_pool *zs = pool->store;
+	unsigned int b, i, bad = 0;
+
+	*nr = 0;
+	spin_lock_bh(&zs->lock);
+	for (b = 0; b < AFM_ZS_HOLE_BUCKETS; b++) {
+		for (i = 0; i < zs->nr_holes[b]; i++) {
+			struct afm_zs_hole *h = &zs->holes[b][i];
+			struct afm_zspage *z = afm_zs_desc(zs, h->id);
+
+			(*nr)++;
+			if (!z || z->flags != AFM_ZS_USED || z->id != h->id ||
+			    h->off + h->size > z->tail ||
+			    afm_zs_hole_bucket(h->size) != b)
+				bad++;
+		}
+	}
+	spin_unlock_bh(&zs->lock);
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
 
 /**
  * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)
@@ -2377,6 +2674,10 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_get_page);
  * afm_zs_flush_work() - wait for queued automatic compaction and deferred
  *	frees (KUnit hook)
  * @pool: a zspage-store pool
+ *
+ * A pending late run is run at once, as if the pool were at rest.
+ *
+ * Context: process context, may sleep.
  */
 void afm_zs_flush_work(struct afm_pool *pool)
 {
@@ -2384,6 +2685,7 @@ void afm_zs_flush_work(struct afm_pool *pool)
 
 	int i;
 
+	WRITE_ONCE(zs->late_force, true);
 	/*
 	 * Each of these may queue the others (a free queues compaction, a
 	 * compaction pass queues deferred frees): repeat until none is
@@ -2399,6 +2701,7 @@ void afm_zs_flush_work(struct afm_pool *pool)
 		    !work_pending(&zs->free_work))
 			break;
 	}
+	WRITE_ONCE(zs->late_force, false);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
 

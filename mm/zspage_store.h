@@ -23,7 +23,8 @@
  * @live_bytes: sum of their sizes.
  * @zspages: zspages holding data (not counting those waiting to be freed).
  * @dead_zspages: empty zspages whose pages wait for the deferred free.
- * @hole_bytes: free bytes inside zspages that only compaction can reuse.
+ * @hole_bytes: free bytes inside zspages below their fill offsets (reused
+ *	by compaction, and by allocation while in the hole cache).
  * @tail_bytes: free bytes at the ends of zspages, reused by allocation.
  * @data_pages: pages of zspages, dead ones included.
  * @table_pages: handle table pages and their directory pages.
@@ -32,6 +33,7 @@
  * @migrated: zspage pages migrated.
  * @auto_runs: automatic compaction runs (worker).
  * @passes: compaction passes, all callers.
+ * @hole_reused: objects placed in recorded holes (the hole cache).
  */
 struct afm_zs_counters {
 	unsigned long objects;
@@ -47,6 +49,7 @@ struct afm_zs_counters {
 	unsigned long migrated;
 	unsigned long auto_runs;
 	unsigned long passes;
+	unsigned long hole_reused;
 };
 
 /**
@@ -69,6 +72,7 @@ struct afm_zs_obj_info {
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c);
 int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		    struct afm_zs_obj_info *info);
+unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
