@@ -52,4 +52,8 @@ fi
 log "building $variant kernel in $out"
 "${mk[@]}" -s bzImage modules
 "${mk[@]}" -s modules_prepare
+# The project commit this kernel was built from, for the benchmarks'
+# meta.json (meta_kernel_fields); "-dirty": uncommitted changes.
+git -C "$AFMALLOC_TOP" describe --always --dirty > "$out/.afmalloc-source" 2>/dev/null ||
+	echo unknown > "$out/.afmalloc-source"
 echo "$out"

@@ -74,13 +74,13 @@ guest_accel() {
 
 # meta_kernel_fields KDIR LOG: the meta.json lines every benchmark records
 # about the kernel it booted (release, config hash), the project commit it
-# was built from ("-dirty" if the checkout had uncommitted changes) and the
-# accelerator.
+# was built from (written by scripts/build-guest.sh at build time; "-dirty"
+# if the checkout had uncommitted changes) and the accelerator.
 meta_kernel_fields() {
 	printf '  "kernel": "%s",\n  "config_sha256": "%s",\n  "source": "%s",\n  "accelerator": "%s",\n' \
 		"$(cat "$1/include/config/kernel.release")" \
 		"$(sha256sum "$1/.config" | cut -c1-16)" \
-		"$(git -C "$AFMALLOC_TOP" describe --always --dirty 2>/dev/null || echo unknown)" \
+		"$(cat "$1/.afmalloc-source" 2>/dev/null || echo unknown)" \
 		"$(guest_accel "$2")"
 }
 
