@@ -50,7 +50,7 @@ def report(rows, meta):
                                       if k in ("kernel", "dataset", "rounds", "comp",
                                                "accelerator", "guest_memory",
                                                "guest_cpus", "boot_args", "date",
-                                               "config_sha256", "source")))
+                                               "seconds", "config_sha256", "source")))
         out.append("")
     allocs = list(dict.fromkeys(r["alloc"] for r in rows))
     keys = list(dict.fromkeys((r["round"], r["step"]) for r in rows))

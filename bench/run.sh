@@ -73,7 +73,7 @@ cmd="make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp${append
 
 # run_once DIR ALLOCS RUN: one boot, every allocator of ALLOCS in that order.
 run_once() {
-	local dir=$1 order=$2 run=$3 rc accel
+	local dir=$1 order=$2 run=$3 rc accel t0=$SECONDS
 	mkdir -p "$dir"
 	rm -rf "$dir/steps.csv" "$dir/buddyinfo.csv" "$dir/hugetlb.csv" "$dir/debugfs" \
 		"$dir/highalloc.csv" "$dir/highalloc_summary.csv" "$dir/pagetypeinfo.csv" "$dir/frag.png"
@@ -99,6 +99,7 @@ run_once() {
   "highalloc": $([ "$highalloc" = 1 ] && echo true || echo false),
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
   "host_load_1min": "$(cut -d' ' -f1 /proc/loadavg)",
+  "seconds": $((SECONDS - t0)),
   "runs": 1,
   "run": $run,
   "command": "$cmd"
