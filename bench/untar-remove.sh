@@ -238,8 +238,13 @@ timed() {  # run a step, print elapsed seconds
 # that allocator huge pages it is not responsible for.
 config_dev() {
 	local base=${1%+compact}
-	local offered cur
-	echo 1 > "$sys/reset"
+	local offered cur t
+	# A device just hot-added may still be open for udev's probe (EBUSY).
+	for t in 1 2 3 4 5 6 7 8 9 10; do
+		echo 1 2>/dev/null > "$sys/reset" && break
+		[ "$t" -lt 10 ] || die "reset of $dev still busy after 10 s"
+		sleep 1
+	done
 	case "$base" in
 	zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
 	*) die "unknown allocator '$base' (want zsmalloc, afmalloc/slab or afmalloc/zspage)" ;;
