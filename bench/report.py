@@ -166,6 +166,56 @@ def _per_alloc(run_dir, name):
     return rows, load_meta(run_dir), allocs
 
 
+def _ratios(val, runs, cases, base):
+    """{case: [val[run, case] / val[run, base(case)] for every run with both]}."""
+    out = {}
+    for c in cases:
+        rs = [val[(rn,) + c] / val[(rn,) + base(c)] for rn in runs
+              if (rn,) + c in val and val.get((rn,) + base(c))]
+        if rs:
+            out[c] = rs
+    return out
+
+
+def speed_ratios(run_dir):
+    """Per-run ratios of a bench/speed.sh run, in run order.
+
+    Return: {(alloc, op, threads): [ops/s over zsmalloc's ops/s in the same
+    run]} for every allocator but zsmalloc; afmalloc's copy ops (alloc-copy,
+    read-copy) are compared with zsmalloc's map op for the same work.
+    """
+    rows = read_csv(run_dir, "speed.csv")
+    val = {(r["run"], r["alloc"], r["op"], int(r["threads"])): float(r["ops_per_s"])
+           for r in rows}
+    runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
+    cases = dict.fromkeys((r["alloc"], r["op"], int(r["threads"])) for r in rows
+                          if r["alloc"] != "zsmalloc")
+    base_op = {"alloc-copy": "alloc-map", "read-copy": "read-map"}
+    return _ratios(val, runs, cases,
+                   lambda c: ("zsmalloc", base_op.get(c[1], c[1]), c[2]))
+
+
+def _fio_iops(rows):
+    """{(run, alloc, shape): IOPS} of fio.csv rows, read and write added up."""
+    iops = {}
+    for r in rows:
+        k = (r["run"], r["alloc"], r["shape"])
+        iops[k] = iops.get(k, 0.0) + float(r["iops"])
+    return iops
+
+
+def fio_ratios(run_dir):
+    """Per-run ratios of a bench/fio.sh run, in run order.
+
+    Return: {(alloc, shape): [IOPS over zsmalloc's IOPS in the same run]}
+    for every allocator but zsmalloc (randrw: read + write IOPS).
+    """
+    rows = read_csv(run_dir, "fio.csv")
+    runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
+    cases = dict.fromkeys((r["alloc"], r["shape"]) for r in rows if r["alloc"] != "zsmalloc")
+    return _ratios(_fio_iops(rows), runs, cases, lambda c: ("zsmalloc", c[1]))
+
+
 def speed(run_dir):
     """Markdown table of a bench/speed.sh run (speed.csv, meta.json).
 
@@ -185,7 +235,7 @@ def speed(run_dir):
     runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
     val = {(r["run"], r["alloc"], r["op"], int(r["threads"])): float(r["ops_per_s"])
            for r in rows}
-    base_op = {"alloc-copy": "alloc-map", "read-copy": "read-map"}
+    ratio = speed_ratios(run_dir)
 
     out = ["## Allocator speed (in-kernel microbenchmark)", ""]
     if meta:
@@ -210,10 +260,7 @@ def speed(run_dir):
             cells.append(f"{statistics.median(vals):,.0f}" if vals else "-")
             if a == "zsmalloc":
                 continue
-            bop = base_op.get(op, op)
-            ratios = [val[(rn, a, op, thr)] / val[(rn, "zsmalloc", bop, thr)]
-                      for rn in runs if (rn, a, op, thr) in val
-                      and val.get((rn, "zsmalloc", bop, thr))]
+            ratios = ratio.get((a, op, thr))
             cells.append(f"{statistics.median(ratios):.2f}" if ratios else "-")
         out.append("| " + " | ".join(cells) + " |")
     if meta.get("command"):
@@ -248,10 +295,8 @@ def fio(run_dir):
         return ""
     shapes = list(dict.fromkeys(r["shape"] for r in rows))
     runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
-    iops = {}
-    for r in rows:
-        k = (r["run"], r["alloc"], r["shape"])
-        iops[k] = iops.get(k, 0.0) + float(r["iops"])
+    iops = _fio_iops(rows)
+    ratio = fio_ratios(run_dir)
 
     out = ["## zram block I/O speed (fio)", ""]
     if meta:
@@ -279,8 +324,7 @@ def fio(run_dir):
             cells.append(f"{statistics.median(vals):,.0f}" if vals else "-")
             if a == "zsmalloc":
                 continue
-            ratios = [iops[(rn, a, s)] / iops[(rn, "zsmalloc", s)] for rn in runs
-                      if (rn, a, s) in iops and iops.get((rn, "zsmalloc", s))]
+            ratios = ratio.get((a, s))
             cells.append(f"{statistics.median(ratios):.2f}" if ratios else "-")
         out.append("| " + " | ".join(cells) + " |")
 
