@@ -1,63 +1,633 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Regenerate the README's Results section from committed benchmark runs.
+"""Generate the README's figures and bench/results/README.md from committed results.
 
-usage: bench/readme_results.py [--check] [RUN_DIR ...]
+usage: bench/readme_results.py           rewrite both files from bench/results/
+       bench/readme_results.py --check   rewrite nothing; fail if anything is stale
        bench/readme_results.py --collect-check [CACHE_TIMINGS_DIR]
 
-Each RUN_DIR (normally under bench/results/) holds what bench/run.sh writes
-(steps.csv, meta.json, overhead.png, and the fragmentation tests' CSVs and
-frag.png), or bench/speed.sh's speed.csv, or a make bench-zswap log
-(zswap.log), or a copy of make check's step times (check.tsv), or logs of
-make check's steps (*.log, named after the step): the summary lines of
-tests/vm/fault-inject.sh ("fault-inject: alloc=...") become its table, and
-every "reliability: kind=... test=... tried=... expected=... observed=...
-lost=N result=pass|FAIL" line of any log becomes a row of one Reliability
-table. The text between the markers
-'<!-- results:begin -->' and '<!-- results:end -->' in README.md is replaced
-by one report per run (bench/report.py) with its plot and the command that
-reproduces it. Nothing is typed by hand. --check exits 1 if README.md is out
-of date instead of writing it.
+bench/results/README.md is generated whole: an index of the folders of
+bench/results/ and one section per folder, in name order. A folder holds
+what bench/run.sh writes (steps.csv, meta.json, overhead.png, the
+fragmentation tests' CSVs and frag.png; with --runs N, run-K folders and
+summary.md), bench/speed.sh's speed.csv, bench/fio.sh's fio.csv,
+bench/zswap-time.sh's zswap-time.csv, a make bench-zswap log (zswap.log),
+a make check or make demo record of scripts/timed.sh (check.tsv or demo.tsv; folders
+make-check, make-demo: warm caches, make-check-cold, make-demo-cold: cold
+caches on a fresh machine), or logs of make check's steps (*.log): the
+summary lines of tests/vm/fault-inject.sh ("fault-inject: alloc=...")
+become its table, and every "reliability: kind=... test=... tried=...
+expected=... observed=... lost=N result=pass|FAIL" line of any log a row of
+one Reliability table.
+
+In README.md only the text between '<!-- generated: NAME -->' and
+'<!-- end: NAME -->' is replaced: the summary against zsmalloc (read from
+the runs named in SUMMARY), the measured times of make demo and make
+check, and the benchmark's run times. Every figure of the README is in
+those blocks: --check fails on a percentage, an x-ratio or a duration
+outside them. bench/plot_summary.py draws bench/results/summary.png from
+the same numbers (summary_plot_data()) and records their digest in it.
+
+--check regenerates both files in memory and exits 1, printing a diff or
+the reason, when README.md or bench/results/README.md differ from what the
+results give, when a figure sits outside the generated blocks, when a
+hexadecimal commit id in either file (hashes after "sha256" or "config"
+excepted) is not in `git log`, when a relative link in either file points
+nowhere, or when summary.png was drawn from other numbers. It needs only
+python3 and git.
 
 --collect-check copies the record of the last `make check` from
 CACHE_TIMINGS_DIR (default $AFMALLOC_CACHE/timings, i.e.
 ~/.cache/afmalloc/timings, written by scripts/timed.sh): check.tsv to
 bench/results/make-check/ and, replacing the *.log there, every logs/*.log
 with reliability: or fault-inject: lines to bench/results/reliability/.
-It refuses a record with a failed step. README.md is not touched: run the
-script again without options to regenerate it.
+It refuses a record with a failed step. Nothing else is touched: run the
+script again without options to regenerate the READMEs.
 """
 import argparse
+import difflib
 import glob
+import hashlib
+import json
 import os
 import re
 import shlex
 import shutil
+import statistics
+import struct
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+RESULTS = os.path.join(TOP, "bench", "results")
+README = os.path.join(TOP, "README.md")
+RESULTS_README = os.path.join(RESULTS, "README.md")
+SUMMARY_PNG = os.path.join(RESULTS, "summary.png")
+PNG_KEY = "afmalloc-summary-data"
+
+ZS, AF = "zsmalloc", "afmalloc/zspage"
+
+# The runs the README's summary table and plot are read from (folders of
+# bench/results). Point these at the new folder when a run is superseded.
+SUMMARY = {
+    "full": "full-lz4-hole-cache",          # density on the full tree
+    "full_boots": "full-lz4-2boots",        # the same over two boots, both orders
+    "rounds": "quick-lz4-10rounds",         # repeated churn
+    "zstd": "quick-zstd-4allocs",           # another compressor, all allocators
+    "fio": "fio-tcg",                       # fio on zram: IOPS and memory held
+    "speed": "speed-tcg",                   # in-kernel microbenchmark
+    "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots-hole-cache"),
+    "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel
+    "zswap_stock": "zswap-stock",           # zswap on Debian's kernel
+}
+
+# The zspage store's hole cache: runs whose kernel predates it are labelled.
+HOLE_CACHE = "ed98775"
+# Runs whose meta.json names no commit that is in git log (before e2989b7
+# the "source" field was the checkout when the run ended, and older runs
+# have none): the commit their kernel was built from, as the message of the
+# commit that added them (91b7b9c) states.
+KERNEL_SOURCE = {
+    "full-lz4-2boots": "dc6c7fd",       # its boots ran f398b05 and dc6c7fd
+    "quick-lz4-10rounds": "dc6c7fd",
+    "quick-lz4-hole-cache": "ed98775",
+    "speed-tcg": "ed98775",
+}
+# Runs without any kernel commit, committed (last changed) before the hole
+# cache existed: their kernel predates it.
+COMMITTED_IN = {
+    "quick-lz4-4boots": "64c6d8e",
+    "quick-lz4-after-d3bd6e7": "f001ae1",
+    "zswap-stock": "23dfff9",
+    "zswap-time-tcg": "539f31e",
+}
+
+BLOCK_RE = re.compile(r"<!-- generated: ([\w-]+) -->\n(.*?)<!-- end: \1 -->", re.S)
+BLOCKS = ("summary", "commands", "benchmark")
 
 
-def zswap_section(rel, path):
-    """Render the summary lines of a make bench-zswap log."""
-    with open(path) as f:
-        lines = [ln.rstrip("\n") for ln in f]
-    keep = [ln for ln in lines
-            if ln.startswith(("[afmalloc] accelerator", "zswap-test: PASS"))
-            or ("stored_pages=" in ln and "ratio=" in ln) or "Zswapped/Zswap" in ln]
-    if not any("Zswapped/Zswap" in ln for ln in keep):
-        sys.exit(f"readme_results: error: {path} has no Zswapped/Zswap summary")
-    return [f"### `{rel}`", "",
-            "Reproduce: `make bench-zswap` (Debian's unmodified kernel, afmalloc.ko;"
-            " same workload and boot for both allocators)", "", "```"] + keep + ["```", ""]
+def fail(msg):
+    sys.exit(f"readme_results: error: {msg}")
 
 
-def timings_section(rel, path):
-    """Render the step times of a make check run (scripts/timed.sh)."""
+# --- git ---------------------------------------------------------------------
+
+class Git:
+    """The commits of git log (HEAD's history), read once."""
+
+    def __init__(self):
+        self.commits = self.after = None
+        try:
+            self.commits = self._run("rev-list", "HEAD")
+            hole = self._run("rev-parse", "--verify", HOLE_CACHE + "^{commit}")
+            self.after = set(hole + self._run("rev-list", "--ancestry-path",
+                                              f"{HOLE_CACHE}..HEAD"))
+        except (OSError, subprocess.CalledProcessError):
+            pass
+
+    @staticmethod
+    def _run(*args):
+        return subprocess.run(["git", "-C", TOP] + list(args), check=True,
+                              capture_output=True, text=True).stdout.split()
+
+    def full(self, short):
+        """The full id of a commit of git log starting with short, or None."""
+        if not self.commits or not short:
+            return None
+        hits = [c for c in self.commits if c.startswith(short.lower())]
+        return hits[0] if len(hits) == 1 else None
+
+    def known(self, short):
+        """Whether short names a commit of git log (True without git)."""
+        return self.commits is None or self.full(short) is not None
+
+
+GIT = None
+
+
+def git():
+    global GIT
+    if GIT is None:
+        GIT = Git()
+    return GIT
+
+
+def run_source(name):
+    """(commit, how) of the kernel a run was built from; commit may be None."""
+    meta = run_meta(name)
+    src = meta.get("source")
+    if src and git().full(src):
+        return src, "meta.json"
+    if name in KERNEL_SOURCE:
+        return KERNEL_SOURCE[name], "commit message"
+    return None, ""
+
+
+def hole_cache(name):
+    """True/False: the run's kernel has/predates the hole cache; None: unknown."""
+    g = git()
+    if g.after is None:
+        return None
+    src, _ = run_source(name)
+    if src:
+        return g.full(src) in g.after
+    if name in COMMITTED_IN and g.full(COMMITTED_IN[name]):
+        return False if g.full(COMMITTED_IN[name]) not in g.after else None
+    return None
+
+
+# --- reading runs --------------------------------------------------------------
+
+def rdir(name):
+    return os.path.join(RESULTS, name)
+
+
+def run_meta(name):
+    """meta.json of a run folder (of its run-1 for a multi-boot run), {} if none."""
+    d = rdir(name)
+    if not os.path.isfile(os.path.join(d, "meta.json")) and \
+            os.path.isfile(os.path.join(d, "run-1", "meta.json")):
+        d = os.path.join(d, "run-1")
+    return report.load_meta(d)
+
+
+def need(name, *files):
+    for f in files:
+        if not os.path.isfile(os.path.join(rdir(name), f)):
+            fail(f"the README summary needs bench/results/{name}/{f} (see SUMMARY in {__file__})")
+
+
+def steps(name):
+    need(name, "steps.csv")
+    return report.read_csv(rdir(name), "steps.csv")
+
+
+def boot_steps(name):
+    """steps.csv rows of a run folder, or of each run-K of a multi-boot one."""
+    d = rdir(name)
+    if os.path.isfile(os.path.join(d, "steps.csv")):
+        return [report.read_csv(d, "steps.csv")]
+    return [report.read_csv(k, "steps.csv")
+            for k in sorted(glob.glob(os.path.join(d, "run-*")))
+            if os.path.isfile(os.path.join(k, "steps.csv"))]
+
+
+def ovh(rows, alloc, step, rnd=None):
+    """Overhead in % of the compressed bytes of alloc after step (last round)."""
+    sel = [r for r in rows if r["alloc"] == alloc and r["step"] == step
+           and (rnd is None or r["round"] == str(rnd))]
+    if not sel:
+        fail(f"no {alloc} {step} row")
+    return 100 * float(sel[-1]["overhead_ratio"])
+
+
+RM_STEPS = ("rm_drivers", "rm_arch", "rm_fs", "rm_sound", "rm_include")
+
+
+def summary_csv(name):
+    """{(alloc, metric): [(boot, position, value)]} of a multi-boot run."""
+    need(name, "summary.csv")
+    out = {}
+    for r in report.read_csv(rdir(name), "summary.csv"):
+        out.setdefault((r["alloc"], r["metric"]), []).append(
+            (int(r["boot"]), int(r["position"]), float(r["value"])))
+    return out
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def by_position(vals, pos):
+    return [v for _, p, v in vals if p == pos]
+
+
+# --- the README's summary against zsmalloc ----------------------------------
+
+def pct(x):
+    return f"{x:.1f}%" if abs(x) >= 10 else f"{x:.2f}%"
+
+
+def rel(x):
+    """A relative difference in %, signed."""
+    return f"{x:+.0f}%" if abs(x) >= 10 else f"{x:+.1f}%"
+
+
+def xr(x):
+    return f"{x:.2f}x"
+
+
+def span(xs, fmt):
+    lo, hi = min(xs), max(xs)
+    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)} to {fmt(hi)}"
+
+
+def runs_verdict(ratios):
+    """'slower'/'faster'/'mixed' for per-run ratios of afmalloc to zsmalloc."""
+    if all(r < 1 for r in ratios):
+        return "slower"
+    if all(r > 1 for r in ratios):
+        return "faster"
+    return "mixed"
+
+
+def summary_data():
+    """Every number the summary table and plot show, from the SUMMARY runs."""
+    d = {}
+    # Density on the full tree, one boot.
+    rows = steps(SUMMARY["full"])
+    d["full"] = {a: {s: ovh(rows, a, s) for s in ("untar",) + RM_STEPS + ("rm_all",)}
+                 for a in (ZS, AF)}
+    untar = [int(r["compr_bytes"]) for r in rows if r["step"] == "untar"]
+    left = [int(r["compr_bytes"]) for r in rows if r["step"] == "rm_all"]
+    d["full_left"] = [100 * b / a for a, b in zip(untar, left)]
+    # The same over boots in both orders: medians.
+    sc = summary_csv(SUMMARY["full_boots"])
+    d["full_boots"] = {a: {m: med([v for _, _, v in sc[(a, "overhead_pct " + m)]])
+                           for m in ("untar", "worst rm step")} for a in (ZS, AF)}
+    d["full_boots_n"] = len({b for b, _, _ in sc[(ZS, "overhead_pct untar")]})
+    # Repeated churn.
+    rows = steps(SUMMARY["rounds"])
+    d["rounds"] = {}
+    for a in (ZS, AF):
+        d["rounds"][a] = {
+            "untar": [ovh(rows, a, "untar", r["round"]) for r in rows
+                      if r["alloc"] == a and r["step"] == "untar"],
+            "worst": max(100 * float(r["overhead_ratio"]) for r in rows
+                         if r["alloc"] == a and r["step"] in RM_STEPS)}
+    d["rounds_n"] = len({r["round"] for r in rows})
+    # zstd, every allocator.
+    rows = steps(SUMMARY["zstd"])
+    d["zstd"] = {a: {"untar": ovh(rows, a, "untar"),
+                     "worst": max(ovh(rows, a, s) for s in RM_STEPS)}
+                 for a in dict.fromkeys(r["alloc"] for r in rows)}
+    # fio: memory held (mm_stat) and IOPS.
+    need(SUMMARY["fio"], "mm_stat.csv", "fio.csv")
+    mm = {(r["alloc"], r["when"]): r for r in report.read_csv(rdir(SUMMARY["fio"]), "mm_stat.csv")}
+    d["fio_mem"] = {a: {"fill": int(mm[(a, "fill")]["mem_used_total"]),
+                        "end": int(mm[(a, "end")]["mem_used_total"]),
+                        "peak": int(mm[(a, "end")]["mem_used_max"]),
+                        "compr": int(mm[(a, "end")]["compr_data_size"])} for a in (ZS, AF)}
+    fr = report.fio_ratios(rdir(SUMMARY["fio"]))
+    d["fio_iops"] = {s: fr[(AF, s)] for (a, s) in fr if a == AF}
+    # Microbenchmark.
+    need(SUMMARY["speed"], "speed.csv")
+    sr = report.speed_ratios(rdir(SUMMARY["speed"]))
+    d["speed"] = {f"{op} {t}": sr[(AF, op, t)] for (a, op, t) in sr
+                  if a == AF and op in ("alloc-map", "read-map")}
+    # Huge pages and Highalloc-Stress by position in the boot.
+    d["huge"] = {}
+    for name in SUMMARY["huge"]:
+        sc = summary_csv(name)
+        npos = max(p for vals in sc.values() for _, p, _ in vals)
+        d["huge"][name] = {
+            m: {a: [med(by_position(sc[(a, m)], p)) for p in range(1, npos + 1)]
+                for a in (ZS, AF)}
+            for m in ("hugetlb after", "highalloc_pct")}
+        d["huge"][name]["highalloc all"] = {
+            a: med([v for _, _, v in sc[(a, "highalloc_pct")]]) for a in (ZS, AF)}
+        d["huge"][name]["boots"] = len({b for vals in sc.values() for b, _, _ in vals})
+        d["huge"][name]["spread"] = {
+            m: [max(xs) - min(xs) for xs in (by_position(sc[(a, m)], p)
+                                             for a in (ZS, AF) for p in range(1, npos + 1))
+                if len(xs) > 1]
+            for m in ("hugetlb after", "highalloc_pct")}
+    # zswap on the project's kernel: density and time.
+    need(SUMMARY["zswap_time"], "zswap-time.csv")
+    zt = report.read_csv(rdir(SUMMARY["zswap_time"]), "zswap-time.csv")
+    zb = {(r["run"], r["alloc"].split("/")[0]): r for r in zt}
+    runs = sorted({r["run"] for r in zt}, key=int)
+    d["zswap_time"] = {
+        "ratio": {a: med([float(zb[(n, a)]["ratio"]) for n in runs])
+                  for a in ("zsmalloc", "afmalloc")},
+        "kb": {a: med([float(zb[(n, a)]["zswap_kb"]) for n in runs])
+               for a in ("zsmalloc", "afmalloc")},
+        "wall": [float(zb[(n, "afmalloc")]["wall_s"]) / float(zb[(n, "zsmalloc")]["wall_s"])
+                 for n in runs],
+        "verify": [float(zb[(n, "afmalloc")]["verify_s"]) / float(zb[(n, "zsmalloc")]["verify_s"])
+                   for n in runs],
+        "walls": [float(r["wall_s"]) for r in zt]}
+    # zswap on Debian's kernel.
+    need(SUMMARY["zswap_stock"], "zswap.log")
+    with open(os.path.join(rdir(SUMMARY["zswap_stock"]), "zswap.log")) as f:
+        m = re.search(r"Zswapped/Zswap afmalloc ([\d.]+), zsmalloc ([\d.]+); Zswapped/\(pages held "
+                      r"incl\. metadata slabs\) afmalloc ([\d.]+), zsmalloc ([\d.]+)", f.read())
+    if not m:
+        fail(f"bench/results/{SUMMARY['zswap_stock']}/zswap.log has no effective ratio line")
+    d["zswap_stock"] = [float(x) for x in m.groups()]
+    return d
+
+
+def link(name):
+    return f"[{name}](bench/results/README.md#{name})"
+
+
+def before(name):
+    return " (before the hole cache)" if hole_cache(name) is False else ""
+
+
+def summary_rows(d):
+    """(measure, zsmalloc, afmalloc/zspage, better, runs, loss) rows; loss:
+    what afmalloc loses, in a few words, for the rows where zsmalloc is better."""
+    rows = []
+
+    def add(measure, zs, af, af_better, runs, loss, better=None):
+        if better is None:
+            better = af_better if isinstance(af_better, str) else \
+                ("afmalloc" if af_better else "**zsmalloc**")
+        rows.append((measure, zs, af, better, runs,
+                     loss if better.startswith("**zsmalloc**") else None))
+
+    f = d["full"]
+    n = SUMMARY["full"]
+    add(f"Full kernel tree, lz4{before(n)}: overhead after the untar",
+        pct(f[ZS]["untar"]), pct(f[AF]["untar"]), None, link(n),
+        f"overhead after the untar ({pct(f[AF]['untar'])})",
+        better=f"afmalloc ({f[ZS]['untar'] / f[AF]['untar']:.1f}x less)"
+        if f[AF]["untar"] < f[ZS]["untar"] else "**zsmalloc**")
+    zs_rm, af_rm = [f[ZS][s] for s in RM_STEPS], [f[AF][s] for s in RM_STEPS]
+    add("... after each of the five remove steps", span(zs_rm, pct), span(af_rm, pct),
+        all(a < z for a, z in zip(af_rm, zs_rm)), link(n),
+        f"overhead after the remove steps ({span(af_rm, pct)})")
+    add(f"... after removing the rest ({span(d['full_left'], lambda x: f'{x:.1f}%')} "
+        "of the data left)", pct(f[ZS]["rm_all"]), pct(f[AF]["rm_all"]),
+        f[AF]["rm_all"] < f[ZS]["rm_all"], link(n),
+        f"overhead with little data left ({pct(f[AF]['rm_all'])})")
+    n = SUMMARY["full_boots"]
+    fb = d["full_boots"]
+    add(f"Full tree, median of {d['full_boots_n']} boots in both orders{before(n)}: "
+        "untar / worst remove step",
+        f"{pct(fb[ZS]['untar'])} / {pct(fb[ZS]['worst rm step'])}",
+        f"{pct(fb[AF]['untar'])} / {pct(fb[AF]['worst rm step'])}",
+        all(fb[AF][k] < fb[ZS][k] for k in fb[AF]), link(n),
+        "full-tree overhead over two boots")
+    n = SUMMARY["rounds"]
+    rd = d["rounds"]
+    add(f"Quick tree, {d['rounds_n']} rounds of untar and removes{before(n)}: "
+        "every untar / worst remove step",
+        f"{span(rd[ZS]['untar'], pct)} / {pct(rd[ZS]['worst'])}",
+        f"{span(rd[AF]['untar'], pct)} / {pct(rd[AF]['worst'])}",
+        max(rd[AF]["untar"]) < min(rd[ZS]["untar"]) and rd[AF]["worst"] < rd[ZS]["worst"],
+        link(n), "overhead over repeated rounds")
+    n = SUMMARY["zstd"]
+    z = d["zstd"]
+    zc = z.get("zsmalloc+compact")
+    add(f"Quick tree, zstd{before(n)}: untar / worst remove step",
+        f"{pct(z[ZS]['untar'])} / {pct(z[ZS]['worst'])}"
+        + (f" (zram `compact` after every step: {pct(zc['untar'])} / {pct(zc['worst'])})"
+           if zc else ""),
+        f"{pct(z[AF]['untar'])} / {pct(z[AF]['worst'])}",
+        all(z[AF][k] < min(v[k] for a, v in z.items() if a != AF) for k in ("untar", "worst")),
+        link(n), "overhead with zstd")
+    n = SUMMARY["fio"]
+    fm = d["fio_mem"]
+    mib = 1048576.0
+    pts = ("fill", "end", "peak")
+    deltas = [100 * (fm[AF][k] / fm[ZS][k] - 1) for k in pts]
+    add(f"fio overwriting a full {run_meta(n).get('device_size', '?')} zram device{before(n)}: "
+        f"memory held for {fm[ZS]['compr'] / mib:.1f} MiB compressed, after the fill / "
+        "at the end / peak (mm_stat)",
+        " / ".join(f"{fm[ZS][k] / mib:.1f}" for k in pts) + " MiB",
+        " / ".join(f"{fm[AF][k] / mib:.1f}" for k in pts) + " MiB",
+        None, link(n),
+        f"memory held after fio's overwrites of a full zram device ({rel(deltas[1])} at "
+        f"the end, {rel(deltas[2])} at peak)",
+        better=("**zsmalloc** (afmalloc " + " / ".join(rel(x) for x in deltas) + ")")
+        if deltas[1] > 0 else "afmalloc")
+    n = SUMMARY["speed"]
+    sp = d["speed"]
+    word = {"slower": "**zsmalloc**", "faster": "afmalloc", "mixed": "neither"}
+    for op, what in (("alloc-map", "allocate + write + free"), ("read-map", "map + read")):
+        cases = [(t, sp[f"{op} {t}"]) for t in (1, 2) if f"{op} {t}" in sp]
+        verdicts = [(t, runs_verdict(r), len(r)) for t, r in cases]
+        if len({v for _, v, _ in verdicts}) == 1:
+            v, k = verdicts[0][1], verdicts[0][2]
+            better = word[v] + (f" (all {k} runs of each)" if v != "mixed" else " (runs disagree)")
+        else:
+            better = "; ".join(
+                word[v] + f" with {t} thread{'s' if t > 1 else ''}"
+                + (f" (all {k} runs)" if v != "mixed" else " (runs disagree)")
+                for t, v, k in verdicts)
+        slow = [f"{xr(med(r))} with {t} thread{'s' if t > 1 else ''}" for t, r in cases
+                if runs_verdict(r) == "slower"]
+        add(f"In-kernel microbenchmark{before(n)}: {what}, ops/s with 1 / 2 threads",
+            "1.00x", " / ".join(xr(med(r)) for _, r in cases), None, link(n),
+            f"{what} in the microbenchmark ({', '.join(slow)})", better=better)
+    n = SUMMARY["fio"]
+    fi = d["fio_iops"]
+    slower = [s for s, r in fi.items() if runs_verdict(r) == "slower"]
+    faster = [s for s, r in fi.items() if runs_verdict(r) == "faster"]
+    parts = ([f"**zsmalloc** for {', '.join(slower)} (all runs)"] if slower else []) + \
+        ([f"afmalloc for {', '.join(faster)} (all runs)"] if faster else [])
+    if len(slower) + len(faster) < len(fi):
+        parts.append("neither for the rest (runs disagree)")
+    add(f"fio on zram, IOPS{before(n)}: " + " / ".join(fi), "1.00x",
+        " / ".join(xr(med(r)) for r in fi.values()), None, link(n),
+        "fio IOPS (" + ", ".join(f"{s} {xr(med(fi[s]))}" for s in slower) + ")",
+        better="; ".join(parts))
+    hz, ha, spreads, hs, gaps, labels = [], [], [], [], [], []
+    for name in SUMMARY["huge"]:
+        h = d["huge"][name]["hugetlb after"]
+        labels.append(f"{run_meta(name).get('dataset', '?').split()[0]} tree, "
+                      f"{d['huge'][name]['boots']} boots{before(name)}")
+        hz.append(" / ".join(f"{x:g}" for x in h[ZS]))
+        ha.append(" / ".join(f"{x:g}" for x in h[AF]))
+        gaps += [a - z for a, z in zip(h[AF], h[ZS])]
+        spreads += d["huge"][name]["spread"]["hugetlb after"]
+        hs.append(name)
+    within = spreads and max(abs(g) for g in gaps) <= max(spreads)
+    add("2 MiB huge pages obtained with the data resident, running first / second "
+        "in the boot (medians); one line each: " + "; ".join(labels),
+        "<br>".join(hz), "<br>".join(ha), None, ", ".join(link(x) for x in hs),
+        f"huge pages ({min(gaps):+g} to {max(gaps):+g})",
+        better=(f"neither: gaps of {min(gaps):+g} to {max(gaps):+g} pages, boots in the same "
+                f"position differ by up to {max(spreads):g}") if within else
+        ("afmalloc" if min(gaps) > 0 else "**zsmalloc**" if max(gaps) < 0 else "neither"))
+    hz, ha, gaps, spreads = [], [], [], []
+    for name in SUMMARY["huge"]:
+        h = d["huge"][name]["highalloc all"]
+        hz.append(f"{h[ZS]:.1f}%")
+        ha.append(f"{h[AF]:.1f}%")
+        gaps.append(h[AF] - h[ZS])
+        spreads += d["huge"][name]["spread"]["highalloc_pct"]
+    within = spreads and max(abs(g) for g in gaps) <= max(spreads)
+    add("Highalloc-Stress: order-9 allocations that succeed, median of the same runs",
+        " / ".join(hz), " / ".join(ha), None, ", ".join(link(x) for x in hs),
+        "Highalloc-Stress successes",
+        better=(f"neither: gaps of {min(gaps):+.1f} to {max(gaps):+.1f} points, boots in the "
+                f"same position differ by up to {max(spreads):.1f}") if within else
+        ("afmalloc" if min(gaps) > 0 else "**zsmalloc**" if max(gaps) < 0 else "neither"))
+    n = SUMMARY["zswap_time"]
+    zt = d["zswap_time"]
+    nr = len(zt["wall"])
+    add(f"zswap on the project's kernel{before(n)}: Zswapped/Zswap, median of {nr} runs",
+        f"{zt['ratio']['zsmalloc']:.2f}", f"{zt['ratio']['afmalloc']:.2f}", None, link(n),
+        "zswap's compression ratio",
+        better=(f"afmalloc ({100 * (1 - zt['kb']['afmalloc'] / zt['kb']['zsmalloc']):.0f}% less "
+                "memory)") if zt["ratio"]["afmalloc"] > zt["ratio"]["zsmalloc"] else "**zsmalloc**")
+    fast_w = sum(r < 1 for r in zt["wall"])
+    slow_v = sum(r > 1 for r in zt["verify"])
+    wv = runs_verdict([1 / r for r in zt["wall"]])
+    add("... wall time of the same runs (write, then verify: mostly swap-ins)",
+        "1.00x", f"{xr(med(zt['wall']))} zsmalloc's time: shorter in {fast_w} of {nr} "
+        f"runs, but the verify phase longer in {slow_v} of {nr}", None, link(n),
+        f"zswap wall time ({xr(med(zt['wall']))} zsmalloc's)",
+        better={"slower": "**zsmalloc**", "faster": "afmalloc"}.get(
+            wv, f"neither: single runs took {span(zt['walls'], lambda x: f'{x:.0f} s')}"))
+    n = SUMMARY["zswap_stock"]
+    af_r, zs_r, af_h, zs_h = d["zswap_stock"]
+    add(f"zswap on Debian's kernel with `afmalloc.ko`{before(n)}: Zswapped/Zswap, one run",
+        f"{zs_r:.2f} ({zs_h:.2f} counting its metadata slabs)", f"{af_r:.2f}",
+        af_h > zs_h and af_r > zs_r, link(n), "zswap on Debian's kernel")
+    return rows
+
+
+def least_everywhere():
+    """(runs, boots, [where afmalloc/zspage did not hold the least]) over
+    every untar/remove run of bench/results."""
+    runs = boots = 0
+    beaten = []
+    for name in folders():
+        bs = [b for b in boot_steps(name) if any(r["alloc"] == AF for r in b)]
+        runs += bool(bs)
+        boots += len(bs)
+        for k, rows in enumerate(bs, 1):
+            held = {}
+            for r in rows:
+                held.setdefault((r["round"], r["step"]), {})[r["alloc"]] = int(r["held_bytes"])
+            for (rnd, step), v in held.items():
+                if AF in v and len(v) > 1 and v[AF] > min(v.values()):
+                    beaten.append(f"{name} boot {k} round {rnd} {step}")
+    return runs, boots, beaten
+
+
+def summary_block(d):
+    rows = summary_rows(d)
+    out = ["afmalloc/zspage (the default store) against zsmalloc, each pair measured in one "
+           "boot on the same data under QEMU TCG on a shared 2-core machine (only ratios "
+           "and memory mean something). Overhead: memory held, metadata slabs included, "
+           "beyond the compressed bytes, in % of them; x ratios: afmalloc's rate over "
+           "zsmalloc's, median of the per-run ratios.", "",
+           "| measure | zsmalloc | afmalloc/zspage | better | run |",
+           "|---|---|---|---|---|"]
+    out += ["| " + " | ".join(cell(c) for c in r[:5]) + " |" for r in rows]
+    losses = [r[5] for r in rows if r[5]]
+    runs, boots, beaten = least_everywhere()
+    out += ["", (f"In all {runs} untar/remove runs in bench/results ({boots} boots), "
+                 "afmalloc/zspage held the least memory of the allocators measured after "
+                 "every step." if not beaten else
+                 f"In the {runs} untar/remove runs in bench/results ({boots} boots), "
+                 "afmalloc/zspage did not hold the least memory after: "
+                 + ", ".join(beaten) + ".")]
+    out += ["", "**Where zsmalloc is better:** " + ("; ".join(losses) if losses else
+                                                    "nowhere in these runs") + ".", "",
+            "![afmalloc/zspage against zsmalloc: density, memory under fio, speed]"
+            "(bench/results/summary.png)", ""]
+    return "\n".join(out) + "\n"
+
+
+MICRO_OPS = {"alloc-map": "alloc+write+free", "read-map": "map+read"}
+
+
+def summary_plot_data(d=None):
+    """The numbers bench/plot_summary.py draws, rounded (their digest goes into the PNG)."""
+    d = d or summary_data()
+    mib = 1048576.0
+    return {
+        "density": {"run": SUMMARY["full"], "steps": ["untar"] + list(RM_STEPS) + ["rm_all"],
+                    ZS: [round(d["full"][ZS][s], 3) for s in ("untar",) + RM_STEPS + ("rm_all",)],
+                    AF: [round(d["full"][AF][s], 3) for s in ("untar",) + RM_STEPS + ("rm_all",)]},
+        "fio_mem": {"run": SUMMARY["fio"], "points": ["after fill", "at end", "peak"],
+                    "compr_mib": round(d["fio_mem"][ZS]["compr"] / mib, 1),
+                    ZS: [round(d["fio_mem"][ZS][k] / mib, 1) for k in ("fill", "end", "peak")],
+                    AF: [round(d["fio_mem"][AF][k] / mib, 1) for k in ("fill", "end", "peak")]},
+        "ratios": {"runs": [SUMMARY["speed"], SUMMARY["fio"]],
+                   "labels": [f"micro {MICRO_OPS.get(k.split()[0], k.split()[0])}, "
+                              f"{k.split()[1]} thr" for k in d["speed"]]
+                   + [f"fio {s}" for s in d["fio_iops"]],
+                   "values": [round(med(r), 3) for r in d["speed"].values()]
+                   + [round(med(r), 3) for r in d["fio_iops"].values()],
+                   "verdicts": [runs_verdict(r) for r in d["speed"].values()]
+                   + [runs_verdict(r) for r in d["fio_iops"].values()]},
+    }
+
+
+def plot_digest(data):
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def png_text(path):
+    """The tEXt/iTXt entries of a PNG file, {} if it cannot be read."""
+    out = {}
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return out
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return out
+    i = 8
+    while i + 8 <= len(data):
+        n, kind = struct.unpack(">I4s", data[i:i + 8])
+        body = data[i + 8:i + 8 + n]
+        if kind == b"tEXt" and b"\0" in body:
+            k, v = body.split(b"\0", 1)
+            out[k.decode("latin-1")] = v.decode("latin-1")
+        elif kind == b"iTXt" and b"\0" in body:
+            k, rest = body.split(b"\0", 1)
+            if rest[:1] == b"\0":
+                out[k.decode("latin-1")] = rest[2:].split(b"\0", 2)[-1].decode("utf-8", "replace")
+        i += 12 + n
+    return out
+
+
+# --- make demo / make check times ------------------------------------------------
+
+def read_timings(path):
+    """(started, rev, machine, [(step, seconds, status)]) of a scripts/timed.sh record."""
     rows, started, rev, machine = [], "?", "?", "?"
     with open(path) as f:
         for ln in f:
@@ -66,15 +636,88 @@ def timings_section(rel, path):
                 started, rev = p[2], p[3]
             elif p[0] == "# machine":
                 machine = ", ".join(p[1:])
-            elif len(p) == 3:
+            elif len(p) == 3 and not p[0].startswith("#"):
                 rows.append((p[0], int(p[1]), int(p[2])))
     if not rows or any(rc for _, _, rc in rows):
-        sys.exit(f"readme_results: error: {path} is empty or records a failed step")
-    out = [f"### `{rel}`", "",
-           f"Reproduce: `make check` (times written by `scripts/timed.sh`); run of {started},"
-           f" commit {rev}, {machine}", "",
+        fail(f"{path} is empty or records a failed step")
+    return started, rev, machine, rows
+
+
+def timings_file(folder):
+    """The scripts/timed.sh record of a results folder (check.tsv or demo.tsv), or None."""
+    for n in ("check.tsv", "demo.tsv"):
+        if os.path.isfile(os.path.join(rdir(folder), n)):
+            return os.path.join(rdir(folder), n)
+    return None
+
+
+def minutes(sec):
+    return f"{sec / 60:.0f} min" if sec >= 600 else f"{sec / 60:.1f} min"
+
+
+def commands_block():
+    out = ["Measured on the project's machine (QEMU TCG), each the sum of the steps "
+           "`scripts/timed.sh` recorded; cold: a fresh machine with empty caches "
+           "(package downloads, kernel source, datasets and every build included), "
+           "warm: caches already filled:", ""]
+    for cmd in ("demo", "check"):
+        parts = []
+        for kind, folder in (("cold", f"make-{cmd}-cold"), ("warm", f"make-{cmd}")):
+            tsv = timings_file(folder)
+            if not tsv:
+                parts.append(f"{kind}: not yet measured")
+                continue
+            started, rev, machine, rows = read_timings(tsv)
+            total = sum(s for _, s, _ in rows)
+            parts.append(f"{kind}: {minutes(total)} ({total} s; {started[:10]}, commit {rev}, "
+                         f"{machine}; [{folder}](bench/results/README.md#{folder}))")
+        out.append(f"- `make {cmd}`: " + "; ".join(parts) + ".")
+    return "\n".join(out) + "\n"
+
+
+def benchmark_block():
+    untar = {}
+    for name in sorted(os.listdir(RESULTS)):
+        ds = run_meta(name).get("dataset", "").split(" ")[0]
+        for rows in boot_steps(name):
+            untar.setdefault(ds, []).extend(float(r["seconds"]) for r in rows
+                                            if r["step"] == "untar")
+    rounds = steps(SUMMARY["rounds"])
+    nr = len({r["round"] for r in rounds})
+    spent = sum(float(r["seconds"]) for r in rounds)
+    parts = [f"the {ds} tree {span(v, lambda s: f'{s / 60:.1f}')} min ({len(v)} untars)"
+             for ds, v in sorted(untar.items()) if ds and v]
+    return ("Under TCG here one untar took, per allocator, " + ", ".join(parts)
+            + f", depending on what else shared the two cores (the `step s` column of the "
+            f"untar rows in [bench/results](bench/results/README.md)); the {nr} rounds of "
+            f"[{SUMMARY['rounds']}](bench/results/README.md#{SUMMARY['rounds']}) spent "
+            f"{minutes(spent)} in their steps.\n")
+
+
+# --- bench/results/README.md ----------------------------------------------------
+
+def zswap_section(path):
+    """The summary lines of a make bench-zswap log."""
+    with open(path) as f:
+        lines = [ln.rstrip("\n") for ln in f]
+    keep = [ln for ln in lines
+            if ln.startswith(("[afmalloc] accelerator", "zswap-test: PASS"))
+            or ("stored_pages=" in ln and "ratio=" in ln) or "Zswapped/Zswap" in ln]
+    if not any("Zswapped/Zswap" in ln for ln in keep):
+        fail(f"{path} has no Zswapped/Zswap summary")
+    return ["Reproduce: `make bench-zswap` (Debian's unmodified kernel, afmalloc.ko;"
+            " same workload and boot for both allocators)", "", "```"] + keep + ["```", ""]
+
+
+def timings_section(name, path):
+    """The step times of a make check or make demo record (scripts/timed.sh)."""
+    started, rev, machine, rows = read_timings(path)
+    cmd = "make demo" if name.startswith("make-demo") else "make check"
+    caches = "cold caches" if name.endswith("-cold") else "warm caches"
+    out = [f"Reproduce: `{cmd}` (times written by `scripts/timed.sh`); {caches}, run of "
+           f"{started}, commit {rev}, {machine}", "",
            "| step | seconds |", "|---|---|"]
-    out += [f"| {name} | {sec} |" for name, sec, _ in rows]
+    out += [f"| {step} | {sec} |" for step, sec, _ in rows]
     out += [f"| **sum of steps** | **{sum(sec for _, sec, _ in rows)}** |", ""]
     return out
 
@@ -90,13 +733,10 @@ def fault_rows(path):
     return rows
 
 
-def fault_section(rel, paths):
-    """Render the summary lines of tests/vm/fault-inject.sh."""
+def fault_section(paths):
+    """The summary lines of tests/vm/fault-inject.sh, as a table."""
     rows = [r for p in paths for r in fault_rows(p)]
-    if not rows:
-        sys.exit(f"readme_results: error: {', '.join(paths)} has no fault-inject summary lines")
-    out = [f"### `{rel}`", "",
-           "Reproduce: `make vm-test-debug` (part of `make check`: tests/vm/fault-inject.sh"
+    out = ["Reproduce: `make vm-test-debug` (part of `make check`: tests/vm/fault-inject.sh"
            " in tests/vm/debug-suite.sh; `make vm-test` runs it for every allocator):"
            " failslab and fail_page_alloc"
            " on the writing process only; every failure must reach the writer as an error,"
@@ -106,8 +746,8 @@ def fault_section(rel, paths):
            " | pages leaked | faults injected |",
            "|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r.get('alloc')} | {r.get('writes')} | {r.get('failed')} | {r.get('verified')}"
-                   f" | {r.get('lost')} | {r.get('leaked_pages')} | {r.get('injected')} |")
+        out.append("| " + " | ".join(str(r.get(k)) for k in (
+            "alloc", "writes", "failed", "verified", "lost", "leaked_pages", "injected")) + " |")
     return out + [""]
 
 
@@ -126,10 +766,10 @@ def reliability_rows(path):
             try:
                 row = dict(kv.split("=", 1) for kv in shlex.split(m.group(1)))
             except ValueError as e:
-                sys.exit(f"readme_results: error: {path}:{n}: bad reliability line ({e})")
+                fail(f"{path}:{n}: bad reliability line ({e})")
             missing = [k for k in RELIABILITY_KEYS if k not in row]
             if missing:
-                sys.exit(f"readme_results: error: {path}:{n}: reliability line lacks {', '.join(missing)}")
+                fail(f"{path}:{n}: reliability line lacks {', '.join(missing)}")
             rows.append(row)
     return rows
 
@@ -174,7 +814,7 @@ def reliability_section(d):
         step = os.path.basename(path)[:-len(".log")]
         for r in reliability_rows(path):
             if not out:
-                out = ["#### Reliability", "",
+                out = ["### Reliability", "",
                        "Every `reliability:` line of the make check step logs in this folder"
                        " (one row per input, fault or run tried; a test fails if any of its"
                        " rows does), with the command that reproduces the step.", "",
@@ -189,143 +829,306 @@ def reliability_section(d):
     return out + [""] if out else []
 
 
+def demote(text):
+    """Headings of a report nest under the folder's ## heading."""
+    return "\n".join("#" + ln if ln.startswith("#") else ln for ln in text.splitlines())
+
+
+SOURCE_RE = re.compile(r"\bsource ([0-9a-f]{7,40})\b")
+
+
+def known_sources(text):
+    """'source ID' of a report, unless ID is not in git log (then not kept)."""
+    return SOURCE_RE.sub(lambda m: m.group(0) if git().known(m.group(1)) else
+                         "source not recorded (see the index)", text)
+
+
+def kind(name):
+    """What a results folder holds, for the index."""
+    d = rdir(name)
+
+    def has(f):
+        return os.path.isfile(os.path.join(d, f))
+
+    meta = run_meta(name)
+    if timings_file(name):
+        return ("`make demo`" if name.startswith("make-demo") else "`make check`") + \
+            (" times, cold caches" if name.endswith("-cold") else " times, warm caches")
+    if has("speed.csv"):
+        return "in-kernel microbenchmark" + (f" (`{meta['boot_args']}`)"
+                                             if meta.get("boot_args") else "")
+    if has("fio.csv"):
+        return "fio on zram"
+    if has("zswap-time.csv"):
+        return "zswap wall time, project kernel"
+    if has("zswap.log"):
+        return "zswap on Debian's kernel (`afmalloc.ko`)"
+    boots = len(glob.glob(os.path.join(d, "run-*")))
+    if not (has("steps.csv") or boots):
+        return "`make check` step logs: reliability and fault injection"
+    what = f"untar/remove, {meta.get('dataset', '?').split(' ')[0]} tree, " \
+           f"{meta.get('rounds', '?')} round(s), {meta.get('comp', '?')}"
+    return what + (f", {boots} boots" if boots else "")
+
+
+def index_rows():
+    out = ["| folder | what | date | kernel built from | hole cache |", "|---|---|---|---|---|"]
+    for name in folders():
+        meta = run_meta(name)
+        src, how = run_source(name)
+        recorded = meta.get("source")
+        if src and how == "commit message":
+            where = f"{src} (the commit adding the run says so" + \
+                ("; meta.json names a commit not in git log)" if recorded else ")")
+        elif src:
+            where = src
+        elif name in COMMITTED_IN:
+            where = f"not recorded; committed in {COMMITTED_IN[name]}"
+        else:
+            where = "not recorded" if meta or os.path.isfile(
+                os.path.join(rdir(name), "steps.csv")) else "-"
+        hc = {True: "yes", False: "no", None: "?"}[hole_cache(name)]
+        if kind(name).startswith(("`make", "`make check` step")):
+            where, hc = "-", "-"
+        out.append(f"| [{name}](#{name}) | {kind(name)} | {meta.get('date', '-')[:10] or '-'} "
+                   f"| {where} | {hc} |")
+    return out
+
+
+def folders():
+    return [n for n in sorted(os.listdir(RESULTS)) if os.path.isdir(rdir(n))]
+
+
+def folder_section(name):
+    d = rdir(name)
+    out = [f"## {name}", ""]
+    other = ("check.tsv", "demo.tsv", "speed.csv", "zswap.log", "steps.csv")
+    logs = [] if any(os.path.isfile(os.path.join(d, n)) for n in other) else \
+        sorted(glob.glob(os.path.join(d, "*.log")))
+    flogs = [p for p in logs if fault_rows(p)]
+    rtable = reliability_section(d) if logs else []
+    if flogs or rtable:
+        return out + (fault_section(flogs) if flogs else []) + rtable
+    if timings_file(name):
+        return out + timings_section(name, timings_file(name))
+    meta = report.load_meta(d)
+    for csvname, fn, default in (("speed.csv", report.speed, "bench/speed.sh"),
+                                 ("fio.csv", report.fio, "bench/fio.sh"),
+                                 ("zswap-time.csv", report.zswap_time, "bench/zswap-time.sh")):
+        if os.path.isfile(os.path.join(d, csvname)):
+            text = fn(d).rstrip()
+            if "Reproduce:" not in text:
+                out += [f"Reproduce: `{meta.get('command', default)}`", ""]
+            return out + [demote(text), ""]
+    if os.path.isfile(os.path.join(d, "summary.md")):
+        # A multi-boot run (bench/run.sh --runs N): its medians.
+        with open(os.path.join(d, "summary.md")) as f:
+            return out + [demote(f.read().rstrip()), ""]
+    if os.path.isfile(os.path.join(d, "zswap.log")):
+        return out + zswap_section(os.path.join(d, "zswap.log"))
+    if not os.path.isfile(os.path.join(d, "steps.csv")):
+        fail(f"bench/results/{name} holds no result this script knows")
+    rows, meta = report.load(d)
+    out += [f"Reproduce: `{meta.get('command', 'bench/run.sh')}`", "",
+            demote(report.report(rows, meta).rstrip())]
+    if os.path.isfile(os.path.join(d, "overhead.png")):
+        out += ["", f"![overhead ratio per step]({name}/overhead.png)"]
+    frag = report.fragmentation(d)
+    if frag:
+        out += ["", demote(frag.rstrip())]
+    if os.path.isfile(os.path.join(d, "frag.png")):
+        out += ["", f"![U(9) over Highalloc-Stress attempts]({name}/frag.png)"]
+    return out + [""]
+
+
+def results_readme():
+    out = ["# Benchmark and test results", "",
+           "<!-- generated by bench/readme_results.py from the folders below; do not edit -->",
+           "",
+           "Generated by `bench/readme_results.py` from the folders of `bench/results/`, "
+           "one section each, in name order; nothing here is typed by hand. Each folder "
+           "keeps the raw data (CSV, meta.json with kernel, config hash, dataset hash, "
+           "accelerator, guest size, date and the command that reproduces the run; the "
+           "guest's log). Every run is one boot unless it says otherwise. Absolute times "
+           "come from QEMU TCG emulation on a shared 2-core machine and say nothing about "
+           "speed on hardware: compare allocators only through ratios measured in the same "
+           "boot. The README's summary table is read from these runs.", "",
+           "Kernel built from: meta.json's `source` when it names a commit of `git log` "
+           "(runs before e2989b7 recorded the checkout at the end of the run instead; "
+           "for those the commit message that added the run names the tree); hole cache: "
+           f"whether that kernel has the zspage store's hole cache ({HOLE_CACHE}).", ""]
+    out += index_rows() + [""]
+    for name in folders():
+        out += folder_section(name)
+    return known_sources("\n".join(out).rstrip("\n") + "\n")
+
+
+# --- README.md's generated blocks ---------------------------------------------
+
+def render_readme(text):
+    blocks = {"summary": summary_block(summary_data()), "commands": commands_block(),
+              "benchmark": benchmark_block()}
+    seen = [m.group(1) for m in BLOCK_RE.finditer(text)]
+    missing = [b for b in BLOCKS if b not in seen]
+    unknown = [b for b in seen if b not in BLOCKS]
+    if missing or unknown:
+        fail(f"README.md: generated blocks missing: {', '.join(missing) or 'none'}; "
+             f"unknown: {', '.join(unknown) or 'none'} (markers '<!-- generated: NAME -->' "
+             f"... '<!-- end: NAME -->')")
+    return BLOCK_RE.sub(lambda m: f"<!-- generated: {m.group(1)} -->\n{blocks[m.group(1)]}"
+                        f"<!-- end: {m.group(1)} -->", text)
+
+
+# --- --check ------------------------------------------------------------------------
+
+FIGURE_RE = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*\s?%|\d+(?:\.\d+)?x\b"
+                       r"|\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds?|min|minutes?|h|hours?)\b)")
+HEX_RE = re.compile(r"(?<![\w/.#-])[0-9a-f]{7,40}(?![\w-])")
+HASH_BEFORE_RE = re.compile(r"(sha256|config|config_sha256)[\s:=\"(]*$")
+LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def loose_figures(text):
+    """Figures in README.md outside the generated blocks: (line, figure)."""
+    out = []
+    stripped = BLOCK_RE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    for n, ln in enumerate(stripped.splitlines(), 1):
+        out += [(n, m.group(0)) for m in FIGURE_RE.finditer(ln)]
+    return out
+
+
+def commit_ids(text):
+    """Hexadecimal tokens that can be commit ids: a digit and a letter, not a hash."""
+    out = []
+    for m in HEX_RE.finditer(text):
+        tok = m.group(0)
+        if not (re.search(r"\d", tok) and re.search(r"[a-f]", tok)):
+            continue
+        if HASH_BEFORE_RE.search(text[max(0, m.start() - 20):m.start()]):
+            continue
+        out.append(tok)
+    return list(dict.fromkeys(out))
+
+
+def bad_links(path, text):
+    base = os.path.dirname(path)
+    out = []
+    for m in LINK_RE.finditer(text):
+        target = m.group(1).split("#", 1)[0]
+        if not target or re.match(r"^[a-z]+:", target):
+            continue
+        if not os.path.exists(os.path.join(base, target)):
+            out.append(m.group(1))
+    return out
+
+
+def check(files):
+    """files: {path: (on disk, regenerated)}. Return the problems found."""
+    problems = []
+    for path, (old, new) in files.items():
+        relp = os.path.relpath(path, TOP)
+        if old != new:
+            diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(),
+                                             f"{relp} (committed)", f"{relp} (from the results)",
+                                             lineterm="", n=1))
+            shown = diff[:60] + ([f"... {len(diff) - 60} more diff lines"]
+                                 if len(diff) > 60 else [])
+            problems.append(f"{relp} is out of date; run python3 bench/readme_results.py\n"
+                            + "\n".join(shown))
+        g = git()
+        if g.commits is None:
+            print(f"readme_results: warning: not a git checkout, commit ids in {relp} not checked",
+                  file=sys.stderr)
+        else:
+            ids = [i for i in commit_ids(old) if not g.known(i)]
+            if ids:
+                problems.append(f"{relp}: commit ids not in git log: {', '.join(ids)}")
+        links = bad_links(path, old)
+        if links:
+            problems.append(f"{relp}: links to nothing: {', '.join(links)}")
+    readme = files[README][0]
+    loose = loose_figures(readme)
+    if loose:
+        problems.append("README.md: figures outside the generated blocks (generate them in "
+                        "bench/readme_results.py instead): "
+                        + ", ".join(f"line {n}: {fig!r}" for n, fig in loose))
+    g = git()
+    if g.commits is not None:
+        cited = [c for c in list(KERNEL_SOURCE.values()) + list(COMMITTED_IN.values())
+                 + [HOLE_CACHE] if not g.known(c)]
+        if cited:
+            problems.append(f"{__file__}: commits not in git log: {', '.join(cited)}")
+    want = plot_digest(summary_plot_data())
+    have = png_text(SUMMARY_PNG).get(PNG_KEY)
+    if have != want:
+        problems.append(f"bench/results/summary.png was drawn from other numbers (digest {have}, "
+                        f"the results give {want}): run bench/plot_summary.py (matplotlib)")
+    return problems
+
+
+# --- --collect-check --------------------------------------------------------------
+
 def collect_check(src):
     """Copy the last make check's record into bench/results (see --collect-check)."""
     tsv = os.path.join(src, "check.tsv")
     if not os.path.isfile(tsv):
-        sys.exit(f"readme_results: error: no {tsv}: run make check first")
+        fail(f"no {tsv}: run make check first")
     with open(tsv) as f:
         failed = [p[0] for p in (ln.rstrip("\n").split("\t") for ln in f)
                   if len(p) == 3 and not p[0].startswith("#") and p[2] != "0"]
     if failed:
-        sys.exit(f"readme_results: error: {tsv} records failed steps: {', '.join(failed)}")
-    base = os.path.join(TOP, "bench", "results")
-    mc, rel = os.path.join(base, "make-check"), os.path.join(base, "reliability")
+        fail(f"{tsv} records failed steps: {', '.join(failed)}")
+    mc, rel_dir = rdir("make-check"), rdir("reliability")
     os.makedirs(mc, exist_ok=True)
-    os.makedirs(rel, exist_ok=True)
+    os.makedirs(rel_dir, exist_ok=True)
     shutil.copyfile(tsv, os.path.join(mc, "check.tsv"))
     print(f"readme_results: {tsv} -> {os.path.relpath(mc, TOP)}/")
-    keep = []
-    for path in sorted(glob.glob(os.path.join(src, "logs", "*.log"))):
-        if reliability_rows(path) or fault_rows(path):
-            keep.append(path)
+    keep = [p for p in sorted(glob.glob(os.path.join(src, "logs", "*.log")))
+            if reliability_rows(p) or fault_rows(p)]
     if not keep:
-        sys.exit(f"readme_results: error: no log in {src}/logs has reliability: or fault-inject: lines")
-    for old in glob.glob(os.path.join(rel, "*.log")):
+        fail(f"no log in {src}/logs has reliability: or fault-inject: lines")
+    for old in glob.glob(os.path.join(rel_dir, "*.log")):
         os.remove(old)
     for path in keep:
-        shutil.copyfile(path, os.path.join(rel, os.path.basename(path)))
-        print(f"readme_results: {path} -> {os.path.relpath(rel, TOP)}/")
-
-
-def demote(text):
-    """Headings of a report nest under the run's ### heading."""
-    return "\n".join("##" + ln if ln.startswith("#") else ln for ln in text.splitlines())
-
-
-def section(run_dirs):
-    out = [BEGIN,
-           "<!-- generated by bench/readme_results.py from the runs below; do not edit -->",
-           ""]
-    for d in run_dirs:
-        rel = os.path.relpath(os.path.abspath(d), TOP)
-        other = ("check.tsv", "speed.csv", "zswap.log", "steps.csv")
-        logs = [] if any(os.path.isfile(os.path.join(d, n)) for n in other) else \
-            sorted(glob.glob(os.path.join(d, "*.log")))
-        flogs = [p for p in logs if fault_rows(p)]
-        rtable = reliability_section(d) if logs else []
-        if flogs or rtable:
-            if flogs:
-                out += fault_section(rel, flogs)
-            else:
-                out += [f"### `{rel}`", ""]
-            out += rtable
-            continue
-        tlog = os.path.join(d, "check.tsv")
-        if os.path.isfile(tlog):
-            out += timings_section(rel, tlog)
-            continue
-        if os.path.isfile(os.path.join(d, "speed.csv")):
-            meta = report.load_meta(d)
-            out += [f"### `{rel}`", "", f"Reproduce: `{meta.get('command', 'bench/speed.sh')}`", "",
-                    demote(report.speed(d).rstrip()), ""]
-            continue
-        if os.path.isfile(os.path.join(d, "fio.csv")):
-            meta = report.load_meta(d)
-            out += [f"### `{rel}`", "", f"Reproduce: `{meta.get('command', 'bench/fio.sh')}`", "",
-                    demote(report.fio(d).rstrip()), ""]
-            continue
-        if os.path.isfile(os.path.join(d, "zswap-time.csv")):
-            meta = report.load_meta(d)
-            out += [f"### `{rel}`", "", f"Reproduce: `{meta.get('command', 'bench/zswap-time.sh')}`",
-                    "", demote(report.zswap_time(d).rstrip()), ""]
-            continue
-        summ = os.path.join(d, "summary.md")
-        if os.path.isfile(summ):
-            # A multi-boot run (bench/run.sh --runs N): its medians.
-            with open(summ) as f:
-                out += [f"### `{rel}`", "", demote(f.read().rstrip()), ""]
-            continue
-        zlog = os.path.join(d, "zswap.log")
-        if os.path.isfile(zlog):
-            out += zswap_section(rel, zlog)
-            continue
-        rows, meta = report.load(d)
-        rel = os.path.relpath(os.path.abspath(d), TOP)
-        cmd = meta.get("command", "bench/run.sh")
-        out.append(f"### `{rel}`")
-        out.append("")
-        out.append(f"Reproduce: `{cmd}`")
-        out.append("")
-        out.append(demote(report.report(rows, meta).rstrip()))
-        if os.path.isfile(os.path.join(d, "overhead.png")):
-            out.append("")
-            out.append(f"![overhead ratio per step]({rel}/overhead.png)")
-        frag = report.fragmentation(d)
-        if frag:
-            out.append("")
-            out.append(demote(frag.rstrip()))
-        if os.path.isfile(os.path.join(d, "frag.png")):
-            out.append("")
-            out.append(f"![U(9) over Highalloc-Stress attempts]({rel}/frag.png)")
-        out.append("")
-    out.append(END)
-    return "\n".join(out)
+        shutil.copyfile(path, os.path.join(rel_dir, os.path.basename(path)))
+        print(f"readme_results: {path} -> {os.path.relpath(rel_dir, TOP)}/")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if README.md or bench/results/README.md is stale")
     ap.add_argument("--collect-check", nargs="?", metavar="CACHE_TIMINGS_DIR",
                     const=os.path.join(os.environ.get("AFMALLOC_CACHE") or
                                        os.path.expanduser("~/.cache/afmalloc"), "timings"),
                     help="copy the last make check's check.tsv and logs into bench/results")
-    ap.add_argument("run_dirs", nargs="*",
-                    help="default: every folder of bench/results, in name order")
     args = ap.parse_args()
     if args.collect_check:
-        if args.check or args.run_dirs:
-            ap.error("--collect-check takes no other arguments")
+        if args.check:
+            ap.error("--collect-check takes no other option")
         collect_check(args.collect_check)
         return
-    if not args.run_dirs:
-        base = os.path.join(TOP, "bench", "results")
-        args.run_dirs = [os.path.join(base, n) for n in sorted(os.listdir(base))
-                         if os.path.isdir(os.path.join(base, n))]
-    path = os.path.join(TOP, "README.md")
-    with open(path) as f:
-        text = f.read()
-    if BEGIN not in text or END not in text:
-        sys.exit(f"readme_results: error: {path} lacks the {BEGIN} / {END} markers")
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    new = head + section(args.run_dirs) + tail
+    files = {}
+    for path, render in ((README, render_readme), (RESULTS_README, None)):
+        try:
+            with open(path) as f:
+                old = f.read()
+        except FileNotFoundError:
+            old = ""
+        files[path] = (old, render(old) if render else results_readme())
     if args.check:
-        if new != text:
-            sys.exit("readme_results: README.md Results are out of date; rerun without --check")
-        return
-    with open(path, "w") as f:
-        f.write(new)
+        problems = check(files)
+        for p in problems:
+            print(f"readme_results: {p}", file=sys.stderr)
+        sys.exit(1 if problems else 0)
+    for path, (old, new) in files.items():
+        if old != new:
+            with open(path, "w") as f:
+                f.write(new)
+            print(f"readme_results: wrote {os.path.relpath(path, TOP)}")
+    if plot_digest(summary_plot_data()) != png_text(SUMMARY_PNG).get(PNG_KEY):
+        print("readme_results: bench/results/summary.png is stale: run bench/plot_summary.py",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":
