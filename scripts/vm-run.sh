@@ -14,6 +14,13 @@
 # Oops, KASAN, lockdep, kmemleak reports after a forced scan, hung tasks,
 # RCU stalls); any splat fails the run with status 99 and is printed.
 #
+# Every run keeps its guest console in a file (--log, default
+# $AFMALLOC_CACHE/vm/logs/DATE-SCRIPT.log): the kernel log as the serial
+# console printed it (so an OOM kill or a panic that ends the guest is in
+# it) interleaved with the script's output, then the guest's dmesg if the
+# guest lived to the end. The terminal shows the script's output (all of
+# the console with --console); on failure the log's last lines are printed.
+#
 # Exit status: the script's (99 if it passed but dmesg has a splat); 124 if
 # the VM timed out; 125 if the VM died before the script reported a status.
 . "$(dirname "$0")/common.sh"
@@ -29,14 +36,16 @@ usage: $0 [options] SCRIPT [ARGS...]
   --rwdir DIR       host folder writable from the guest (repeatable)
   --timeout SEC     stop the VM after SEC seconds (default 1800)
   --accel MODE      auto | kvm | tcg (default auto, or \$AFMALLOC_ACCEL)
-  --console         also show the kernel console
+  --console         also show the kernel console on the terminal
+  --log FILE        keep the guest console here (default: a new file in
+                    \$AFMALLOC_CACHE/vm/logs, printed at the start)
   --no-dmesg-check  do not fail the run on kernel splats in dmesg
 USAGE
 }
 
 kernel=$AFMALLOC_BUILD/guest memory=2G cpus=2 timeout_s=1800
 accel=${AFMALLOC_ACCEL:-auto} console=0 dmesg_check=1
-append=() rwdirs=()
+append=() rwdirs=() logf=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=${2:?--kernel needs a path}; shift ;;
@@ -47,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
 	--accel) accel=${2:?--accel needs auto, kvm or tcg}; shift ;;
 	--console) console=1 ;;
+	--log) logf=${2:?--log needs a file}; shift ;;
 	--no-dmesg-check) dmesg_check=0 ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
@@ -76,12 +86,23 @@ run_vng() {
 	local a=$1 t=$2; shift 2
 	local args=(--run "$kernel" --force-9p --memory "$memory" --cpus "$cpus")
 	[ "$a" = tcg ] && args+=(--disable-kvm)
-	[ "$console" = 1 ] && args+=(--verbose)
 	# Through a pipe: QEMU reopens its stdout, which on a regular file
 	# would write from offset 0 over what came before.
 	PATH=$AFMALLOC_VENV/bin:$PATH \
 		timeout --kill-after=15 "$t" "$vng" "${args[@]}" "$@" </dev/null 2>&1 | cat
 	return "${PIPESTATUS[0]}"
+}
+
+# show_guest LOG: copy the guest's output (stdin) into LOG and show the
+# terminal the script's lines: none of the boot (up to inner.sh's "guest
+# up" line; on failure the log's tail is printed anyway) and, after it,
+# none of the kernel's (printk.time=1 marks those "[ seconds.micros]").
+# With --console the terminal gets every line.
+show_guest() {
+	awk -v logfile="$1" -v all="$console" '
+		{ print >> logfile; fflush(logfile) }
+		/^\[afmalloc\] guest up in / { up = 1 }
+		all || (up && !/^\[ *[0-9]+\.[0-9]+\] /) { print; fflush() }'
 }
 
 probe_accel() {
@@ -109,6 +130,18 @@ probe_accel() {
 
 [ "$accel" = auto ] && accel=$(probe_accel)
 log "accelerator: $accel"
+if [ -z "$logf" ]; then
+	mkdir -p "$AFMALLOC_CACHE/vm/logs"
+	# Keep the newest 200 logs.
+	find "$AFMALLOC_CACHE/vm/logs" -maxdepth 1 -name '*.log' -printf '%T@ %p\n' |
+		sort -rn | tail -n +200 | cut -d' ' -f2- | xargs -r rm -f
+	logf=$AFMALLOC_CACHE/vm/logs/$(date -u +%Y%m%dT%H%M%SZ)-$(basename "$script" .sh)-$$.log
+fi
+mkdir -p "$(dirname "$logf")"
+logf=$(realpath "$logf")
+log "guest console log: $logf"
+{ echo "[afmalloc] $(date -u +%Y-%m-%dT%H:%M:%SZ) vm-run: $script $*"
+  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus"; } > "$logf"
 
 # What counts as a kernel splat in dmesg.
 AFMALLOC_SPLAT_RE='(^|[] ])(BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|kmemleak: unreferenced|list_add corruption|list_del corruption|kernel BUG at)'
@@ -128,6 +161,8 @@ cat > "$run/inner.sh" <<INNER
 export AFMALLOC_IN_VM=1 AFMALLOC_ACCEL=$accel
 export AFMALLOC_SPLAT_RE=$(printf '%q' "$AFMALLOC_SPLAT_RE")
 cd $(printf '%q' "$PWD") 2>/dev/null || cd /
+# The script's stderr goes where its stdout goes (the host keeps both).
+exec 2>&1
 echo "[afmalloc] guest up in \$(cut -d' ' -f1 /proc/uptime) s (\$(uname -r))"
 bash $cmd
 rc=\$?
@@ -145,11 +180,13 @@ if [ $dmesg_check = 1 ]; then
 		[ \$rc -eq 0 ] && rc=99
 	fi
 fi
+dmesg > $run/dmesg 2>/dev/null
 echo \$rc > $run/rc
 sync
 exit \$rc
 INNER
-vargs=(--rwdir "$run")
+# --verbose: the kernel console on vng's stderr, kept in the log.
+vargs=(--verbose --rwdir "$run" --append printk.time=1)
 for d in "${rwdirs[@]}"; do vargs+=(--rwdir "$d"); done
 # Under TCG on a busy 2-core host a vCPU can be starved for longer than
 # RCU's default 21 s stall timeout while it runs guest code correctly (seen:
@@ -163,16 +200,30 @@ set +e
 # In the background: bash runs a trap only once the foreground command
 # ends, but interrupts a wait.
 vm_running=1
-run_vng "$accel" "$timeout_s" "${vargs[@]}" --exec "bash $run/inner.sh" &
+run_vng "$accel" "$timeout_s" "${vargs[@]}" --exec "bash $run/inner.sh" | show_guest "$logf" &
 wait $!
 vrc=$?
 vm_running=0
 set -e
+# done RC MESSAGE: on failure say what happened and show the end of the
+# console; then keep the guest's dmesg (if it got that far) in the log.
+done_run() {
+	if [ "$1" != 0 ]; then
+		log "$2"
+		{ echo "[afmalloc] ---- last 60 lines of the guest console ($logf) ----"
+		  tail -n 60 "$logf"
+		  echo "[afmalloc] ---- end of the guest console tail ----"; } >&2
+	fi
+	if [ -s "$run/dmesg" ]; then
+		{ echo "[afmalloc] ---- guest dmesg at the end of the run ----"; cat "$run/dmesg"; } >> "$logf"
+	fi
+	echo "[afmalloc] vm-run: status $1" >> "$logf"
+	exit "$1"
+}
 if [ -f "$run/rc" ]; then
-	exit "$(cat "$run/rc")"
+	rc=$(cat "$run/rc")
+	done_run "$rc" "the script failed in the guest (status $rc)"
 elif [ $vrc -eq 124 ] || [ $vrc -eq 137 ]; then
-	log "VM timed out after ${timeout_s}s"
-	exit 124
+	done_run 124 "VM timed out after ${timeout_s}s"
 fi
-log "VM ended (status $vrc) before the script reported a status"
-exit 125
+done_run 125 "VM ended (status $vrc) before the script reported a status"
