@@ -36,7 +36,7 @@ VM_DEBUG := $(TOP)/scripts/vm-run.sh --kernel $(DEBUG_KDIR) --memory 1G
 TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
-	vm-test-stock vm-test-debug check check-begin demo bench bench-speed bench-zswap bench-fio \
+	vm-test-stock vm-test-debug check timings-begin readme-check readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time results-collect module module-clean checkpatch
 
 all: help
@@ -96,15 +96,30 @@ vm-test-stock: setup
 # The steps are timed into $(AFMALLOC_CACHE)/timings/check.tsv (the
 # README's timing table is generated from a copy of it).
 check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
-check: check-begin setup kunit vm-test-debug vm-test-stock
+check: timings-begin readme-check setup kunit vm-test-debug vm-test-stock
 	@$(TIMED) --report
 	@echo "make check: all passed"
 
-check-begin:
+timings-begin:
 	@$(TIMED) --begin
 
-demo: setup
-	$(TOP)/bench/run.sh --dataset quick --rounds 1 --alloc $(ALLOC)
+# Every figure in README.md and bench/results/README.md against the committed
+# results (python3 only, a second); `make readme` regenerates both and the
+# summary plot.
+readme-check:
+	$(TIMED) readme-check python3 $(TOP)/bench/readme_results.py --check
+
+readme:
+	python3 $(TOP)/bench/readme_results.py
+	$(AFMALLOC_CACHE)/venv/bin/python $(TOP)/bench/plot_summary.py
+
+# The demo's steps are timed too (timings/demo.tsv, logs in timings/demo-logs;
+# the guest console of the boot is kept in the results folder, console.log).
+demo: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/demo.tsv
+demo: export AFMALLOC_TIMINGS_LOGS = $(AFMALLOC_CACHE)/timings/demo-logs
+demo: timings-begin setup
+	$(TIMED) demo $(TOP)/bench/run.sh --dataset quick --rounds 1 --alloc $(ALLOC)
+	@$(TIMED) --report
 
 bench: setup
 	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \

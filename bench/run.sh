@@ -13,8 +13,9 @@
 # summary of medians, overall and by position in the boot, in
 # DIR/summary.md + summary.csv (bench/runs_summary.py).
 # Results: DIR (default $AFMALLOC_CACHE/results/<dataset>-<date>) gets
-# steps.csv, buddyinfo.csv, hugetlb.csv, meta.json, report.md, overhead.png
-# and the guest log; with the Highalloc-Stress test (seed 000, on unless
+# steps.csv, buddyinfo.csv, hugetlb.csv, meta.json, report.md, overhead.png,
+# the guest log (guest.log: the script's output) and the guest console
+# (console.log: kernel log and script output, not committed); with the Highalloc-Stress test (seed 000, on unless
 # --no-highalloc: afm_highalloc.ko from bench/build-modules.sh, guest booted
 # with page_owner=on for /proc/pagetypeinfo's mixed-block counts) also
 # highalloc.csv, highalloc_summary.csv, pagetypeinfo.csv and frag.png.
@@ -80,7 +81,7 @@ run_once() {
 	log "running untar/remove ($dataset, $rounds round(s), $comp) for: $order (boot $run of $runs)"
 	set +e
 	"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus 2 \
-		--append "$boot_args" --rwdir "$dir" --timeout 14400 \
+		--append "$boot_args" --rwdir "$dir" --timeout 14400 --log "$dir/console.log" \
 		"$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" --out "$dir" \
 		--alloc "$order" --rounds "$rounds" --comp "$comp" "${highalloc_args[@]}" 2>&1 |
 		tee "$dir/guest.log"

@@ -157,16 +157,27 @@ sample() {  # alloc round step seconds
 # kernel obtains (its allocation compacts and migrates movable pages), then
 # give them back. Page cache is dropped first so that every allocator
 # starts from the same clean cache state.
+#
+# While the huge pages are held, almost no memory is free: a fork or a new
+# mapping would wake the OOM killer, which would kill this script (seen on
+# a fresh machine). So between taking the pages and giving back
+# HUGETLB_HEADROOM_MB of them, only shell builtins run (read, echo, no
+# command substitution); the blockers' page_owner scan comes after that.
+HUGETLB_HEADROOM_MB=${HUGETLB_HEADROOM_MB:-128}
 hugetlb() {  # alloc round after_step
-	local f=/proc/sys/vm/nr_hugepages want got free_before u9
+	local f=/proc/sys/vm/nr_hugepages want got keep free_before u9
 	[ -w "$f" ] || { echo "  hugetlb: no $f (CONFIG_HUGETLBFS off): skipped"; return 0; }
 	[ -s "$huge_csv" ] || echo "alloc,round,after_step,requested,obtained,free_mb_before,u9_before" > "$huge_csv"
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	want=$(awk '/^MemTotal:/ { print int($2 / 2048) }' /proc/meminfo)
 	free_before=$(awk '/^MemFree:/ { print int($2 / 1024) }' /proc/meminfo)
 	u9=$(unusable_index_9); u9=${u9%%,*}
+	# Builtins only from here ...
 	echo "$want" > "$f" 2>/dev/null || true
-	got=$(cat "$f")
+	read -r got < "$f"
+	keep=$((got > HUGETLB_HEADROOM_MB / 2 ? got - HUGETLB_HEADROOM_MB / 2 : 0))
+	echo "$keep" > "$f"
+	# ... to here: HUGETLB_HEADROOM_MB are free again.
 	blockers "$1" "$2" "$3" || echo "  blockers: page_owner summary failed (status $?)"
 	echo 0 > "$f"
 	echo "$1,$2,$3,$want,$got,$free_before,$u9" >> "$huge_csv"
@@ -183,11 +194,10 @@ blockers() {
 	local po=/sys/kernel/debug/page_owner csv=$out/blockers.csv
 	[ -r "$po" ] && grep -qw 'page_owner=on' /proc/cmdline || return 0
 	[ -s "$csv" ] || echo "alloc,round,after_step,site,page_type/block_type,pages,blocks" > "$csv"
-	# Give back 32 huge pages (64 MB) so that reading page_owner (and awk)
-	# can allocate: the blocks they free hold nothing to report. cat reads
-	# page_owner (a read must fit a whole record: mawk's buffer is too small).
-	echo $(( $(cat /proc/sys/vm/nr_hugepages) > 32 ? $(cat /proc/sys/vm/nr_hugepages) - 32 : 0 )) \
-		> /proc/sys/vm/nr_hugepages
+	# hugetlb() gave back HUGETLB_HEADROOM_MB so that reading page_owner
+	# (and awk) can allocate: the blocks they free hold nothing to report.
+	# cat reads page_owner (a read must fit a whole record: mawk's buffer
+	# is too small).
 	awk -v a="$1" -v r="$2" -v st="$3" '
 		function flush() {
 			if (pfn != "" && site != "" && site !~ /hugetlb|alloc_buddy_hugetlb|alloc_fresh_hugetlb/) {

@@ -6,17 +6,19 @@
 #   timed.sh NAME CMD [ARG]  run CMD; append "NAME<TAB>seconds<TAB>status"
 #   timed.sh --report        print the record as a table, with the total
 # With AFMALLOC_TIMINGS set, the step's output (stdout and stderr, merged
-# into stdout) is also kept in $(dirname AFMALLOC_TIMINGS)/logs/NAME.log,
-# which --begin empties; the exit status is CMD's. Without it, NAME CMD
+# into stdout) is also kept in NAME.log in AFMALLOC_TIMINGS_LOGS (default
+# $(dirname AFMALLOC_TIMINGS)/logs), which --begin empties; the exit status
+# is CMD's. Without it, NAME CMD
 # just runs CMD.
 set -uo pipefail
 
 f=${AFMALLOC_TIMINGS:-}
+logs=${AFMALLOC_TIMINGS_LOGS:-$(dirname "${f:-.}")/logs}
 case "${1:-}" in
 --begin)
 	[ -n "$f" ] || exit 0
-	mkdir -p "$(dirname "$f")/logs"
-	rm -f "$(dirname "$f")"/logs/*.log
+	mkdir -p "$logs"
+	rm -f "$logs"/*.log
 	printf '# started\t%s\t%s\t%s\n' "$(date +%s)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
 		"$(git -C "$(dirname "$0")/.." rev-parse --short HEAD 2>/dev/null || echo unknown)" > "$f"
 	printf '# machine\t%s cores\t%s\t%s\n' "$(nproc)" \
@@ -36,7 +38,7 @@ esac
 name=$1; shift
 t0=$(date +%s)
 if [ -n "$f" ]; then
-	log=$(dirname "$f")/logs/${name//\//_}.log
+	log=$logs/${name//\//_}.log
 	mkdir -p "$(dirname "$log")"
 	"$@" 2>&1 | tee "$log"
 	st=("${PIPESTATUS[@]}")

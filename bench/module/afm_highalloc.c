@@ -14,7 +14,9 @@
  *                                            last attempt
  *   /sys/kernel/debug/afm_highalloc/stats    attempts, successes, held pages
  *                                            and successes per zone
- *   /sys/kernel/debug/afm_highalloc/release  write anything: free all held
+ *   /sys/kernel/debug/afm_highalloc/release  write N: free the last N held
+ *                                            blocks; 0 (or any non-number
+ *                                            such as "all"): all of them
  *
  * Unloading the module frees everything it holds.
  *
@@ -70,19 +72,24 @@ static const char *ha_last_zone;
 static u64 ha_last_ns;
 static struct dentry *ha_dir;
 
-/* Caller holds ha_lock. Returns the number of blocks freed. */
-static unsigned long ha_release_all(void)
+/*
+ * Free the @max most recently obtained blocks (all with @max == 0). Caller
+ * holds ha_lock. Returns the number of blocks freed.
+ */
+static unsigned long ha_release(unsigned long max)
 {
-	struct page *page, *next;
+	struct page *page, *prev;
 	unsigned long n = 0;
 
-	list_for_each_entry_safe(page, next, &ha_pages, lru) {
+	list_for_each_entry_safe_reverse(page, prev, &ha_pages, lru) {
+		if (max && n == max)
+			break;
 		list_del(&page->lru);
 		__free_pages(page, order);
 		n++;
 		cond_resched();
 	}
-	ha_held = 0;
+	ha_held -= n;
 	return n;
 }
 
@@ -129,10 +136,12 @@ static const struct file_operations attempt_fops = {
 static ssize_t release_write(struct file *file, const char __user *buf,
 			     size_t count, loff_t *ppos)
 {
-	unsigned long n;
+	unsigned long n, max;
 
+	if (kstrtoul_from_user(buf, count, 10, &max))
+		max = 0;
 	mutex_lock(&ha_lock);
-	n = ha_release_all();
+	n = ha_release(max);
 	mutex_unlock(&ha_lock);
 	pr_debug("released %lu order-%u blocks\n", n, order);
 	return count;
@@ -195,7 +204,7 @@ static void __exit afm_highalloc_exit(void)
 	/* No file can be open past this point: nothing races the release. */
 	debugfs_remove_recursive(ha_dir);
 	mutex_lock(&ha_lock);
-	ha_release_all();
+	ha_release(0);
 	mutex_unlock(&ha_lock);
 }
 module_exit(afm_highalloc_exit);
