@@ -283,14 +283,16 @@ static void afm_test_gfp(struct kunit *test)
 }
 
 /*
- * Freeing a descriptor handle twice, or a foreign address, warns once and
- * changes nothing (best effort: a freed descriptor can be reused).
+ * Freeing a descriptor handle twice, or a foreign address, is detected
+ * (counted each time, warned about once) and changes nothing (best
+ * effort: a freed descriptor can be reused; nothing is allocated here in
+ * between).
  */
 static void afm_test_bad_free(struct kunit *test)
 {
 	struct afm_test_set *ts = afm_test_set(test, 2);
 	struct afm_pool_stats before, after;
-	unsigned long pages, h;
+	unsigned long pages, h, misuses;
 	void *foreign;
 
 	afm_test_expect_warnings(test);
@@ -304,8 +306,11 @@ static void afm_test_bad_free(struct kunit *test)
 	afm_pool_stats(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
 	kunit_info(test, "expect up to two afmalloc invalid-handle warnings\n");
+	misuses = afm_test_misuse_count();
 	afm_free(ts->pool, h);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 1);
 	afm_free(ts->pool, (unsigned long)foreign);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 2);
 	afm_pool_stats(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 	KUNIT_EXPECT_EQ(test, after.stored_bytes, before.stored_bytes);

@@ -172,6 +172,28 @@ static inline void afm_compact_test_hook(struct afm_pool *pool)
 	if (pool->compact_hook)
 		pool->compact_hook(pool, pool->compact_hook_data);
 }
+
+extern atomic_long_t afm_misuses;
+unsigned long afm_test_misuse_count(void);
+
+/**
+ * afm_misused() - count a misuse of the API by a caller
+ * @cond: whether the caller misused the API
+ *
+ * Wraps the condition of each WARN about a caller's mistake (invalid or
+ * mapped handle freed, invalid handle accessed, pool destroyed with live
+ * objects). Those warnings print once per call site and boot, so the KUnit
+ * suites check afm_test_misuse_count() instead of the log to know that
+ * the misuse they commit was detected.
+ *
+ * Return: @cond.
+ */
+static inline bool afm_misused(bool cond)
+{
+	if (unlikely(cond))
+		atomic_long_inc(&afm_misuses);
+	return cond;
+}
 #else
 static inline bool afm_should_fail(struct afm_pool *pool)
 {
@@ -180,6 +202,11 @@ static inline bool afm_should_fail(struct afm_pool *pool)
 
 static inline void afm_compact_test_hook(struct afm_pool *pool)
 {
+}
+
+static inline bool afm_misused(bool cond)
+{
+	return cond;
 }
 #endif
 

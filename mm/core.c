@@ -305,7 +305,8 @@ void *afm_map_object(struct afm_pool *pool, unsigned long handle,
 	 * The map area is per CPU and shared by all pools: an interrupt
 	 * mapping an object would clobber the mapping it interrupted.
 	 */
-	if (WARN_ON_ONCE(in_interrupt()) || WARN_ON_ONCE(!afm_handle_ok(handle)))
+	if (WARN_ON_ONCE(afm_misused(in_interrupt())) ||
+	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
 		return NULL;
 
 	local_lock(&afm_map_area.lock);
@@ -327,14 +328,14 @@ void afm_unmap_object(struct afm_pool *pool, unsigned long handle)
 	struct afm_map_area *area = this_cpu_ptr(&afm_map_area);
 
 	/* Nothing mapped on this CPU: unbalanced or cross-CPU unmap. */
-	if (WARN_ON_ONCE(!area->pool))
+	if (WARN_ON_ONCE(afm_misused(!area->pool)))
 		return;
 	/*
 	 * Unmap what is mapped here even if the caller names another
 	 * object: unpinning the wrong one would let compaction move it
 	 * under its user, and the local lock must be released.
 	 */
-	WARN_ON_ONCE(area->pool != pool || area->handle != handle);
+	WARN_ON_ONCE(afm_misused(area->pool != pool || area->handle != handle));
 	area->pool->ops->unmap(area->pool, area->handle, area->mm, area->buf);
 	area->pool = NULL;
 	area->handle = 0;
@@ -344,7 +345,7 @@ EXPORT_SYMBOL_GPL(afm_unmap_object);
 
 size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst)
 {
-	if (WARN_ON_ONCE(!afm_handle_ok(handle)))
+	if (WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
 		return 0;
 
 	return pool->ops->read(pool, handle, dst);
@@ -354,7 +355,7 @@ EXPORT_SYMBOL_GPL(afm_read);
 int afm_write(struct afm_pool *pool, unsigned long handle, const void *src,
 	      size_t len)
 {
-	if (WARN_ON_ONCE(!afm_handle_ok(handle)))
+	if (WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
 		return -EINVAL;
 
 	return pool->ops->write(pool, handle, src, len);
@@ -420,6 +421,23 @@ unsigned int afm_lookup_class_index(struct afm_pool *pool, unsigned int size)
 EXPORT_SYMBOL_GPL(afm_lookup_class_index);
 
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/* Misuses of the API detected, see afm_misused(). */
+atomic_long_t afm_misuses = ATOMIC_LONG_INIT(0);
+
+/**
+ * afm_test_misuse_count() - misuses of the API detected so far (KUnit hook)
+ *
+ * Every detection counts, also when its warning was already printed once.
+ *
+ * Context: any context.
+ * Return: the number of misuses afmalloc detected since it was loaded.
+ */
+unsigned long afm_test_misuse_count(void)
+{
+	return atomic_long_read(&afm_misuses);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_test_misuse_count);
+
 /**
  * afm_set_fail_nth() - arm allocation-failure injection
  * @pool: the pool

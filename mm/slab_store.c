@@ -560,7 +560,7 @@ static bool afm_handle_valid(struct afm_slab_pool *sp, unsigned long handle)
 		ok = afm_desc_is_live(sp, afm_handle_desc(handle));
 	}
 	afm_slab_unlock(sp);
-	WARN_ONCE(!ok, "afmalloc: pool %s: invalid handle %#lx\n",
+	WARN_ONCE(afm_misused(!ok), "afmalloc: pool %s: invalid handle %#lx\n",
 		  sp->pool->name, handle);
 	return ok;
 }
@@ -700,7 +700,7 @@ static void afm_slab_free(struct afm_pool *pool, unsigned long handle)
 		if (order < AFM_MIN_CHUNK_SHIFT || order > PAGE_SHIFT ||
 		    !afm_direct_is_live(sp, chunk, class)) {
 			afm_slab_unlock(sp);
-			WARN_ONCE(1, "afmalloc: pool %s: free of invalid handle %#lx\n",
+			WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx\n",
 				  pool->name, handle);
 			return;
 		}
@@ -716,14 +716,14 @@ static void afm_slab_free(struct afm_pool *pool, unsigned long handle)
 	afm_slab_lock(sp);
 	if (!afm_desc_is_live(sp, desc)) {
 		afm_slab_unlock(sp);
-		WARN_ONCE(1, "afmalloc: pool %s: free of invalid handle %#lx\n",
+		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx\n",
 			  pool->name, handle);
 		return;
 	}
 	/* Not AFM_DESC_LOCKED: that is only held under the pool lock. */
 	if (atomic_read(&desc->state)) {
 		afm_slab_unlock(sp);
-		WARN_ONCE(1, "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
+		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
 			  pool->name, handle);
 		return;
 	}
@@ -957,7 +957,7 @@ static void afm_slab_destroy(struct afm_pool *pool)
 	 * descriptor objects; direct objects cannot be enumerated, so
 	 * kmem_cache_destroy() reports them and their caches are leaked.
 	 */
-	if (WARN(sp->objects, "afmalloc: pool %s destroyed with %lu live objects\n",
+	if (WARN(afm_misused(sp->objects), "afmalloc: pool %s destroyed with %lu live objects\n",
 		 pool->name, sp->objects)) {
 		xa_for_each(&sp->slabs, pfn, entry) {
 			if (!xa_is_value(entry))
