@@ -173,7 +173,9 @@
  * trylock_zspage()), clears __PageMovable under the page lock and drops its
  * page reference; if any trylock fails the zspage goes to a worker that
  * sleeps in lock_page(). A page isolated for migration when its zspage is
- * freed is then owned by the migration core, which frees it.
+ * freed is then owned by the migration core, which frees it without
+ * calling migrate_page (counted apart: a page migrated is one whose bytes
+ * migrate_page moved to a new page).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -435,7 +437,15 @@ struct afm_zs_cand {
  * @cand: compaction candidates, under &afm_pool.compact_lock.
  * @nr_cand: number of them.
  * @st: statistics, see afm_zs_class_stats(); counters written under @lock
- *	or &afm_pool.compact_lock, migration counters atomic.
+ *	or &afm_pool.compact_lock, migration counters atomic. @st.migrated
+ *	counts only pages whose contents moved to a new page; an isolated
+ *	page put back counts in @st.putback, one whose zspage was freed
+ *	while it was isolated (the migration core then frees it without
+ *	calling afm_zs_migrate_page()) in @st.isolated_freed.
+ * @test_quiet: KUnit hook, afm_zs_test_quiet(): AFM_ZS_QUIET_SHRINKER
+ *	keeps the kernel's shrink_slab() away from the pool (count and scan
+ *	report nothing), AFM_ZS_QUIET_MIGRATION the kernel's page migration
+ *	(isolation refused); the KUnit hooks still reach both.
  */
 struct afm_zs_pool {
 	struct afm_pool *pool;
@@ -472,6 +482,8 @@ struct afm_zs_pool {
 		atomic_long_t migrated;
 		atomic_long_t migrate_busy;
 		atomic_long_t isolated;
+		atomic_long_t putback;
+		atomic_long_t isolated_freed;
 		unsigned long deferred_frees;
 		unsigned long hole_reused;
 		unsigned long hole_bytes;
@@ -484,6 +496,9 @@ struct afm_zs_pool {
 		unsigned long shrink_scans;
 		unsigned long shrink_freed;
 	} st;
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	unsigned int test_quiet;
+#endif
 };
 
 /*
@@ -498,6 +513,16 @@ static unsigned int afm_zs_auto_permille = 1;
 module_param_named(zspage_auto_permille, afm_zs_auto_permille, uint, 0644);
 MODULE_PARM_DESC(zspage_auto_permille,
 		 "zspage store: holes (per mille of live bytes) that start automatic compaction, 0 = off");
+
+/* KUnit: what the kernel may not do to a pool, see afm_zs_test_quiet(). */
+static bool afm_zs_quiet(const struct afm_zs_pool *zs, unsigned int what)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	return READ_ONCE(zs->test_quiet) & what;
+#else
+	return false;
+#endif
+}
 
 /* Address of the in-place mapping of this CPU's mapped object. */
 static DEFINE_PER_CPU(void *, afm_zs_kaddr);
@@ -1281,6 +1306,19 @@ static void afm_zs_reset_page(struct page *page)
 }
 
 /*
+ * Page @page of a zspage being freed, page lock held: if the migration core
+ * has it isolated, it will find it released and free it (see "Locking").
+ */
+static void afm_zs_count_isolated_freed(struct afm_zs_pool *zs,
+					struct page *page)
+{
+#ifdef CONFIG_COMPACTION
+	if (PageIsolated(page))
+		atomic_long_inc(&zs->st.isolated_freed);
+#endif
+}
+
+/*
  * Free the pages of dead zspage @z if the gate and all page locks can be
  * had without waiting. Any context. Return: true if freed.
  */
@@ -1306,6 +1344,7 @@ static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
 	for (i = 0; i < AFM_ZS_PAGES; i++) {
 		struct page *page = pages[i];
 
+		afm_zs_count_isolated_freed(zs, page);
 		afm_zs_reset_page(page);
 		unlock_page(page);
 		put_page(page);
@@ -1380,12 +1419,14 @@ static void afm_zs_free_dead(struct afm_zs_pool *zs)
 		for (i = 0; i < AFM_ZS_PAGES; i++)
 			pages[i] = afm_zs_lock_page(z, i);
 		for (i = 0; i < AFM_ZS_PAGES; i++) {
+			afm_zs_count_isolated_freed(zs, pages[i]);
 			afm_zs_reset_page(pages[i]);
 			unlock_page(pages[i]);
 			put_page(pages[i]);
 		}
-		atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
+		/* With the pool lock: the page counts add up under it. */
 		spin_lock_bh(&zs->lock);
+		atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
 		zs->dead_zspages--;
 		afm_zt_put(zs, &zs->dtab, z->id);
 		spin_unlock_bh(&zs->lock);
@@ -1498,7 +1539,7 @@ static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 		/* LOCK is only set under the pool lock: only pins here. */
 		if (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) {
 			spin_unlock_bh(&zs->lock);
-			WARN_ONCE(1, "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
+			WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
 				  pool->name, handle);
 			return;
 		}
@@ -1521,7 +1562,7 @@ static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 
 invalid:
 	spin_unlock_bh(&zs->lock);
-	WARN_ONCE(1, "afmalloc: pool %s: free of invalid handle %#lx\n",
+	WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx\n",
 		  pool->name, handle);
 }
 
@@ -1539,7 +1580,7 @@ static struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
 	struct afm_zspage *z;
 
 	if (!ent || !afm_ze_pin(ent, ep)) {
-		WARN_ONCE(1, "afmalloc: pool %s: invalid handle %#lx\n",
+		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: invalid handle %#lx\n",
 			  zs->pool->name, handle);
 		return NULL;
 	}
@@ -2065,10 +2106,8 @@ static void afm_zs_late_work(struct work_struct *work)
 	afm_zs_auto(zs, true, AFM_ZS_REST_MIN_HOLES);
 }
 
-static unsigned long afm_zs_count_objects(struct shrinker *shrinker,
-					  struct shrink_control *sc)
+static unsigned long afm_zs_count(struct afm_zs_pool *zs)
 {
-	struct afm_zs_pool *zs = shrinker->private_data;
 	unsigned long holes;
 
 	spin_lock_bh(&zs->lock);
@@ -2078,15 +2117,14 @@ static unsigned long afm_zs_count_objects(struct shrinker *shrinker,
 	return holes >= AFM_ZS_SIZE ? holes >> PAGE_SHIFT : SHRINK_EMPTY;
 }
 
-static unsigned long afm_zs_scan_objects(struct shrinker *shrinker,
-					 struct shrink_control *sc)
+static unsigned long afm_zs_scan(struct afm_zs_pool *zs,
+				 unsigned long nr_pages)
 {
-	struct afm_zs_pool *zs = shrinker->private_data;
 	unsigned long freed;
 
 	if (!mutex_trylock(&zs->pool->compact_lock))
 		return SHRINK_STOP;
-	freed = afm_zs_compact_goal(zs, sc->nr_to_scan << PAGE_SHIFT,
+	freed = afm_zs_compact_goal(zs, nr_pages << PAGE_SHIFT,
 				    AFM_ZS_MIN_HOLES,
 				    AFM_ZS_COMPACT_GFP, 0, NULL);
 	zs->st.shrink_scans++;
@@ -2095,10 +2133,30 @@ static unsigned long afm_zs_scan_objects(struct shrinker *shrinker,
 	return freed ? freed : SHRINK_STOP;
 }
 
+static unsigned long afm_zs_count_objects(struct shrinker *shrinker,
+					  struct shrink_control *sc)
+{
+	struct afm_zs_pool *zs = shrinker->private_data;
+
+	if (afm_zs_quiet(zs, AFM_ZS_QUIET_SHRINKER))
+		return SHRINK_EMPTY;
+	return afm_zs_count(zs);
+}
+
+static unsigned long afm_zs_scan_objects(struct shrinker *shrinker,
+					 struct shrink_control *sc)
+{
+	struct afm_zs_pool *zs = shrinker->private_data;
+
+	if (afm_zs_quiet(zs, AFM_ZS_QUIET_SHRINKER))
+		return SHRINK_STOP;
+	return afm_zs_scan(zs, sc->nr_to_scan);
+}
+
 /* Page migration */
 
 #ifdef CONFIG_COMPACTION
-static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
+static bool afm_zs_isolate(struct page *page, bool kernel)
 {
 	/* Page locked and movable: its zspage is not freed under us. */
 	struct afm_zspage *z = (struct afm_zspage *)page_private(page);
@@ -2107,8 +2165,15 @@ static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
 	if (!z || (READ_ONCE(z->flags) & AFM_ZS_DEAD))
 		return false;
 	zs = z->zs;
+	if (kernel && afm_zs_quiet(zs, AFM_ZS_QUIET_MIGRATION))
+		return false;
 	atomic_long_inc(&zs->st.isolated);
 	return true;
+}
+
+static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
+{
+	return afm_zs_isolate(page, true);
 }
 
 static int afm_zs_migrate_page(struct page *dst, struct page *src,
@@ -2150,8 +2215,13 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	return MIGRATEPAGE_SUCCESS;
 }
 
+/* Page locked, still movable: its zspage is alive. */
 static void afm_zs_putback_page(struct page *page)
 {
+	struct afm_zspage *z = (struct afm_zspage *)page_private(page);
+
+	if (!WARN_ON_ONCE(!z))
+		atomic_long_inc(&z->zs->st.putback);
 }
 
 static const struct movable_operations afm_zspage_mops = {
@@ -2235,7 +2305,7 @@ static void afm_zs_destroy(struct afm_pool *pool)
 	 * Live objects are a caller bug; free their zspages anyway: pages
 	 * must not stay movable with operations in a module that may go.
 	 */
-	WARN(zs->objects, "afmalloc: pool %s destroyed with %lu live objects\n",
+	WARN(afm_misused(zs->objects), "afmalloc: pool %s destroyed with %lu live objects\n",
 	     pool->name, zs->objects);
 	spin_lock_bh(&zs->lock);
 	end = zs->dtab.end;
@@ -2317,8 +2387,9 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *            pages / descriptor + directory pages
  *   free     hole bytes / tail bytes / dead zspages waiting for the
  *            deferred free / hole bytes in pages (the shrinker's count)
- *   migrate  pages migrated / migrations refused (-EAGAIN, zspage busy) /
- *            pages isolated / 0
+ *   migrate  pages migrated (contents moved to a new page) / migrations
+ *            refused (-EAGAIN, zspage busy) / pages isolated / isolated
+ *            pages put back
  *   compact  objects moved / victims emptied / passes / pages freed by
  *            compaction (manual, automatic and shrinker)
  *   auto     automatic runs / shrinker scans / pages freed by automatic
@@ -2399,6 +2470,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 		v[0] = atomic_long_read(&zs->st.migrated);
 		v[1] = atomic_long_read(&zs->st.migrate_busy);
 		v[2] = atomic_long_read(&zs->st.isolated);
+		v[3] = atomic_long_read(&zs->st.putback);
 		break;
 	case AFM_ZS_ROW_COMPACT:
 		v[0] = zs->st.moved;
@@ -2479,16 +2551,11 @@ const struct afm_store_ops afm_zspage_store_ops = {
 };
 
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
-/**
- * afm_zs_get_counters() - snapshot of the store's counters (KUnit hook)
- * @pool: a zspage-store pool
- * @c: filled in
- */
-void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
+/* The counters of @zs as they stand. Pool lock held. */
+static void afm_zs_read_counters(struct afm_zs_pool *zs,
+				 struct afm_zs_counters *c)
 {
-	struct afm_zs_pool *zs = pool->store;
-
-	spin_lock_bh(&zs->lock);
+	lockdep_assert_held(&zs->lock);
 	c->objects = zs->objects;
 	c->live_bytes = zs->live_bytes;
 	c->zspages = zs->zspages;
@@ -2500,12 +2567,211 @@ void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 	c->desc_pages = zs->dtab.pages + zs->dtab.dirs;
 	c->total_pages = atomic_long_read(&zs->total_pages);
 	c->migrated = atomic_long_read(&zs->st.migrated);
+	c->migrate_busy = atomic_long_read(&zs->st.migrate_busy);
+	c->isolated = atomic_long_read(&zs->st.isolated);
+	c->putback = atomic_long_read(&zs->st.putback);
+	c->isolated_freed = atomic_long_read(&zs->st.isolated_freed);
 	c->auto_runs = zs->st.auto_runs;
+	c->auto_freed = zs->st.auto_freed;
 	c->passes = zs->st.passes;
 	c->hole_reused = zs->st.hole_reused;
+	c->hole_recorded = zs->hole_rec_bytes;
+}
+
+/**
+ * afm_zs_get_counters() - snapshot of the store's counters (KUnit hook)
+ * @pool: a zspage-store pool
+ * @c: filled in
+ *
+ * Context: process or softirq context; takes the pool lock.
+ */
+void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
+{
+	struct afm_zs_pool *zs = pool->store;
+
+	spin_lock_bh(&zs->lock);
+	afm_zs_read_counters(zs, c);
 	spin_unlock_bh(&zs->lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
+
+/*
+ * Pages of table @t, counted from its directories: table pages plus
+ * directory pages. Counts a directory whose own count of table pages is
+ * wrong in *@bad. Pool lock held.
+ */
+static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
+					unsigned int *bad)
+{
+	unsigned long top, d, pages = 0, n;
+
+	for (top = 0; top < AFM_ZT_TOP; top++) {
+		const unsigned long *dir = t->top[top];
+
+		if (!dir)
+			continue;
+		for (n = 0, d = 0; d < AFM_ZT_PTRS; d++)
+			n += !!dir[d];
+		if (n != page_private(virt_to_page(dir)) || !n)
+			(*bad)++;
+		pages += n + 1;
+	}
+	return pages;
+}
+
+/*
+ * Zspage @z, pool lock held: its page chain has AFM_ZS_PAGES pages, each
+ * pointing back to it. Return: 0 if so, else 1.
+ */
+static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
+{
+	struct page *page;
+	unsigned int n = 0, bad = 0;
+
+	afm_zg_in(z);
+	for (page = READ_ONCE(z->first); page && n <= AFM_ZS_PAGES;
+	     page = (struct page *)READ_ONCE(page->index)) {
+		if (page_private(page) != (unsigned long)z)
+			bad = 1;
+		n++;
+	}
+	afm_zg_out(z);
+	return bad || n != AFM_ZS_PAGES;
+}
+
+/**
+ * afm_zs_test_audit() - counters against a recount (KUnit hook)
+ * @pool: a zspage-store pool
+ * @c: filled with the counters, as afm_zs_get_counters()
+ * @rc: filled with what the tables say, in the same hold of the pool lock:
+ *	objects and live bytes from the live handle entries; zspages, dead
+ *	zspages, hole and tail bytes from the descriptors; data pages from
+ *	the descriptors in use, dead or not; table and descriptor pages from
+ *	the directories; @rc->total_pages their sum. Event counters are 0.
+ *
+ * Also checks what no counter shows: the descriptors' live bytes and
+ * objects add up to the entries', the table's count of used entries
+ * matches, every live entry lies below the fill offset of a live zspage,
+ * every live zspage has a chain of AFM_ZS_PAGES pages pointing back to
+ * it, directory pages count their table pages, and the hole cache's byte
+ * count is the sum of its records.
+ *
+ * Context: process context; takes the pool lock for the whole walk.
+ * Return: the number of inconsistencies found (0 when all is well).
+ */
+unsigned int afm_zs_test_audit(struct afm_pool *pool,
+			       struct afm_zs_counters *c,
+			       struct afm_zs_counters *rc)
+{
+	struct afm_zs_pool *zs = pool->store;
+	unsigned long pg, i, objs = 0, live = 0, rec = 0;
+	unsigned int bad = 0, b;
+
+	memset(rc, 0, sizeof(*rc));
+	spin_lock_bh(&zs->lock);
+	afm_zs_read_counters(zs, c);
+	for (pg = 0; pg < zs->dtab.end; pg++) {
+		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
+
+		for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
+			struct afm_zspage *z = &base[i];
+
+			if (!(z->flags & AFM_ZS_USED))
+				continue;
+			rc->data_pages += AFM_ZS_PAGES;
+			if (z->flags & AFM_ZS_DEAD) {
+				rc->dead_zspages++;
+				continue;
+			}
+			rc->zspages++;
+			if (z->id != pg * AFM_ZD_PER_PAGE + i ||
+			    z->tail > AFM_ZS_SIZE || z->live > z->tail)
+				bad++;
+			rc->tail_bytes += AFM_ZS_SIZE - z->tail;
+			rc->hole_bytes += z->tail - z->live;
+			live += z->live;
+			objs += z->objs;
+			bad += afm_zs_audit_chain(z);
+		}
+	}
+	for (pg = 0; pg < zs->htab.end; pg++) {
+		atomic64_t *base = afm_zt_page(&zs->htab, pg);
+
+		for (i = 0; base && i < AFM_ZH_PER_PAGE; i++) {
+			u64 e = atomic64_read(&base[i]);
+			struct afm_zspage *z;
+
+			if (!(e & AFM_ZE_LIVE))
+				continue;
+			rc->objects++;
+			rc->live_bytes += afm_ze_size(e);
+			z = afm_zs_desc(zs, afm_ze_id(e));
+			if (!z || (z->flags & ~AFM_ZS_VICTIM) != AFM_ZS_USED ||
+			    afm_ze_off(e) + afm_ze_size(e) > z->tail)
+				bad++;
+		}
+	}
+	if (objs != rc->objects || live != rc->live_bytes ||
+	    zs->htab.used != rc->objects)
+		bad++;
+	rc->table_pages = afm_zs_audit_table(&zs->htab, &bad);
+	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &bad);
+	rc->total_pages = rc->data_pages + rc->table_pages + rc->desc_pages;
+	for (b = 0; b < AFM_ZS_HOLE_BUCKETS; b++) {
+		for (i = 0; i < zs->nr_holes[b]; i++)
+			rec += zs->holes[b][i].size;
+	}
+	if (rec != zs->hole_rec_bytes)
+		bad++;
+	spin_unlock_bh(&zs->lock);
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
+
+/**
+ * afm_zs_test_quiet() - keep the kernel away from a pool (KUnit hook)
+ * @pool: a zspage-store pool
+ * @what: AFM_ZS_QUIET_SHRINKER: the pool's shrinker counts nothing and
+ *	scans nothing when the kernel calls it (afm_zs_shrinker_count() and
+ *	afm_zs_shrinker_scan() still work); AFM_ZS_QUIET_MIGRATION: the
+ *	kernel cannot isolate its pages for migration
+ *	(afm_zs_test_isolate_page() still can); 0: neither (the default).
+ *
+ * For tests that assert exact counts of what compaction or migration did,
+ * which the debug guest's drop_caches and compact_memory loops would
+ * otherwise race with. Pages the kernel had isolated before stay so.
+ *
+ * Context: any context.
+ */
+void afm_zs_test_quiet(struct afm_pool *pool, unsigned int what)
+{
+	struct afm_zs_pool *zs = pool->store;
+
+	WRITE_ONCE(zs->test_quiet, what);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_quiet);
+
+/**
+ * afm_zs_test_isolate_page() - isolate_page of a zspage page (KUnit hook)
+ * @page: a locked page of a zspage
+ *
+ * What the movable_operations' isolate_page does, also in a pool quiet for
+ * migration (afm_zs_test_quiet()). The caller sets PG_isolated, as the
+ * migration core does.
+ *
+ * Context: page lock held.
+ * Return: true if isolated; false without CONFIG_COMPACTION or when the
+ * page is not (or no longer) a page of a live zspage.
+ */
+bool afm_zs_test_isolate_page(struct page *page)
+{
+#ifdef CONFIG_COMPACTION
+	return afm_zs_isolate(page, false);
+#else
+	return false;
+#endif
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_isolate_page);
 
 /**
  * afm_zs_obj_info() - location of an object (KUnit hook)
@@ -2709,14 +2975,13 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
  * afm_zs_shrinker_count() - the shrinker's count_objects (KUnit hook)
  * @pool: a zspage-store pool
  *
- * Return: what count_objects returns.
+ * Context: takes the pool lock.
+ * Return: what count_objects returns, also in a pool quiet for the
+ * shrinker (afm_zs_test_quiet()).
  */
 unsigned long afm_zs_shrinker_count(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
-	struct shrink_control sc = { .gfp_mask = GFP_KERNEL };
-
-	return zs->shrinker ? afm_zs_count_objects(zs->shrinker, &sc) : 0;
+	return afm_zs_count(pool->store);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_count);
 
@@ -2725,18 +2990,14 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_count);
  * @pool: a zspage-store pool
  * @nr_pages: pages to free
  *
- * Return: what scan_objects returns.
+ * Context: process context, may sleep.
+ * Return: what scan_objects returns, also in a pool quiet for the shrinker
+ * (afm_zs_test_quiet()).
  */
 unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
 				   unsigned long nr_pages)
 {
-	struct afm_zs_pool *zs = pool->store;
-	struct shrink_control sc = {
-		.gfp_mask = GFP_KERNEL,
-		.nr_to_scan = nr_pages,
-	};
-
-	return zs->shrinker ? afm_zs_scan_objects(zs->shrinker, &sc) : 0;
+	return afm_zs_scan(pool->store, nr_pages);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_scan);
 

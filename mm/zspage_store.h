@@ -30,10 +30,19 @@
  * @table_pages: handle table pages and their directory pages.
  * @desc_pages: descriptor table pages and their directory pages.
  * @total_pages: every page the store holds, afm_get_total_pages().
- * @migrated: zspage pages migrated.
+ * @migrated: zspage pages migrated: contents moved to a new page by the
+ *	migrate_page callback (not a refusal, a putback or a page freed while
+ *	isolated).
+ * @migrate_busy: migrate_page calls refused with -EAGAIN (zspage busy).
+ * @isolated: pages isolated for migration.
+ * @putback: isolated pages put back (migration refused or given up).
+ * @isolated_freed: pages of zspages freed while isolated for migration
+ *	(the migration core frees them without calling migrate_page).
  * @auto_runs: automatic compaction runs (worker).
+ * @auto_freed: pages freed by those runs.
  * @passes: compaction passes, all callers.
  * @hole_reused: objects placed in recorded holes (the hole cache).
+ * @hole_recorded: bytes of the holes recorded in the hole cache now.
  */
 struct afm_zs_counters {
 	unsigned long objects;
@@ -47,9 +56,15 @@ struct afm_zs_counters {
 	unsigned long desc_pages;
 	unsigned long total_pages;
 	unsigned long migrated;
+	unsigned long migrate_busy;
+	unsigned long isolated;
+	unsigned long putback;
+	unsigned long isolated_freed;
 	unsigned long auto_runs;
+	unsigned long auto_freed;
 	unsigned long passes;
 	unsigned long hole_reused;
+	unsigned long hole_recorded;
 };
 
 /**
@@ -68,8 +83,17 @@ struct afm_zs_obj_info {
 	unsigned int pins;
 };
 
+/* What afm_zs_test_quiet() keeps the kernel from doing to a pool. */
+#define AFM_ZS_QUIET_SHRINKER	BIT(0)	/* shrink_slab() */
+#define AFM_ZS_QUIET_MIGRATION	BIT(1)	/* isolation for page migration */
+
 /* KUnit hooks (EXPORT_SYMBOL_IF_KUNIT), CONFIG_AFMALLOC_KUNIT_TEST only. */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c);
+unsigned int afm_zs_test_audit(struct afm_pool *pool,
+			       struct afm_zs_counters *c,
+			       struct afm_zs_counters *rc);
+void afm_zs_test_quiet(struct afm_pool *pool, unsigned int what);
+bool afm_zs_test_isolate_page(struct page *page);
 int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		    struct afm_zs_obj_info *info);
 unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr);
