@@ -5,9 +5,15 @@
  * packing across page boundaries, exact page accounting, reuse of recorded
  * holes (fit, slack, split, records dropped with their zspage), compaction
  * of fragmented pools (manual, automatic, shrinker), pinned objects left in
- * place, page migration through the movable_operations callbacks,
- * allocation-failure injection and a multi-threaded stress run with
- * compaction and migration in parallel.
+ * place, page migration through the movable_operations callbacks and its
+ * counters, allocation-failure injection and a multi-threaded stress run
+ * with compaction and migration in parallel.
+ *
+ * Nothing asserted depends on the host's speed: what a test counts it
+ * drives (a worker is queued by a free, then flushed), and pools whose
+ * tests count compaction or migration exactly are kept away from the
+ * kernel's shrinker and page migration (afm_zs_test_quiet(): the debug
+ * guest runs drop_caches and compact_memory in loops meanwhile).
  */
 
 #include <kunit/test.h>
@@ -44,6 +50,13 @@ static void afm_zs_permille(struct kunit *test, unsigned int permille)
 	KUNIT_ASSERT_EQ(test, 0,
 			kunit_add_action_or_reset(test, afm_zs_restore_permille,
 						  (void *)old));
+}
+
+/* Keep the kernel's shrinker and page migration away from @ts's pool. */
+static void afm_zs_quiet(struct afm_test_set *ts)
+{
+	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
+			  AFM_ZS_QUIET_MIGRATION);
 }
 
 static void *afm_zs_buf(struct kunit *test)
@@ -137,23 +150,36 @@ static unsigned int afm_zs_verify_all(struct kunit *test,
 	return errors;
 }
 
-/* The counters add up: pages, bytes and the page split. */
+/*
+ * The counters match the tables: objects and bytes recounted from the
+ * handle entries, zspages, holes and tails from the descriptors, pages
+ * from the descriptors and the table directories (afm_zs_test_audit(),
+ * which also checks page chains and the hole cache), and the pool's
+ * statistics show the same. Callers keep compaction from running
+ * meanwhile (trigger off or flushed, pool quiet), so that the statistics
+ * read after the audit still match it.
+ */
 static void afm_zs_expect_consistent(struct kunit *test, struct afm_pool *pool)
 {
-	struct afm_zs_counters c;
+	struct afm_zs_counters c, rc;
 	struct afm_pool_stats st;
 
-	afm_zs_get_counters(pool, &c);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_audit(pool, &c, &rc), 0);
+	KUNIT_EXPECT_EQ(test, c.objects, rc.objects);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, rc.live_bytes);
+	KUNIT_EXPECT_EQ(test, c.zspages, rc.zspages);
+	KUNIT_EXPECT_EQ(test, c.dead_zspages, rc.dead_zspages);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, rc.hole_bytes);
+	KUNIT_EXPECT_EQ(test, c.tail_bytes, rc.tail_bytes);
+	KUNIT_EXPECT_EQ(test, c.data_pages, rc.data_pages);
+	KUNIT_EXPECT_EQ(test, c.table_pages, rc.table_pages);
+	KUNIT_EXPECT_EQ(test, c.desc_pages, rc.desc_pages);
+	KUNIT_EXPECT_EQ(test, c.total_pages, rc.total_pages);
 	afm_pool_stats(pool, &st);
-	KUNIT_EXPECT_EQ(test, c.total_pages,
-			c.data_pages + c.table_pages + c.desc_pages);
-	KUNIT_EXPECT_EQ(test, c.total_pages, afm_get_total_pages(pool));
-	KUNIT_EXPECT_EQ(test, c.zspages * AFM_ZS_SIZE,
-			c.live_bytes + c.tail_bytes + c.hole_bytes);
-	KUNIT_EXPECT_EQ(test, c.objects, st.objects);
-	KUNIT_EXPECT_EQ(test, c.live_bytes, st.stored_bytes);
-	KUNIT_EXPECT_EQ(test, (c.table_pages + c.desc_pages) << PAGE_SHIFT,
-			st.meta_bytes);
+	KUNIT_EXPECT_EQ(test, st.objects, rc.objects);
+	KUNIT_EXPECT_EQ(test, st.stored_bytes, rc.live_bytes);
+	KUNIT_EXPECT_EQ(test, st.meta_bytes,
+			(rc.table_pages + rc.desc_pages) << PAGE_SHIFT);
 }
 
 static size_t afm_zs_size_of_index(unsigned int i)
@@ -282,11 +308,15 @@ static void afm_zs_test_packing(struct kunit *test)
 static void afm_zs_test_density(struct kunit *test)
 {
 	const unsigned int n = 3000;
-	struct afm_test_set *ts = afm_zs_set(test, n);
+	struct afm_test_set *ts;
 	struct afm_zs_counters c;
 	unsigned long stored = 0, bytes, limit;
 	unsigned int i;
 
+	/* Nothing compacts while the frees below check the counters. */
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
 	for (i = 0; i < n; i++) {
 		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size(i));
 		stored += afm_zs_size(i);
@@ -361,6 +391,7 @@ static void afm_zs_test_compact(struct kunit *test)
 
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
 	afm_zs_fragment(test, ts, buf);
 	afm_zs_get_counters(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
@@ -400,9 +431,11 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
 	unsigned int i, p = 0;
+	unsigned long misuses;
 
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, 2000);
+	afm_zs_quiet(ts);
 	afm_zs_fragment(test, ts, buf);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p], &pinned), 0);
 	KUNIT_ASSERT_TRUE(test, afm_zs_test_pin(ts->pool, ts->h[p]));
@@ -415,7 +448,9 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 	/* Freeing a pinned object is refused (and warns). */
 	afm_test_expect_warnings(test);
 	kunit_info(test, "expect one afmalloc free-of-mapped-object warning\n");
+	misuses = afm_test_misuse_count();
 	afm_free(ts->pool, ts->h[p]);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 1);
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[p]), afm_zs_size(p));
 	/* Other objects of that zspage moved away. */
 	for (i = 4; i < ts->n; i += 4) {
@@ -436,62 +471,106 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 }
 
 /*
- * Automatic compaction: freeing enough to pass the trigger queues a worker
- * that brings holes down without any afm_compact() call.
+ * Drive the automatic worker in @ts's pool, whatever it did before: fill
+ * @ts with objects of afm_zs_size(i) and free three of four with the
+ * trigger off (nothing compacts meanwhile: no worker, and the pool is kept
+ * from the kernel's shrinker and migration), then set the trigger to
+ * @permille and free one more survivor. Holes are then far above the
+ * trigger, so that free queues exactly one run (at once, or late if the
+ * floor of an earlier run holds it back), which afm_zs_flush_work() waits
+ * for, running a late one at once. That run must give pages back: every
+ * zspage has about three quarters of its bytes in holes. Survivors are
+ * left in @ts. Return: the pages the run freed.
  */
-static void afm_zs_test_auto_compact(struct kunit *test)
+static unsigned long afm_zs_drive_auto(struct kunit *test,
+				       struct afm_test_set *ts, void *buf,
+				       unsigned int permille)
 {
-	struct afm_zs_counters before, after;
+	struct afm_zs_counters frag, after;
+	struct afm_zs_obj_info first, last;
+	unsigned long pages, trigger, freed, compactions;
 	struct afm_pool_stats st;
-	struct afm_test_set *ts;
-	void *buf = afm_zs_buf(test);
-	unsigned long pages;
 
-	afm_zs_permille(test, 10);
-	ts = afm_zs_set(test, 4000);
-	afm_zs_fragment(test, ts, buf);
+	afm_zs_quiet(ts);
+	afm_zs_set_auto_permille(0);
 	afm_zs_flush_work(ts->pool);
-	afm_zs_get_counters(ts->pool, &after);
+	afm_zs_fragment(test, ts, buf);
+	/* Survivors 0 and 4 share a zspage: freeing 4 releases none. */
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[4], &last), 0);
+	KUNIT_ASSERT_EQ(test, first.zspage_id, last.zspage_id);
+	afm_zs_get_counters(ts->pool, &frag);
 	afm_pool_stats(ts->pool, &st);
 	pages = afm_get_total_pages(ts->pool);
+	trigger = max(frag.live_bytes / 1000 * permille, 4UL * AFM_ZS_SIZE);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, 4 * trigger);
 
-	/* Redo the fragmentation with the trigger off to see the difference. */
-	afm_zs_set_auto_permille(0);
-	{
-		struct afm_test_set *ref = afm_zs_set(test, 4000);
-
-		afm_zs_fragment(test, ref, buf);
-		afm_zs_get_counters(ref->pool, &before);
-		kunit_info(test, "automatic: %lu pages, %lu hole bytes, %lu runs; without: %lu pages, %lu hole bytes\n",
-			   pages, after.hole_bytes, after.auto_runs,
-			   afm_get_total_pages(ref->pool), before.hole_bytes);
-		KUNIT_EXPECT_EQ(test, before.auto_runs, 0);
-		KUNIT_EXPECT_LT(test, pages, afm_get_total_pages(ref->pool));
-	}
-	KUNIT_EXPECT_GT(test, after.auto_runs, 0);
-	KUNIT_EXPECT_EQ(test, st.compactions, 0);	/* no afm_compact() */
-	/* Below the trigger: 1% of live bytes or 4 zspages (AFM_ZS_AUTO_MIN). */
+	afm_zs_set_auto_permille(permille);
+	afm_free(ts->pool, ts->h[4]);
+	ts->h[4] = 0;
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	freed = after.auto_freed - frag.auto_freed;
+	kunit_info(test, "automatic run: %lu -> %lu pages, %lu -> %lu hole bytes (%lu recorded, trigger %lu)\n",
+		   pages, afm_get_total_pages(ts->pool), frag.hole_bytes,
+		   after.hole_bytes, frag.hole_recorded, trigger);
+	KUNIT_EXPECT_EQ(test, after.auto_runs, frag.auto_runs + 1);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	/* Nothing else freed or added a page. */
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages - freed);
+	/*
+	 * A run started by a free aims below half the trigger without the
+	 * holes recorded for reuse (allocations are about to fill them); a
+	 * late one counts those too. Either way, no more than the recorded
+	 * holes, half the trigger and the object freed last are left.
+	 */
 	KUNIT_EXPECT_LE(test, after.hole_bytes,
-			max(st.stored_bytes / 100, 4UL * AFM_ZS_SIZE));
+			frag.hole_recorded + trigger / 2 + PAGE_SIZE);
+	KUNIT_EXPECT_GT(test, after.passes, frag.passes);
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
 			0);
 	afm_zs_expect_consistent(test, ts->pool);
+	/* Not afm_compact(): the pool's count of those did not move. */
+	compactions = st.compactions;
+	afm_pool_stats(ts->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.compactions, compactions);
+	return freed;
+}
+
+/*
+ * Automatic compaction: a free that takes holes past the trigger queues a
+ * worker that gives pages back without any afm_compact() call; with the
+ * trigger off, frees queue nothing.
+ */
+static void afm_zs_test_auto_compact(struct kunit *test)
+{
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_drive_auto(test, ts, buf, 10);
+	afm_zs_get_counters(ts->pool, &c);
+	/* The drive's frees with the trigger off queued nothing. */
+	KUNIT_EXPECT_EQ(test, c.auto_runs, 1);
 }
 
 /*
  * The shrinker counts reclaimable pages and frees them when asked. The
- * shrinker is registered: the kernel's shrink_slab() may call it at the
- * same time (drop_caches loops in the debug guest), and then take the
- * pool's compaction lock or its holes first.
+ * pool is quiet: the kernel's shrink_slab() (drop_caches loops in the debug
+ * guest) does not get to its holes first; the stress and destroy cases
+ * race with it.
  */
 static void afm_zs_test_shrinker(struct kunit *test)
 {
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
-	unsigned long count, freed, pages, after, now;
+	unsigned long count, freed, pages, after;
 
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
 	KUNIT_EXPECT_EQ(test, afm_zs_shrinker_count(ts->pool), SHRINK_EMPTY);
 	afm_zs_fragment(test, ts, buf);
 	pages = afm_get_total_pages(ts->pool);
@@ -501,20 +580,9 @@ static void afm_zs_test_shrinker(struct kunit *test)
 	KUNIT_EXPECT_LT(test, count, pages);
 
 	freed = afm_zs_shrinker_scan(ts->pool, count);
-	/* Let a concurrent run of the kernel's finish. */
-	mutex_lock(&ts->pool->compact_lock);
-	mutex_unlock(&ts->pool->compact_lock);
-	now = afm_get_total_pages(ts->pool);
-	if (freed == SHRINK_STOP) {
-		/* Only another caller can have compacted first. */
-		kunit_info(test, "scan stopped: shrink_slab() got there first, %lu -> %lu pages\n",
-			   pages, now);
-		KUNIT_EXPECT_LT(test, now, pages);
-	} else {
-		KUNIT_EXPECT_GT(test, freed, 0);
-		/* Equal unless shrink_slab() compacted some more. */
-		KUNIT_EXPECT_LE(test, now, pages - freed);
-	}
+	KUNIT_EXPECT_NE(test, freed, SHRINK_STOP);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages - freed);
 	/* What is left is under a zspage's worth: nothing to count. */
 	after = afm_zs_shrinker_count(ts->pool);
 	KUNIT_EXPECT_TRUE(test, after == SHRINK_EMPTY || after < count);
@@ -526,8 +594,10 @@ static void afm_zs_test_shrinker(struct kunit *test)
 #ifdef CONFIG_COMPACTION
 /*
  * Migrate the page holding @h's first byte as the migration core would:
- * isolate under the page lock, then lock both and call migrate_page.
- * Returns the migrate_page result; *@dstp is the new page on success.
+ * isolate under the page lock, then lock both and call migrate_page, and
+ * put the page back if that fails. With @hold, @h's zspage is held (as by
+ * a mapping) meanwhile. The pool must be quiet for migration. Returns the
+ * migrate_page result; *@dstp is the new page on success.
  */
 static int afm_zs_migrate(struct kunit *test, struct afm_pool *pool,
 			  unsigned long h, enum migrate_mode mode, bool hold,
@@ -548,7 +618,9 @@ static int afm_zs_migrate(struct kunit *test, struct afm_pool *pool,
 	if (__PageMovable(src))
 		mops = page_movable_ops(src);
 	KUNIT_EXPECT_NOT_NULL(test, mops);
-	if (!mops || !mops->isolate_page(src, 0)) {
+	/* The pool is quiet: the kernel's compaction cannot have it. */
+	KUNIT_EXPECT_FALSE(test, PageIsolated(src));
+	if (!mops || PageIsolated(src) || !afm_zs_test_isolate_page(src)) {
 		KUNIT_FAIL(test, "page not movable or not isolated");
 		unlock_page(src);
 		goto out;
@@ -599,6 +671,7 @@ static void afm_zs_test_migrate(struct kunit *test)
 	int rc;
 
 	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
 	for (i = 0; i < ts->n; i++) {
 		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size(i));
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, afm_zs_size(i),
@@ -709,21 +782,154 @@ static void afm_zs_test_migrate(struct kunit *test)
 			afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
 	}
-	/*
-	 * A page the kernel's own compaction has isolated at this moment (in
-	 * the debug guest, compact_memory runs in a loop) is freed once it is
-	 * put back: give that a bounded time.
-	 */
-	for (i = 0; i < 50; i++) {
-		afm_zs_flush_work(ts->pool);
-		if (!afm_get_total_pages(ts->pool))
-			break;
-		msleep(100);
-	}
+	/* Every page back, those that replaced migrated ones included. */
+	afm_zs_flush_work(ts->pool);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
+/*
+ * Isolate the page holding @h's first byte as the migration core does;
+ * it is returned locked, referenced and isolated, or NULL (test failed).
+ */
+static struct page *afm_zs_isolate(struct kunit *test, struct afm_pool *pool,
+				   unsigned long h)
+{
+	struct page *page = afm_zs_test_get_page(pool, h);
+
+	if (!page) {
+		KUNIT_FAIL(test, "no page for handle %#lx", h);
+		return NULL;
+	}
+	lock_page(page);
+	if (PageIsolated(page) || !afm_zs_test_isolate_page(page)) {
+		KUNIT_FAIL(test, "page of handle %#lx not isolated", h);
+		unlock_page(page);
+		put_page(page);
+		return NULL;
+	}
+	SetPageIsolated(page);
+	return page;
+}
+
+/* Undo afm_zs_isolate() as the core does once it is done with the page. */
+static void afm_zs_unisolate(struct page *page)
+{
+	ClearPageIsolated(page);
+	unlock_page(page);
+	put_page(page);
+}
+
+static size_t afm_zs_size_page(unsigned int i)
+{
+	return PAGE_SIZE;
+}
+
+/*
+ * The migration counters say what happened to each isolated page:
+ * migrating N pages moves "migrated" (and "isolated") by exactly N; a
+ * migration refused because the zspage is busy counts as refused and put
+ * back, a page isolated and put back as put back, a page whose zspage is
+ * freed while it is isolated (the core then frees it without calling
+ * migrate_page) as freed while isolated: none of them as migrated.
+ */
+static void afm_zs_test_migrate_counters(struct kunit *test)
+{
+	const unsigned int n = 3 * AFM_ZS_PAGES;
+	struct afm_test_set *ts = afm_zs_set(test, n);
+	struct afm_zs_counters b, a;
+	void *buf = afm_zs_buf(test);
+	unsigned long pages;
+	struct page *page;
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
+	/* PAGE_SIZE objects: one per page, at its start, in three zspages. */
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, PAGE_SIZE);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, PAGE_SIZE, buf,
+				   i);
+	}
+	afm_zs_get_counters(ts->pool, &b);
+	KUNIT_ASSERT_EQ(test, b.zspages, 3);
+	pages = b.total_pages;
+
+	/* Every page once, so N = n. */
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[i],
+						     i & 1 ? MIGRATE_SYNC :
+						     MIGRATE_ASYNC, false, NULL),
+				MIGRATEPAGE_SUCCESS);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated + n);
+	KUNIT_EXPECT_EQ(test, a.isolated, b.isolated + n);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback);
+	KUNIT_EXPECT_EQ(test, a.migrate_busy, b.migrate_busy);
+	KUNIT_EXPECT_EQ(test, a.isolated_freed, b.isolated_freed);
+	KUNIT_EXPECT_EQ(test, a.total_pages, pages);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_page,
+						0), 0);
+
+	/* Refused: the zspage is in use; the page is put back. */
+	b = a;
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[0],
+					     MIGRATE_ASYNC, true, NULL),
+			-EAGAIN);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);
+	KUNIT_EXPECT_EQ(test, a.migrate_busy, b.migrate_busy + 1);
+	KUNIT_EXPECT_EQ(test, a.isolated, b.isolated + 1);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback + 1);
+
+	/* Isolated, then put back without a migration attempt. */
+	b = a;
+	page = afm_zs_isolate(test, ts->pool, ts->h[1]);
+	if (page) {
+		page_movable_ops(page)->putback_page(page);
+		afm_zs_unisolate(page);
+	}
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);
+	KUNIT_EXPECT_EQ(test, a.migrate_busy, b.migrate_busy);
+	KUNIT_EXPECT_EQ(test, a.isolated, b.isolated + 1);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback + 1);
+
+	/*
+	 * Isolated and unlocked (the core's state between isolation and
+	 * migration) while every object of its zspage is freed.
+	 */
+	b = a;
+	page = afm_zs_isolate(test, ts->pool, ts->h[2 * AFM_ZS_PAGES]);
+	if (page)
+		unlock_page(page);
+	for (i = 2 * AFM_ZS_PAGES; i < n; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	if (page) {
+		lock_page(page);
+		/* Released: the core frees it instead of migrating it. */
+		KUNIT_EXPECT_NULL(test, page_movable_ops(page));
+		afm_zs_unisolate(page);
+	}
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback);
+	KUNIT_EXPECT_EQ(test, a.isolated, b.isolated + 1);
+	KUNIT_EXPECT_EQ(test, a.isolated_freed, b.isolated_freed + 1);
+	KUNIT_EXPECT_EQ(test, a.total_pages, pages - AFM_ZS_PAGES);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_page,
+						0), 0);
+	afm_zs_expect_consistent(test, ts->pool);
 }
 #else
 static void afm_zs_test_migrate(struct kunit *test)
+{
+	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
+}
+
+static void afm_zs_test_migrate_counters(struct kunit *test)
 {
 	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
 }
@@ -776,12 +982,16 @@ static void afm_zs_test_alloc_failure(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.total_pages, 2 * AFM_ZS_PAGES + 4);
 }
 
-/* Invalid handles: double free and foreign values warn and change nothing. */
+/*
+ * Invalid handles: a double free, a foreign value and a mapping of a freed
+ * handle are each detected (counted, warned about once), and change
+ * nothing.
+ */
 static void afm_zs_test_bad_handles(struct kunit *test)
 {
 	struct afm_test_set *ts = afm_zs_set(test, 1);
 	struct afm_zs_counters before, after;
-	unsigned long h;
+	unsigned long h, misuses;
 
 	afm_test_expect_warnings(test);
 	ts->h[0] = afm_test_malloc(test, ts->pool, 777);
@@ -789,11 +999,17 @@ static void afm_zs_test_bad_handles(struct kunit *test)
 	afm_free(ts->pool, h);
 	afm_zs_get_counters(ts->pool, &before);
 	kunit_info(test, "expect afmalloc invalid-handle warnings\n");
+	misuses = afm_test_misuse_count();
 	afm_free(ts->pool, h);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 1);
 	afm_free(ts->pool, 1UL << 40);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 2);
 	KUNIT_EXPECT_NULL(test, afm_map_object(ts->pool, h, AFM_MM_RO));
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
+	/* A size query is no misuse: 0 for what is not an object. */
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, h), 0);
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, 1UL << 40), 0);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
 	afm_zs_get_counters(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 	KUNIT_EXPECT_EQ(test, after.live_bytes, before.live_bytes);
@@ -994,6 +1210,7 @@ static void afm_zs_test_hole_forget(struct kunit *test)
 
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, n + 8);
+	afm_zs_quiet(ts);
 	h = ts->h;
 	for (i = 0; i < n; i++) {
 		h[i] = afm_test_malloc(test, ts->pool, 1000);
@@ -1048,6 +1265,16 @@ static void afm_zs_test_hole_forget(struct kunit *test)
 #define AFM_ZS_STRESS_WORKERS	3
 #define AFM_ZS_STRESS_SLOTS	256
 #define AFM_ZS_STRESS_SECONDS	10
+/* Objects of the automatic-compaction drive that follows the churn. */
+#define AFM_ZS_STRESS_DRIVE	2000
+/*
+ * Attempts the migrator may still make after the deadline until its first
+ * successful migration (its own object's page, in a pool the workers have
+ * left): only a broken migration needs more than one.
+ */
+#define AFM_ZS_STRESS_MIGRATE_TRIES	1000
+#define AFM_ZS_STRESS_OWN_SIZE	3000
+#define AFM_ZS_STRESS_OWN_SEED	0xfffffffU
 
 struct afm_zs_slot {
 	unsigned long h;
@@ -1055,6 +1282,30 @@ struct afm_zs_slot {
 	unsigned int seed;
 };
 
+/**
+ * struct afm_zs_stress - state shared by the zspage stress threads
+ * @pool: the pool under test.
+ * @deadline: jiffies after which the threads stop, each having done at
+ *	least one round of its work whatever the host's speed.
+ * @running: threads still running, plus one for the starter.
+ * @errors: failed operations and data mismatches.
+ * @ops: allocations and frees of the workers.
+ * @compactions: afm_compact() calls of the compactor.
+ * @migrations: pages the migrator migrated (migrate_page succeeded).
+ * @refused: migrations refused (zspage busy), the page put back.
+ * @freed_isolated: pages the migrator had isolated when their zspage was
+ *	freed (the core frees those; no migration).
+ * @shrinks: shrinker scans of the shrinker thread.
+ * @shrunk: pages they freed.
+ * @stored: objects allocated and written.
+ * @verified: objects checked byte for byte before their free.
+ * @lost: objects that did not read back intact.
+ * @verified_bytes: bytes of the verified objects.
+ * @done: completed by the last thread to stop.
+ * @own: the migrator's own object, which keeps a page to migrate.
+ * @lock: protects @shared.
+ * @shared: handles the migrator may look at, one per worker.
+ */
 struct afm_zs_stress {
 	struct afm_pool *pool;
 	unsigned long deadline;
@@ -1064,6 +1315,7 @@ struct afm_zs_stress {
 	atomic_t compactions;
 	atomic_t migrations;
 	atomic_t refused;
+	atomic_t freed_isolated;
 	atomic_t shrinks;
 	atomic_t shrunk;
 	atomic_t stored;
@@ -1071,8 +1323,8 @@ struct afm_zs_stress {
 	atomic_t lost;
 	atomic64_t verified_bytes;
 	struct completion done;
-	/* Handles the migrator may look at, one per worker, under lock. */
-	spinlock_t lock;
+	unsigned long own;
+	spinlock_t lock;	/* protects @shared */
 	unsigned long shared[AFM_ZS_STRESS_WORKERS];
 };
 
@@ -1139,7 +1391,8 @@ static int afm_zs_stress_worker(void *data)
 		afm_zs_stress_error(st, "no memory for the worker", 0);
 		goto out;
 	}
-	while (time_before(jiffies, st->deadline)) {
+	/* At least one operation, however late the thread starts. */
+	do {
 		u32 r = get_random_u32();
 		struct afm_zs_slot *s = &slot[r % AFM_ZS_STRESS_SLOTS];
 
@@ -1185,7 +1438,7 @@ static int afm_zs_stress_worker(void *data)
 		}
 		atomic_inc(&st->ops);
 		cond_resched();
-	}
+	} while (time_before(jiffies, st->deadline));
 	spin_lock(&st->lock);
 	st->shared[w->id] = 0;
 	spin_unlock(&st->lock);
@@ -1207,18 +1460,23 @@ static int afm_zs_stress_compactor(void *data)
 {
 	struct afm_zs_stress *st = data;
 
-	while (time_before(jiffies, st->deadline)) {
+	/* At least one afm_compact() call, however late the thread starts. */
+	do {
 		afm_compact(st->pool);
 		atomic_inc(&st->compactions);
 		msleep(20);
-	}
+	} while (time_before(jiffies, st->deadline));
 	afm_zs_stress_exit(st);
 	return 0;
 }
 
 #ifdef CONFIG_COMPACTION
-/* Migrate the page of a live object as the migration core does. */
-static void afm_zs_stress_migrate_one(struct afm_zs_stress *st)
+/*
+ * Migrate the page of a live object as the migration core does: a
+ * worker's object, or the migrator's own (always, until one migration
+ * succeeded). Return: whether a page was isolated.
+ */
+static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st)
 {
 	const struct movable_operations *mops;
 	struct page *src = NULL, *dst;
@@ -1226,20 +1484,27 @@ static void afm_zs_stress_migrate_one(struct afm_zs_stress *st)
 	unsigned int i;
 	int rc;
 
-	spin_lock(&st->lock);
-	for (i = 0; i < AFM_ZS_STRESS_WORKERS && !src; i++) {
-		h = st->shared[get_random_u32_below(AFM_ZS_STRESS_WORKERS)];
-		if (h)
-			src = afm_zs_test_get_page(st->pool, h);
+	if (!atomic_read(&st->migrations) || get_random_u32_below(4) == 0) {
+		src = afm_zs_test_get_page(st->pool, st->own);
+	} else {
+		spin_lock(&st->lock);
+		for (i = 0; i < AFM_ZS_STRESS_WORKERS && !src; i++) {
+			h = st->shared[get_random_u32_below(AFM_ZS_STRESS_WORKERS)];
+			if (h)
+				src = afm_zs_test_get_page(st->pool, h);
+		}
+		spin_unlock(&st->lock);
 	}
-	spin_unlock(&st->lock);
 	if (!src)
-		return;
+		return false;
 	dst = alloc_page(GFP_KERNEL | __GFP_HIGHMEM | __GFP_MOVABLE);
 	if (!dst)
 		goto put;
 	lock_page(src);
-	/* Its zspage may have been freed since: then it is not movable. */
+	/*
+	 * Its zspage may have been freed since: then it is not movable. The
+	 * kernel's compaction (the guest's compact_memory loop) may have it.
+	 */
 	if (!__PageMovable(src) || !page_movable_ops(src) ||
 	    PageIsolated(src)) {
 		unlock_page(src);
@@ -1258,19 +1523,20 @@ static void afm_zs_stress_migrate_one(struct afm_zs_stress *st)
 
 	lock_page(src);
 	lock_page(dst);
-	/* Freed while isolated: the page is ours (the core's) to drop. */
-	if (!__PageMovable(src) || !page_movable_ops(src))
-		rc = MIGRATEPAGE_SUCCESS;
-	else
-		rc = mops->migrate_page(dst, src, MIGRATE_SYNC);
-	if (rc == MIGRATEPAGE_SUCCESS) {
-		atomic_inc(&st->migrations);
+	if (!__PageMovable(src) || !page_movable_ops(src)) {
+		/* Freed while isolated: the core drops it, nothing moves. */
+		atomic_inc(&st->freed_isolated);
 	} else {
-		if (rc != -EAGAIN)
-			afm_zs_stress_error(st, "migrate_page error", -rc);
-		atomic_inc(&st->refused);
-		if (__PageMovable(src) && page_movable_ops(src))
+		rc = mops->migrate_page(dst, src, MIGRATE_SYNC);
+		if (rc == MIGRATEPAGE_SUCCESS) {
+			atomic_inc(&st->migrations);
+		} else {
+			if (rc != -EAGAIN)
+				afm_zs_stress_error(st, "migrate_page error",
+						    -rc);
+			atomic_inc(&st->refused);
 			mops->putback_page(src);
+		}
 	}
 	ClearPageIsolated(src);
 	unlock_page(dst);
@@ -1278,21 +1544,31 @@ static void afm_zs_stress_migrate_one(struct afm_zs_stress *st)
 	put_page(dst);
 put:
 	put_page(src);
+	return true;
 }
 #else
-static void afm_zs_stress_migrate_one(struct afm_zs_stress *st)
+static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st)
 {
+	return false;
 }
 #endif
 
+/*
+ * Migrates pages until the deadline, and past it until one migration
+ * succeeded (bounded): "at least one migration" then holds on any host.
+ */
 static int afm_zs_stress_migrator(void *data)
 {
 	struct afm_zs_stress *st = data;
+	unsigned int late = 0;
 
-	while (time_before(jiffies, st->deadline)) {
+	do {
 		afm_zs_stress_migrate_one(st);
 		cond_resched();
-	}
+	} while (time_before(jiffies, st->deadline) ||
+		 (IS_ENABLED(CONFIG_COMPACTION) &&
+		  !atomic_read(&st->migrations) &&
+		  ++late < AFM_ZS_STRESS_MIGRATE_TRIES));
 	afm_zs_stress_exit(st);
 	return 0;
 }
@@ -1307,7 +1583,7 @@ static int afm_zs_stress_shrinker(void *data)
 	struct afm_zs_stress *st = data;
 	unsigned long n;
 
-	while (time_before(jiffies, st->deadline)) {
+	do {
 		n = afm_zs_shrinker_count(st->pool);
 		if (n && n != SHRINK_EMPTY) {
 			n = afm_zs_shrinker_scan(st->pool, n);
@@ -1316,7 +1592,7 @@ static int afm_zs_stress_shrinker(void *data)
 				atomic_add(n, &st->shrunk);
 		}
 		msleep(20);
-	}
+	} while (time_before(jiffies, st->deadline));
 	afm_zs_stress_exit(st);
 	return 0;
 }
@@ -1328,6 +1604,13 @@ static int afm_zs_stress_shrinker(void *data)
  * automatic compaction is on with a low trigger. Every object is checked
  * byte for byte before its free. Runs for the stress_seconds module
  * parameter, default AFM_ZS_STRESS_SECONDS.
+ *
+ * What the threads achieve in that time depends on the host; only what
+ * each is built to do at least once is asserted (an operation, a
+ * compaction, a migration). Whether the automatic worker ran during the
+ * churn depends on the host too (its heuristics wait for frees to outrun
+ * the compactor): afterwards, in the same pool, it is driven
+ * (afm_zs_drive_auto()) and must run and give pages back.
  */
 static void afm_zs_test_stress(struct kunit *test)
 {
@@ -1338,18 +1621,24 @@ static void afm_zs_test_stress(struct kunit *test)
 	struct afm_test_set *ts;
 	struct task_struct *t;
 	unsigned int i, started = 0, want = AFM_ZS_STRESS_WORKERS + 3;
+	unsigned long misuses = afm_test_misuse_count(), driven;
+	long kernel_migrations;
+	void *buf = afm_zs_buf(test);
 
 	afm_zs_permille(test, 5);
-	ts = afm_zs_set(test, 0);
+	ts = afm_zs_set(test, AFM_ZS_STRESS_DRIVE);
 	st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
 	w = kunit_kcalloc(test, AFM_ZS_STRESS_WORKERS, sizeof(*w), GFP_KERNEL);
 	if (!st || !w)
 		kunit_skip(test, "no memory for the stress state");
 	st->pool = ts->pool;
-	st->deadline = jiffies + secs * HZ;
 	spin_lock_init(&st->lock);
 	init_completion(&st->done);
 	atomic_set(&st->running, want + 1);
+	st->own = afm_test_malloc(test, ts->pool, AFM_ZS_STRESS_OWN_SIZE);
+	afm_zs_put_pattern(test, ts->pool, st->own, AFM_ZS_STRESS_OWN_SEED,
+			   AFM_ZS_STRESS_OWN_SIZE, buf, 0);
+	st->deadline = jiffies + secs * HZ;
 
 	for (i = 0; i < want; i++) {
 		if (i < AFM_ZS_STRESS_WORKERS) {
@@ -1374,37 +1663,56 @@ static void afm_zs_test_stress(struct kunit *test)
 	if (atomic_sub_and_test(want + 1 - started, &st->running))
 		complete(&st->done);
 	wait_for_completion(&st->done);
+	/* The migrator's object, migrated and moved about, is intact. */
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, st->own,
+					     AFM_ZS_STRESS_OWN_SEED,
+					     AFM_ZS_STRESS_OWN_SIZE, buf, true));
+	afm_free(ts->pool, st->own);
 	if (started < want)
 		kunit_skip(test, "could only start %u threads", started);
 
 	afm_zs_flush_work(ts->pool);
 	afm_zs_get_counters(ts->pool, &c);
-	kunit_info(test, "%d operations, %d compactions, %d migrations (%d refused), %lu automatic runs, %d shrinker scans (%d pages), %lu passes\n",
+	/* Migrations not done by the migrator: the kernel's (compact_memory). */
+	kernel_migrations = (long)c.migrated - atomic_read(&st->migrations);
+	kunit_info(test, "%d operations, %d compactions, %d migrations (%d refused, %d freed while isolated), %lu automatic runs, %d shrinker scans (%d pages), %lu passes\n",
 		   atomic_read(&st->ops), atomic_read(&st->compactions),
 		   atomic_read(&st->migrations), atomic_read(&st->refused),
-		   c.auto_runs, atomic_read(&st->shrinks),
-		   atomic_read(&st->shrunk), c.passes);
+		   atomic_read(&st->freed_isolated), c.auto_runs,
+		   atomic_read(&st->shrinks), atomic_read(&st->shrunk),
+		   c.passes);
 	/* One line for tests/vm/kunit-guest.sh: key=value, parsed. */
-	/* Migrations not done by the migrator: the kernel's (compact_memory). */
-	kunit_info(test, "afmalloc-stress: case=%s store=zspage threads=%u seconds=%u ops=%d stored=%d verified=%d bytes_verified=%lld errors=%d lost=%d compactions=%d auto_runs=%lu shrinker_scans=%d migrations=%d kernel_migrations=%ld\n",
+	kunit_info(test, "afmalloc-stress: case=%s store=zspage threads=%u seconds=%u ops=%d stored=%d verified=%d bytes_verified=%lld errors=%d lost=%d compactions=%d auto_runs=%lu shrinker_scans=%d migrations=%d kernel_migrations=%ld migrations_refused=%d freed_isolated=%d\n",
 		   test->name, started, secs, atomic_read(&st->ops),
 		   atomic_read(&st->stored), atomic_read(&st->verified),
 		   (long long)atomic64_read(&st->verified_bytes),
 		   atomic_read(&st->errors), atomic_read(&st->lost),
 		   atomic_read(&st->compactions), c.auto_runs,
 		   atomic_read(&st->shrinks), atomic_read(&st->migrations),
-		   (long)c.migrated - atomic_read(&st->migrations));
+		   kernel_migrations, atomic_read(&st->refused),
+		   atomic_read(&st->freed_isolated));
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->errors), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->lost), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->verified),
 			atomic_read(&st->stored));
 	KUNIT_EXPECT_GT(test, atomic_read(&st->ops), 0);
 	KUNIT_EXPECT_GT(test, atomic_read(&st->compactions), 0);
-	KUNIT_EXPECT_GT(test, c.auto_runs, 0);
 	if (IS_ENABLED(CONFIG_COMPACTION))
 		KUNIT_EXPECT_GT(test, atomic_read(&st->migrations), 0);
+	/* The pool counts every migration, the migrator's among them. */
+	KUNIT_EXPECT_GE(test, kernel_migrations, 0);
+	KUNIT_EXPECT_GE(test, c.putback, atomic_read(&st->refused));
+	KUNIT_EXPECT_GE(test, c.isolated_freed,
+			atomic_read(&st->freed_isolated));
 	KUNIT_EXPECT_EQ(test, c.objects, 0);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+	/* No API misuse went unnoticed: the stress makes none. */
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses);
+
+	/* The automatic worker, driven in the churned pool. */
+	driven = afm_zs_drive_auto(test, ts, buf, 5);
+	kunit_info(test, "driven automatic run after the churn: %lu pages freed\n",
+		   driven);
 }
 
 /* Destroy vs shrinker: pools of both stores created and destroyed in a loop. */
@@ -1525,10 +1833,14 @@ static void afm_dvs_round(struct kunit *test, struct afm_dvs *d,
 	}
 	if (leave_live) {
 		/* Documented: warns, and frees the zspages anyway. */
+		unsigned long misuses = afm_test_misuse_count();
+
 		afm_test_warnings_begin(test);
 		kunit_info(test, "expect one afmalloc destroyed-with-live-objects warning\n");
 		afm_destroy_pool(pool);
 		afm_test_warnings_end(NULL);
+		KUNIT_EXPECT_EQ_MSG(test, afm_test_misuse_count(), misuses + 1,
+				    "%s destroyed with live objects", name);
 	} else {
 		afm_destroy_pool(pool);
 	}
@@ -1607,6 +1919,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_auto_compact),
 	KUNIT_CASE(afm_zs_test_shrinker),
 	KUNIT_CASE(afm_zs_test_migrate),
+	KUNIT_CASE(afm_zs_test_migrate_counters),
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE(afm_zs_test_bad_handles),
 	KUNIT_CASE(afm_zs_test_gfp),
