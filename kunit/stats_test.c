@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * KUnit tests of the afmalloc statistics (mm/stats.c and the per-class
- * counters behind them): per-class rows match the objects allocated and
- * add up to the pool's pages, and the debugfs files exist.
+ * counters behind them): per-class rows match the objects allocated, their
+ * slabs and pages match the folios that really hold the objects' chunks
+ * and descriptors, those add up to the pool's pages, and the debugfs files
+ * exist.
  */
 
 #include <kunit/test.h>
@@ -45,12 +47,75 @@ static struct afm_class_row *afm_test_row(struct kunit *test,
 	return NULL;
 }
 
+/* Distinct folios (slabs) seen holding one class's chunks or descriptors. */
+struct afm_test_folios {
+	struct folio *folio[16];
+	unsigned int nr;
+	unsigned long pages;
+};
+
+static void afm_test_folio_add(struct kunit *test, struct afm_test_folios *f,
+			       const void *obj)
+{
+	struct folio *folio = virt_to_folio(obj);
+	unsigned int i;
+
+	for (i = 0; i < f->nr; i++) {
+		if (f->folio[i] == folio)
+			return;
+	}
+	if (f->nr == ARRAY_SIZE(f->folio)) {
+		KUNIT_FAIL(test, "more than %zu folios in one class",
+			   ARRAY_SIZE(f->folio));
+		return;
+	}
+	f->folio[f->nr++] = folio;
+	f->pages += folio_nr_pages(folio);
+}
+
+/*
+ * Per class (index of the "classes" rows), the folios holding the chunks
+ * and descriptors of @ts's live objects, found from their addresses: what
+ * the page allocator and the slab caches say, not afmalloc's tracker.
+ */
+static struct afm_test_folios *afm_test_folios(struct kunit *test,
+					       struct afm_test_set *ts,
+					       unsigned int nr_rows)
+{
+	unsigned int i, k, nr, sizes[AFM_MAX_CHUNKS + 1];
+	void *chunk[AFM_MAX_CHUNKS + 1];
+	struct afm_test_folios *f;
+
+	f = kunit_kcalloc(test, nr_rows, sizeof(*f), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	for (i = 0; i < ts->n; i++) {
+		size_t size = afm_obj_size(ts->pool, ts->h[i]);
+
+		nr = afm_slab_obj_chunks(ts->pool, ts->h[i], chunk);
+		KUNIT_ASSERT_EQ(test, nr, afm_slab_decompose(size, sizes));
+		for (k = 0; k < nr; k++) {
+			unsigned int class = afm_chunk_class(ilog2(sizes[k]));
+
+			KUNIT_ASSERT_LT(test, class, nr_rows);
+			afm_test_folio_add(test, &f[class], chunk[k]);
+		}
+		/* A descriptor handle is the descriptor's address. */
+		if (!afm_handle_is_direct(ts->h[i])) {
+			KUNIT_ASSERT_LT(test, AFM_DESC_CLASS(nr), nr_rows);
+			afm_test_folio_add(test, &f[AFM_DESC_CLASS(nr)],
+					   (void *)ts->h[i]);
+		}
+	}
+	return f;
+}
+
 static void afm_test_class_stats(struct kunit *test)
 {
 	const unsigned int n = 10;
 	struct afm_test_set *ts = afm_test_set(test, 2 * n + 1);
 	unsigned long pages = 0;
 	struct afm_class_row *rows, *r;
+	struct afm_test_folios *f;
 	unsigned int i, nr;
 	char page_class[16];
 
@@ -96,10 +161,20 @@ static void afm_test_class_stats(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r->val[AFM_CLASS_SLABS], 1);
 	KUNIT_EXPECT_EQ(test, r->val[AFM_CLASS_PAGES], 1);
 
-	/* The rows add up to the pool. */
-	for (i = 0; i < nr; i++)
-		pages += rows[i].val[AFM_CLASS_PAGES];
-	KUNIT_EXPECT_EQ(test, pages, afm_get_total_pages(ts->pool));
+	/*
+	 * Each row's slabs and pages are those of the folios holding its
+	 * chunks or descriptors (the tracker's counts against the slab
+	 * allocator's folios), and those folios make the pool's pages.
+	 */
+	f = afm_test_folios(test, ts, nr);
+	for (i = 0; i < nr; i++) {
+		KUNIT_EXPECT_EQ_MSG(test, rows[i].val[AFM_CLASS_SLABS], f[i].nr,
+				    "class %s", rows[i].name);
+		KUNIT_EXPECT_EQ_MSG(test, rows[i].val[AFM_CLASS_PAGES],
+				    f[i].pages, "class %s", rows[i].name);
+		pages += f[i].pages;
+	}
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
 
 	/* The tracker has nodes once it holds more than one slab. */
 	KUNIT_EXPECT_GT(test, ts->pool->ops->aux_bytes(ts->pool), 0);
