@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Swap-churn benchmark, guest side (issue 15), run as root inside a
+# throw-away guest by scripts/vm-run.sh (bench/churn/run.sh boots it):
+#
+#   churn-guest.sh --bin CHURN --out DIR [--pool FILE] [--target zram|zswap]
+#                  [--alloc afmalloc/zspage,afmalloc/slab,zsmalloc]
+#                  [--comp lz4|zstd] [--runs N] [--order forward|reverse]
+#                  [--limit-pct P] [--check] [-- CHURN_ARGS...]
+#
+# For run r = 1..N and every allocator of --alloc (run 1 in the order given,
+# or reversed with --order reverse; every other run reversed again), on a
+# fresh swap setup:
+#   zram   a new zram device (hot_add) with that allocator (its "allocator"
+#          attribute, patches/0002) and --comp, twice the working set as
+#          disksize, as the only swap; afterwards swapoff, reset, hot_remove.
+#   zswap  zswap (compressor --comp, max_pool_percent 100, shrinker on) in
+#          front of a new zram device (zsmalloc, lz4) as the only swap, as
+#          tests/vm/zswap-test.sh does; zswap.zpool switched at run time:
+#          afmalloc/zspage and afmalloc/slab are zpool afmalloc with
+#          afmalloc.zswap_store zspage or slab, zsmalloc is zsmalloc.
+#          Afterwards swapoff drains it, zswap.zpool goes back to zsmalloc
+#          and the drained afmalloc pool must be gone before the next run.
+# CHURN (bench/churn/churn.c, built on the host) takes its page contents
+# from the pool file FILE (default: pool.bin next to CHURN, which
+# bench/churn/run.sh --print-bin makes on the host; without one it reads
+# /usr itself, which takes a minute under TCG). It runs in a new cgroup v2
+# with memory.max = --limit-pct (default 33) percent of its --mb, so its
+# pages are swapped out and in all the time; bench/churn/sample.py samples
+# the allocator, zram/zswap and the cgroup every second next to it (outside
+# the cgroup). Before each run: page cache dropped, memory compacted.
+#
+# DIR gets, appended per run: samples.csv (sample.py's columns, documented
+# there), progress.csv (churn's --out rows prefixed with
+# run,pos,target,alloc,comp) and churn-<run>-<alloc>.log (its output).
+#
+# Fails when the workload fails (checksum mismatch: status 1, printed
+# page), dies, or (with --check, the short in-VM test) when a run swapped
+# nothing out or nothing in, or the allocator under test never stored an
+# object (from the samples: peak compr_bytes, plus for afmalloc its
+# objects; for zswap also zswpout/zswpin and, for afmalloc, an afmalloc
+# pool).
+set -euo pipefail
+
+die() { echo "churn-guest: error: $*" >&2; dmesg | tail -n 20 >&2; exit 1; }
+note() { echo "churn-guest: $*"; }
+usage() {
+	echo "usage: $0 --bin CHURN --out DIR [--pool FILE] [--target zram|zswap] [--alloc LIST] [--comp lz4|zstd]"
+	echo "          [--runs N] [--order forward|reverse] [--limit-pct P] [--check] [-- CHURN_ARGS...]"
+}
+
+bin='' out='' pool='' target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1
+order=forward limit_pct=33 check=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--bin) bin=${2:?}; shift ;;
+	--out) out=${2:?}; shift ;;
+	--pool) pool=${2:?}; shift ;;
+	--target) target=${2:?}; shift ;;
+	--alloc) allocs=${2:?}; shift ;;
+	--comp) comp=${2:?}; shift ;;
+	--runs) runs=${2:?}; shift ;;
+	--order) order=${2:?}; shift ;;
+	--limit-pct) limit_pct=${2:?}; shift ;;
+	--check) check=1 ;;
+	-h|--help) usage; exit 0 ;;
+	--) shift; break ;;
+	*) usage >&2; die "unknown option '$1'" ;;
+	esac
+	shift
+done
+churn_args=("$@")
+[ -x "$bin" ] || die "workload binary '$bin' missing (--bin; bench/churn/run.sh --print-bin builds it)"
+[ -n "$out" ] || die "--out is required"
+[ -n "$pool" ] || [ ! -f "$(dirname "$bin")/pool.bin" ] || pool=$(dirname "$bin")/pool.bin
+[ -z "$pool" ] || [ -f "$pool" ] || die "no pool file $pool"
+pool_args=()
+[ -z "$pool" ] || pool_args=(--pool "$pool")
+case "$target" in zram|zswap) ;; *) die "--target must be zram or zswap, not '$target'" ;; esac
+case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;; esac
+case "$order" in forward|reverse) ;; *) die "--order must be forward or reverse" ;; esac
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive number"
+[[ "$limit_pct" =~ ^[1-9][0-9]?$ ]] || die "--limit-pct must be 1..99"
+IFS=, read -r -a alist <<< "$allocs"
+for a in "${alist[@]}"; do
+	case "$a" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
+	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage)" ;;
+	esac
+done
+[ "${AFMALLOC_IN_VM:-}" = 1 ] || die "runs inside a throw-away VM (scripts/vm-run.sh) only"
+grep -qw slab_nomerge /proc/cmdline ||
+	die "boot with slab_nomerge: merged slab caches hide zsmalloc's metadata"
+# The working set, from CHURN_ARGS (--mb N or --mb=N).
+mb=
+for ((i = 0; i < ${#churn_args[@]}; i++)); do
+	case "${churn_args[i]}" in
+	--mb) mb=${churn_args[i + 1]:-} ;;
+	--mb=*) mb=${churn_args[i]#--mb=} ;;
+	esac
+done
+[[ "$mb" =~ ^[1-9][0-9]*$ ]] || die "give the workload's size as '-- --mb N ...'"
+here=$(dirname "$(realpath "$0")")
+sampler=$here/sample.py
+py=/usr/bin/python3
+[ -x $py ] || py=python3
+
+dbg=/sys/kernel/debug
+cg=/sys/fs/cgroup
+zs=/sys/module/zswap/parameters
+ctl=/sys/class/zram-control
+mountpoint -q $dbg || mount -t debugfs none $dbg
+if ! [ -f $cg/cgroup.controllers ]; then
+	if mountpoint -q $cg; then umount $cg 2>/dev/null || true; fi
+	mkdir -p $cg && mount -t cgroup2 none $cg
+fi
+grep -qw memory $cg/cgroup.controllers || die "no memory controller in cgroup v2 (CONFIG_MEMCG)"
+echo +memory > $cg/cgroup.subtree_control 2>/dev/null || true
+[ -d $ctl ] || modprobe zram num_devices=0 2>/dev/null || true
+[ -w $ctl/hot_add ] || die "no $ctl/hot_add (CONFIG_ZRAM)"
+[ -d $zs ] || die "this kernel has no zswap (CONFIG_ZSWAP)"
+[ -d $dbg/afmalloc ] || case "$allocs" in *afmalloc*) die "no $dbg/afmalloc (CONFIG_AFMALLOC_STAT)" ;; esac
+swapoff -a 2>/dev/null || true
+echo 0 > $zs/enabled
+
+mkdir -p "$out"
+out=$(realpath "$out")
+samples=$out/samples.csv progress=$out/progress.csv
+limit=$(( (mb << 20) * limit_pct / 100 ))
+note "kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) " MiB" }' /proc/meminfo);" \
+	"target $target, $comp, allocators ${alist[*]}, $runs run(s), order $order;" \
+	"workload ${churn_args[*]} in a cgroup of memory.max $((limit >> 20)) MiB, pool ${pool:-read from /usr}"
+
+# zram_new ALLOC COMP DISKSIZE: hot_add a device, configure it; prints zramN.
+zram_new() {
+	local id dev t
+	id=$(cat $ctl/hot_add) || die "zram hot_add failed"
+	dev=zram$id
+	echo "$1" > /sys/block/"$dev"/allocator || die "$dev: allocator '$1' refused"
+	grep -q "\[$1\]" /sys/block/"$dev"/allocator || die "$dev: allocator is $(cat /sys/block/"$dev"/allocator)"
+	echo "$2" > /sys/block/"$dev"/comp_algorithm || die "$dev: compressor '$2' refused"
+	# A new disk may still be probed (udev): retry for a while.
+	for t in 1 2 3 4 5 6 7 8 9 10; do
+		echo "$3" > /sys/block/"$dev"/disksize 2>/dev/null && break
+		[ $t = 10 ] && die "$dev: cannot set disksize $3"
+		sleep 0.5
+	done
+	mkswap -q /dev/"$dev" >/dev/null || die "mkswap /dev/$dev"
+	swapon -p 100 /dev/"$dev" || die "swapon /dev/$dev"
+	echo "$dev"
+}
+zram_del() {
+	local dev=$1 t
+	swapoff /dev/"$dev" 2>/dev/null || true
+	for t in 1 2 3 4 5 6 7 8 9 10; do
+		echo 1 > /sys/block/"$dev"/reset 2>/dev/null && break
+		sleep 0.5
+	done
+	echo "${dev#zram}" > $ctl/hot_remove 2>/dev/null || note "$dev: hot_remove refused (left in place)"
+}
+set_zpool() {
+	echo "$1" > $zs/zpool 2>/dev/null || return 1
+	[ "$(cat $zs/zpool)" = "$1" ]
+}
+afm_zswap_pools() { find $dbg/afmalloc -maxdepth 1 -name 'zswap*' 2>/dev/null | wc -l; }
+wait_until() {  # wait_until SECONDS CMD...
+	local t=$(( $1 * 10 )); shift
+	while ! "$@"; do
+		t=$((t - 1))
+		[ $t -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+no_afm_zswap_pool() { [ "$(afm_zswap_pools)" = 0 ]; }
+sampled() { [ "$(nlines "$samples")" -gt "$(($1 + ($1 == 0)))" ]; }
+rm_cgroup() { rmdir "$1" 2>/dev/null || ! [ -d "$1" ]; }
+
+# On any exit, also a failed run: stop the sampler and the workload, remove
+# the cgroup and the swap device, so that later tests in the same boot
+# start clean.
+cur_spid='' cur_cg='' cur_dev=''
+cleanup() {
+	local rc=$?
+	[ -z "$cur_spid" ] || kill -TERM "$cur_spid" 2>/dev/null || true
+	if [ -n "$cur_cg" ] && [ -d "$cur_cg" ]; then
+		echo 1 > "$cur_cg/cgroup.kill" 2>/dev/null || true
+		wait_until 30 rm_cgroup "$cur_cg" || note "cannot remove the cgroup $cur_cg"
+	fi
+	if [ -n "$cur_dev" ]; then
+		if [ "$target" = zswap ]; then
+			set_zpool zsmalloc || true
+			echo 0 > $zs/enabled
+		fi
+		zram_del "$cur_dev"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+
+peak() {  # peak FILE RUN ALLOC COLUMN: largest value of COLUMN for the run
+	awk -F, -v r="$2" -v a="$3" -v c="$4" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+		$3 == r && $6 == a && $k != "" && $k + 0 > m { m = $k + 0 }
+		END { print m + 0 }' "$1"
+}
+
+# one RUN POS ALLOC
+one() {
+	local r=$1 pos=$2 a=$3 dev c=$cg/churn-$$-$1-$2 slug=${3//\//-} log spid rc=0 t0 n0
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	[ -w /proc/sys/vm/compact_memory ] && echo 1 > /proc/sys/vm/compact_memory
+	if [ "$target" = zram ]; then
+		dev=$(zram_new "$a" "$comp" $((2 * mb))M)
+		cur_dev=$dev
+		note "run $r/$pos $a: /dev/$dev, allocator $(cat /sys/block/"$dev"/allocator), comp_algorithm $(cat /sys/block/"$dev"/comp_algorithm)"
+	else
+		wait_until 30 no_afm_zswap_pool || die "an old afmalloc zswap pool is still there: $(ls $dbg/afmalloc)"
+		dev=$(zram_new zsmalloc lz4 $((2 * mb))M)
+		cur_dev=$dev
+		echo "$comp" > $zs/compressor || die "zswap: compressor '$comp' refused"
+		echo 100 > $zs/max_pool_percent
+		echo Y > $zs/shrinker_enabled
+		case "$a" in
+		afmalloc/*)
+			echo "${a#afmalloc/}" > /sys/module/afmalloc/parameters/zswap_store ||
+				die "afmalloc.zswap_store=${a#afmalloc/} refused"
+			set_zpool afmalloc || die "cannot switch zswap.zpool to afmalloc" ;;
+		*) set_zpool zsmalloc || die "cannot switch zswap.zpool to zsmalloc" ;;
+		esac
+		echo 1 > $zs/enabled
+		note "run $r/$pos $a: zswap zpool=$(cat $zs/zpool) compressor=$(cat $zs/compressor)" \
+			"shrinker=$(cat $zs/shrinker_enabled) afmalloc pools: $(find $dbg/afmalloc -mindepth 1 -maxdepth 1 -printf '%f ')" \
+			"in front of /dev/$dev (zsmalloc, lz4)"
+	fi
+	mkdir "$c" || die "cannot create the cgroup $c"
+	cur_cg=$c
+	echo "$limit" > "$c/memory.max"
+	log=$out/churn-$r-$slug.log
+	n0=$(nlines "$samples")
+	$py "$sampler" --target "$target" --alloc "$a" --dev "$dev" --cgroup "$c" \
+		--progress "$out/.progress-$r-$slug.csv" --out "$samples" --run "$r" --pos "$pos" \
+		--comp "$comp" &
+	spid=$!
+	cur_spid=$spid
+	# The workload starts once the sampler has its first reading (the
+	# baseline of its counters); python starts slowly under TCG.
+	wait_until 120 sampled "$n0" || die "the sampler did not start (status of $spid)"
+	t0=$SECONDS
+	bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$c" \
+		"$bin" "${pool_args[@]}" "${churn_args[@]}" --out "$out/.progress-$r-$slug.csv" > "$log" 2>&1 || rc=$?
+	kill -TERM $spid 2>/dev/null || true
+	wait $spid || note "sampler exited with status $?"
+	cur_spid=''
+	sed 's/^/  /' "$log"
+	[ -s "$progress" ] || { printf 'run,pos,target,alloc,comp,'; head -n 1 "$out/.progress-$r-$slug.csv"; } > "$progress"
+	tail -n +2 "$out/.progress-$r-$slug.csv" | sed "s|^|$r,$pos,$target,$a,$comp,|" >> "$progress"
+	rm -f "$out/.progress-$r-$slug.csv"
+	[ $rc = 0 ] || die "run $r $a: the workload failed (status $rc; $log, dmesg below)"
+	if [ "$target" = zswap ]; then
+		swapoff /dev/"$dev" || die "swapoff /dev/$dev"
+		set_zpool zsmalloc || die "cannot switch zswap back to zsmalloc"
+		echo 0 > $zs/enabled
+		wait_until 30 no_afm_zswap_pool || die "the drained afmalloc zswap pool was not destroyed"
+	fi
+	zram_del "$dev"
+	cur_dev=''
+	wait_until 30 rm_cgroup "$c" || die "cannot remove the cgroup $c"
+	cur_cg=''
+	note "run $r/$pos $a: done in $((SECONDS - t0)) s"
+	[ "$check" = 1 ] || return 0
+
+	# The short variant's assertions, from the samples of this run.
+	local so si stored objs
+	stored=$(peak "$samples" "$r" "$a" compr_bytes)
+	if [ "$target" = zram ]; then
+		so=$(peak "$samples" "$r" "$a" swap_out) si=$(peak "$samples" "$r" "$a" swap_in)
+	else
+		so=$(peak "$samples" "$r" "$a" zswpout) si=$(peak "$samples" "$r" "$a" zswpin)
+	fi
+	[ "$so" -gt 0 ] || die "run $r $a: nothing was swapped out (check the cgroup limit)"
+	[ "$si" -gt 0 ] || die "run $r $a: nothing was swapped in"
+	[ "$stored" -gt 0 ] || die "run $r $a: $target never stored compressed data"
+	if [ "$a" != zsmalloc ]; then
+		objs=$(peak "$samples" "$r" "$a" afm_objects)
+		[ "$objs" -gt 0 ] || die "run $r $a: afmalloc never held an object (pool not used?)"
+	else
+		objs=-
+	fi
+	note "run $r $a: check ok: swap-outs $so, swap-ins $si, peak compressed $stored bytes, peak afmalloc objects $objs"
+}
+
+for ((r = 1; r <= runs; r++)); do
+	seq=("${alist[@]}")
+	if { [ "$order" = reverse ] && [ $((r % 2)) = 1 ]; } ||
+	   { [ "$order" = forward ] && [ $((r % 2)) = 0 ]; }; then
+		seq=()
+		for ((k = ${#alist[@]} - 1; k >= 0; k--)); do seq+=("${alist[k]}"); done
+	fi
+	for ((k = 0; k < ${#seq[@]}; k++)); do
+		one "$r" $((k + 1)) "${seq[k]}"
+	done
+done
+note "$(($(wc -l < "$samples") - 1)) samples in $samples, $(($(wc -l < "$progress") - 1)) workload rows in $progress"

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Report of the swap-churn benchmark (bench/churn/).
+
+    report.py DIR [--out FILE.md] [--plot FILE.png]
+
+DIR holds what bench/churn/churn-guest.sh wrote: samples.csv (one row per
+second and run, bench/churn/sample.py) and progress.csv (the workload's
+rows, bench/churn/churn.c), and optionally meta.json (bench/churn/run.sh).
+
+Per allocator, run and phase: the phase's length, throughput (pages
+touched per second) and fault latency p50/p99 from the workload's "phase"
+row; over the samples taken in the phase: the mean, 95th percentile and
+maximum overhead ratio ((pages held * 4096 - compressed bytes) /
+compressed bytes) and the mean overhead in MiB (a small pool, as zswap's
+under writeback, can have a large ratio of few bytes), counting only
+samples that hold at least 1% of the run's peak compressed bytes (not the
+swap header alone before the fill); the most pages held; the swap-outs
+and swap-ins of the phase (zram: the zram device's writes and reads;
+zswap: the cgroup's zswpout and zswpin). Then the overhead ratio 5 s and
+60 s into the rest phase (the first sample at or after that point; "-" if
+the rest was shorter) and, with --plot and matplotlib, the overhead ratio
+over time for every allocator and run.
+Tables need only the standard library.
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+
+PAGE = 4096
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def pctl(vals, q):
+    """Nearest-rank percentile q (0..1) of vals."""
+    s = sorted(vals)
+    k = max(0, min(len(s) - 1, int(-(-q * len(s) // 1)) - 1))
+    return s[k]
+
+
+def fmt(v, spec="%.3f"):
+    return "-" if v is None else spec % v
+
+
+def load(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def stored(r, floor):
+    c = num(r["compr_bytes"])
+    return c is not None and c >= floor and num(r["overhead_ratio"]) is not None
+
+
+def key(r):
+    return (r["alloc"], int(r["run"]))
+
+
+def phase_order(progress):
+    seen = []
+    for r in progress:
+        if r["kind"] == "phase" and r["phase"] not in seen:
+            seen.append(r["phase"])
+    return seen
+
+
+def delta(run_rows, phase, col):
+    """Growth of counter col over phase: from its first sample (taken as the
+    phase starts, sample.py) to the first sample after it, or its last."""
+    start = end = None
+    for r in run_rows:
+        v = num(r.get(col))
+        if v is None:
+            continue
+        if r["phase"] == phase:
+            if start is None:
+                start = v
+            end = v
+        elif start is not None:
+            end = v
+            break
+    return None if start is None else end - start
+
+
+def report(d, out, plot):
+    samples = load(os.path.join(d, "samples.csv"))
+    progress = load(os.path.join(d, "progress.csv"))
+    meta = {}
+    if os.path.exists(os.path.join(d, "meta.json")):
+        with open(os.path.join(d, "meta.json")) as f:
+            meta = json.load(f)
+    if not samples or not progress:
+        sys.exit("report.py: no samples or progress rows in %s" % d)
+    target = samples[0]["target"]
+    runs = []
+    for r in samples:
+        if key(r) not in runs:
+            runs.append(key(r))
+    runs.sort(key=lambda k: (k[1], [s for s in samples if key(s) == k][0]["pos"]))
+    phases = phase_order(progress)
+    swap_cols = ("swap_out", "swap_in") if target == "zram" else ("zswpout", "zswpin")
+
+    lines = ["# Swap churn: %s, %s" % (target, samples[0]["comp"]), ""]
+    if meta:
+        lines.append("Kernel %s (%s, %s), guest %s / %s CPUs, %s; %s; host load %s -> %s; %s." % (
+            meta.get("kernel", "?"), meta.get("source", "?"), meta.get("accelerator", "?"),
+            meta.get("guest_memory", "?"), meta.get("guest_cpus", "?"), meta.get("date", "?"),
+            meta.get("workload", "?"), meta.get("host_load1_start", "?"),
+            meta.get("host_load1_end", "?"), meta.get("command", "?")))
+        lines.append("")
+    lines += [
+        "Overhead = (pages held x 4096 - compressed bytes) / compressed bytes, over the",
+        "per-second samples of the phase holding at least 1% of the run's peak compressed",
+        "bytes (what is held: bench/churn/sample.py).",
+        "Latency: the workload's first touch of each accessed page; faults = accesses of",
+        "at least 2.048 us; percentiles are histogram bucket edges (within 12.5%).",
+        "Swap-outs/ins: %s. The allocators' CPU time split (alloc/free/compaction) is not" % (
+            "zram device writes/reads" if target == "zram" else "the cgroup's zswpout/zswpin"),
+        "available yet.",
+        "",
+        "| allocator | run | phase | s | pages/s | fault p50 us | fault p99 us | all p99 us "
+        "| overhead mean | p95 | max | overhead mean MiB | held max MiB | swap-outs | swap-ins |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rest_rows = []
+    for k in runs:
+        s_run = [r for r in samples if key(r) == k]
+        # Overhead only where the data is at least 1% of the run's peak:
+        # the swap header alone, before the fill, is not the allocator's
+        # overhead on the workload.
+        floor = 0.01 * max((num(r["compr_bytes"]) or 0) for r in s_run)
+        p_run = [r for r in progress if key(r) == k and r["kind"] == "phase"]
+        for ph in phases:
+            pr = [r for r in p_run if r["phase"] == ph]
+            if not pr:
+                continue
+            pr = pr[-1]
+            s_ph = [r for r in s_run if r["phase"] == ph and stored(r, floor)]
+            ov = [num(r["overhead_ratio"]) for r in s_ph]
+            ov = [v for v in ov if v is not None]
+            held = [num(r["held_pages"]) for r in s_ph]
+            held = [v for v in held if v is not None]
+            ovb = [num(r["overhead_bytes"]) for r in s_ph]
+            ovb = [v for v in ovb if v is not None]
+            lines.append("| %s | %d | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                k[0], k[1], ph, num(pr["interval_s"]) or 0, fmt(num(pr["pages_per_s"]), "%.0f"),
+                pr["fault_p50_us"] or "-", pr["fault_p99_us"] or "-", pr["all_p99_us"] or "-",
+                fmt(statistics.mean(ov) if ov else None, "%.4f"),
+                fmt(pctl(ov, 0.95) if ov else None, "%.4f"), fmt(max(ov) if ov else None, "%.4f"),
+                fmt(statistics.mean(ovb) / 2**20 if ovb else None, "%.2f"),
+                fmt(max(held) * PAGE / 2**20 if held else None, "%.1f"),
+                fmt(delta(s_run, ph, swap_cols[0]), "%.0f"),
+                fmt(delta(s_run, ph, swap_cols[1]), "%.0f")))
+        rest = sorted((r for r in s_run if r["phase"] == "rest" and stored(r, floor)
+                       and num(r["phase_t_s"]) is not None),
+                      key=lambda r: num(r["phase_t_s"]))
+
+        def at(t):
+            for r in rest:
+                if num(r["phase_t_s"]) >= t:
+                    return r
+            return None
+        r5, r60 = at(5), at(60)
+        rest_rows.append("| %s | %d | %s | %s | %s | %s |" % (
+            k[0], k[1], fmt(num(r5["overhead_ratio"]) if r5 else None, "%.4f"),
+            fmt(num(r60["overhead_ratio"]) if r60 else None, "%.4f"),
+            fmt(num(r60["held_pages"]) * PAGE / 2**20 if r60 and num(r60["held_pages"]) is not None
+                else None, "%.1f"),
+            fmt(num(r60["compr_bytes"]) / 2**20 if r60 and num(r60["compr_bytes"]) is not None
+                else None, "%.1f")))
+    lines += ["", "Overhead at rest (the workload idle, its data swapped out):", "",
+              "| allocator | run | after 5 s | after 60 s | held MiB at 60 s | compressed MiB at 60 s |",
+              "|---|---|---:|---:|---:|---:|"] + rest_rows
+    text = "\n".join(lines) + "\n"
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    if plot:
+        plot_overhead(samples, runs, plot, target)
+
+
+def plot_overhead(samples, runs, path, target):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report.py: no matplotlib: %s not drawn" % path, file=sys.stderr)
+        return
+    def t0(s_run):  # when the fill started: time 0 of the run's curve
+        for r in s_run:
+            if r["phase"] == "fill":
+                return num(r["t_s"]) - (num(r["phase_t_s"]) or 0)
+        return 0
+
+    fig, ax = plt.subplots(figsize=(10, 5))
+    for k in runs:
+        s_run = [r for r in samples if key(r) == k]
+        floor = 0.01 * max((num(r["compr_bytes"]) or 0) for r in s_run)
+        s = [r for r in s_run if r["phase"] not in ("start", "done") and stored(r, floor)]
+        z = t0(s_run)
+        ax.plot([num(r["t_s"]) - z for r in s], [num(r["overhead_ratio"]) * 100 for r in s],
+                label="%s (run %d)" % k, linewidth=1)
+    # Phase starts of the first run, as a guide (the others differ a little).
+    first = [r for r in samples if key(r) == runs[0]]
+    z, prev = t0(first), None
+    for r in first:
+        if r["phase"] != prev and r["phase"] not in ("start", "done"):
+            x = num(r["t_s"]) - (num(r["phase_t_s"]) or 0) - z
+            ax.axvline(x, color="grey", linewidth=0.5, linestyle=":")
+            ax.text(x, 1.0, " " + r["phase"], transform=ax.get_xaxis_transform(),
+                    fontsize=7, va="top", color="grey")
+        prev = r["phase"]
+    ax.set_xlabel("seconds since the fill started (phases: %s run %d)" % runs[0])
+    ax.set_ylabel("overhead, % of compressed bytes")
+    ax.set_title("Swap churn on %s: allocator overhead over time" % target)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("--out")
+    ap.add_argument("--plot")
+    a = ap.parse_args()
+    report(a.dir, a.out, a.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

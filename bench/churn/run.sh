@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Swap-churn benchmark (issue 15), host side: builds the workload
+# (bench/churn/churn.c, into $AFMALLOC_CACHE/churn/) and the lean guest
+# kernel, boots ONE guest that runs bench/churn/churn-guest.sh for every
+# allocator (and run), then writes the report (bench/churn/report.py).
+#
+#   bench/churn/run.sh [--target zram|zswap] [--alloc LIST] [--comp lz4|zstd]
+#                      [--runs N] [--order forward|reverse] [--mb N]
+#                      [--procs N] [--threads N] [--churn S] [--exit S]
+#                      [--switch S] [--rest S] [--rewrite F] [--limit-pct P]
+#                      [--memory SIZE] [--cpus N] [--kernel DIR]
+#                      [--append ARGS] [--out DIR]
+#   bench/churn/run.sh --print-bin     build the workload (and its pool.bin),
+#                                      print its path
+#
+# Defaults: zram, afmalloc/zspage,afmalloc/slab,zsmalloc, lz4, 1 run,
+# 384 MiB in 4 processes x 2 threads, phases churn 120 s, exit 60 s,
+# switch 60 s, rest 60 s (plus the fill and the final verification), a
+# cgroup of a third of the working set, a 2 GiB 2-CPU guest booted with
+# slab_nomerge. --runs N: the allocator order is reversed on every other
+# run (all in the same boot).
+#
+# Results: DIR (default $AFMALLOC_CACHE/results/churn-<target>-<comp>-<date>)
+# gets samples.csv, progress.csv and one log per run (churn-guest.sh),
+# guest.log (the guest's output), meta.json, report.md and overhead.png
+# (if matplotlib is in $AFMALLOC_VENV).
+# shellcheck source=../../scripts/common.sh disable=SC1091
+. "$(dirname "$0")/../../scripts/common.sh"
+
+here=$AFMALLOC_TOP/bench/churn
+
+# build_bin: compile churn.c when missing or older than its source, and
+# read its pool of real data (6 MiB from /usr/share, /usr/lib, /usr/bin)
+# into pool.bin next to it, where churn-guest.sh finds it; print the binary.
+build_bin() {
+	local d=$AFMALLOC_CACHE/churn bin tmp
+	bin=$d/churn
+	mkdir -p "$d"
+	if [ ! -x "$bin" ] || [ "$here/churn.c" -nt "$bin" ]; then
+		command -v gcc >/dev/null || apt_install gcc libc6-dev
+		tmp=$(mktemp "$d/churn.XXXXXX")
+		gcc -std=c11 -O2 -Wall -Wextra -Werror -pthread -o "$tmp" "$here/churn.c" -lm ||
+			{ rm -f "$tmp"; die "building $here/churn.c failed"; }
+		mv -f "$tmp" "$bin"
+	fi
+	if [ ! -s "$d/pool.bin" ] || [ "$bin" -nt "$d/pool.bin" ]; then
+		"$bin" --save-pool "$d/pool.bin" --pool-mb 6 >&2 || die "cannot make $d/pool.bin"
+	fi
+	echo "$bin"
+}
+
+usage() {
+	sed -n '8,15p' "$0" | sed 's/^# \{0,1\}//'
+}
+target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1 order=forward
+mb=384 procs=4 threads=2 churn=120 exit_s=60 switch=60 rest=60 rewrite=0.1 limit_pct=33
+memory=2G cpus=2 kernel='' append='' out=''
+opts=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--print-bin) build_bin; exit 0 ;;
+	--target) target=${2:?--target needs zram or zswap} ;;
+	--alloc) allocs=${2:?--alloc needs a list} ;;
+	--comp) comp=${2:?--comp needs lz4 or zstd} ;;
+	--runs) runs=${2:?--runs needs a number} ;;
+	--order) order=${2:?--order needs forward or reverse} ;;
+	--mb) mb=${2:?--mb needs MiB} ;;
+	--procs) procs=${2:?--procs needs a number} ;;
+	--threads) threads=${2:?--threads needs a number} ;;
+	--churn) churn=${2:?--churn needs seconds} ;;
+	--exit) exit_s=${2:?--exit needs seconds} ;;
+	--switch) switch=${2:?--switch needs seconds} ;;
+	--rest) rest=${2:?--rest needs seconds} ;;
+	--rewrite) rewrite=${2:?--rewrite needs a fraction} ;;
+	--limit-pct) limit_pct=${2:?--limit-pct needs a percentage} ;;
+	--memory) memory=${2:?--memory needs a size} ;;
+	--cpus) cpus=${2:?--cpus needs a number} ;;
+	--kernel) kernel=${2:?--kernel needs a build dir} ;;
+	--append) append=${2:?--append needs kernel arguments} ;;
+	--out) out=${2:?--out needs a folder} ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; die "unknown option '$1'" ;;
+	esac
+	[ "$1" = --out ] || opts+=("$1 $2")
+	shift 2
+done
+case "$target" in zram|zswap) ;; *) die "--target must be zram or zswap, not '$target'" ;; esac
+case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;; esac
+for v in runs mb procs threads churn exit_s switch rest cpus; do
+	[[ "${!v}" =~ ^[0-9]+$ ]] || die "--${v%_s} must be a whole number, not '${!v}'"
+done
+[ "$runs" -ge 1 ] || die "--runs must be at least 1"
+[ "$mb" -ge 8 ] || die "--mb must be at least 8"
+need_root "the churn benchmark (it boots a VM)"
+
+"$AFMALLOC_TOP/scripts/setup.sh"
+bin=$(build_bin)
+if [ -z "$kernel" ]; then
+	kernel=$("$AFMALLOC_TOP/scripts/build-guest.sh")
+fi
+[ -f "$kernel/arch/x86/boot/bzImage" ] || die "no kernel image in $kernel"
+[ -n "$out" ] || out=$AFMALLOC_CACHE/results/churn-$target-$comp-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+out=$(realpath "$out")
+rm -f "$out"/samples.csv "$out"/progress.csv "$out"/churn-*.log "$out"/report.md \
+	"$out"/overhead.png "$out"/meta.json
+
+IFS=, read -r -a alist <<< "$allocs"
+wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit "$exit_s"
+       --switch "$switch" --rest "$rest" --rewrite "$rewrite")
+# Worst case under TCG: the boot, then per allocator and run the timed
+# phases plus 20 minutes for the fill, the exits' fills and the verification.
+timeout_s=$((900 + runs * ${#alist[@]} * (churn + exit_s + switch + rest + 1200)))
+boot_args="slab_nomerge${append:+ $append}"
+vmargs=(--kernel "$kernel" --memory "$memory" --cpus "$cpus" --rwdir "$out"
+	--timeout "$timeout_s" --append "$boot_args")
+"$AFMALLOC_TOP/scripts/vm-run.sh" --help | grep -q -- '--log' && vmargs+=(--log "$out/console.log")
+load_start=$(cut -d' ' -f1 /proc/loadavg)
+log "churn: $target, $comp, ${alist[*]}, $runs run(s); ${wargs[*]} (host load $load_start)"
+t0=$SECONDS
+set +e
+"$AFMALLOC_TOP/scripts/vm-run.sh" "${vmargs[@]}" "$here/churn-guest.sh" --bin "$bin" --out "$out" \
+	--target "$target" --alloc "$allocs" --comp "$comp" --runs "$runs" --order "$order" \
+	--limit-pct "$limit_pct" -- "${wargs[@]}" 2>&1 | tee "$out/guest.log"
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" -eq 0 ] || die "the churn benchmark failed in the guest (status $rc, log $out/guest.log)"
+load_end=$(cut -d' ' -f1 /proc/loadavg)
+
+# shellcheck disable=SC2034 # meta_host_fields reads $cmd
+cmd="bench/churn/run.sh ${opts[*]}"
+{ echo "{"
+  meta_kernel_fields "$kernel" "$out/guest.log"
+  cat <<JSON
+  "guest_memory": "$memory",
+  "guest_cpus": $cpus,
+  "boot_args": "$boot_args",
+  "target": "$target",
+  "compressor": "$comp",
+  "allocators": "$allocs",
+  "runs": $runs,
+  "order": "$order",
+  "workload": "churn $(printf '%s ' "${wargs[@]}")(sha256 of churn.c $(sha256sum "$here/churn.c" | cut -c1-16), of its pool.bin $(sha256sum "$(dirname "$bin")/pool.bin" | cut -c1-16))",
+  "memory_max_percent": $limit_pct,
+JSON
+  meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
+py=python3
+[ -x "$AFMALLOC_VENV/bin/python3" ] && py=$AFMALLOC_VENV/bin/python3
+"$py" "$here/report.py" "$out" --out "$out/report.md" --plot "$out/overhead.png"
+cat "$out/report.md"
+log "results in $out ($((SECONDS - t0)) s)"

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Per-second sampler of the churn benchmark, run inside the guest.
+
+    sample.py --target zram|zswap --alloc NAME --dev zramN --cgroup DIR
+              --progress CSV --out CSV [--run R] [--pos P] [--comp C]
+              [--interval S]
+
+Started by bench/churn/churn-guest.sh next to the workload (outside its
+cgroup), it appends one row per --interval (default 1 s) to --out until
+SIGTERM, when it takes a last sample and exits. Each row is tagged with the
+workload's phase and the time into it, followed from the workload's --out
+CSV (--progress): this is where the two are merged. A new phase is looked
+for every 0.1 s and sampled at once, so that each phase's first sample
+marks its start (within 0.1 s plus the time a sample takes) and counters
+can be split by phase.
+
+--dev: for target zram the swap device holding the data, for target zswap
+the swap device behind zswap (written-back and rejected pages).
+
+What is counted (every count in pages of 4 KiB unless _bytes):
+  orig_bytes    data stored, uncompressed: zram mm_stat orig_data_size;
+                zswap: the workload cgroup's memory.stat "zswapped"
+  compr_bytes   compressed bytes stored: zram mm_stat compr_data_size;
+                zswap: memory.stat "zswap" (the compressed size zswap
+                charges per entry)
+  held_pages    every page the allocator holds, data and metadata:
+    zsmalloc         zram: mm_stat mem_used_total; zswap: debugfs
+                     zswap/pool_total_size (every zswap pool: only one
+                     allocator's pools exist during a run); plus the pages
+                     of its zs_handle-<pool> and zspage-<pool> slab caches
+                     (/proc/slabinfo; the boot needs slab_nomerge), which
+                     zsmalloc itself does not count
+    afmalloc/zspage  the "pages" of debugfs afmalloc/<pool>/pool (zspages
+                     plus its handle and descriptor tables) plus any
+                     afm-<pool>-* slab caches
+    afmalloc/slab    the pages of its afm-<pool>-* slab caches (chunks and
+                     descriptors, empty slabs SLUB keeps cached included)
+                     plus its whole-page chunks (debugfs classes row 4096),
+                     as bench/untar-remove.sh counts them
+                <pool> is the zram device for zram, every zswapN pool of
+                that allocator for zswap
+  meta_pages    of held_pages, metadata: zsmalloc its two slab caches;
+                afmalloc meta_bytes / 4096 from debugfs (tables or
+                descriptor slabs)
+  overhead_bytes = held_pages * 4096 - compr_bytes;
+  overhead_ratio = overhead_bytes / compr_bytes (empty when nothing stored)
+  swap_out, swap_in   writes and reads completed on --dev (/sys/block/
+                <dev>/stat; each swap I/O is one page): for zram every page
+                swapped out to or in from zram, for zswap only the pages
+                that went past zswap (rejected or written back)
+  pswpout, pswpin    /proc/vmstat (empty: kernels without
+                CONFIG_VM_EVENT_COUNTERS, like the project's guest, have
+                none)
+  zswpout, zswpin, zswpwb, swpout_zero, swpin_zero, pgmajfault   the
+                workload cgroup's memory.stat
+  memory_current, swap_current   the cgroup's memory.current and
+                memory.swap.current, bytes
+  zswap_*       debugfs zswap/ (pool_total_size bytes; stored_pages;
+                written_back_pages and reject_* since the sampler started)
+  same_pages, huge_pages, zs_pages_compacted   zram mm_stat (pages
+                compacted: zsmalloc's own count, manual and shrinker)
+  afm_*         afmalloc debugfs, summed over its pools: pool file
+                (objects, stored_bytes, pages, compactions and
+                pages_compacted of afm_compact() runs) and, zspage store,
+                the classes counter rows: compact (objects moved, passes,
+                pages freed by manual, automatic and shrinker compaction),
+                migrate (pages migrated, refused), auto (automatic runs,
+                shrinker scans)
+  cpu_alloc_ns, cpu_free_ns, cpu_compact_ns   allocator CPU time split:
+                not available yet (no counter exists in either
+                allocator), always empty
+Counters from /proc/vmstat, debugfs zswap/ and the block device are
+differences from the sampler's first reading; the others are the raw
+values (a fresh zram device, cgroup and afmalloc pool per run).
+"""
+import argparse
+import glob
+import os
+import re
+import signal
+import sys
+import time
+
+PAGE = 4096
+COLUMNS = (
+    "wall_s,t_s,run,pos,target,alloc,comp,phase,phase_t_s,"
+    "orig_bytes,compr_bytes,held_pages,meta_pages,overhead_bytes,overhead_ratio,"
+    "swap_out,swap_in,pswpout,pswpin,zswpout,zswpin,zswpwb,swpout_zero,swpin_zero,"
+    "pgmajfault,memory_current,swap_current,"
+    "zswap_pool_total_size,zswap_stored_pages,zswap_written_back_pages,"
+    "zswap_reject_compress_poor,zswap_reject_compress_fail,zswap_reject_alloc_fail,"
+    "zswap_reject_kmemcache_fail,zswap_reject_reclaim_fail,zswap_pool_limit_hit,"
+    "same_pages,huge_pages,zs_pages_compacted,"
+    "afm_objects,afm_stored_bytes,afm_pages,afm_compactions,afm_pages_compacted,"
+    "afm_compact_objs_moved,afm_compact_passes,afm_compact_pages_freed,"
+    "afm_migrated,afm_migrate_busy,afm_auto_runs,afm_shrinker_scans,"
+    "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns"
+).split(",")
+DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
+         "zswap_reject_compress_poor", "zswap_reject_compress_fail",
+         "zswap_reject_alloc_fail", "zswap_reject_kmemcache_fail",
+         "zswap_reject_reclaim_fail", "zswap_pool_limit_hit"}
+DBG = "/sys/kernel/debug"
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def keyed(path):
+    """'name value' lines -> dict of ints."""
+    out = {}
+    for line in (read(path) or "").splitlines():
+        f = line.split()
+        if len(f) >= 2:
+            try:
+                out[f[0]] = int(f[1])
+            except ValueError:
+                pass
+    return out
+
+
+def slab_pages(regex):
+    """Pages held by the slab caches whose name matches regex."""
+    text = read("/proc/slabinfo")
+    if text is None:
+        return None
+    r = re.compile(regex)
+    total = 0
+    for line in text.splitlines()[2:]:
+        f = line.split()
+        # name active_objs num_objs objsize objperslab pagesperslab :
+        # tunables ... : slabdata active_slabs num_slabs sharedavail
+        if len(f) >= 15 and r.search(f[0]):
+            total += int(f[14]) * int(f[5])
+    return total
+
+
+def afm_pools(pattern):
+    return sorted(glob.glob(os.path.join(DBG, "afmalloc", pattern)))
+
+
+def afm_stats(dirs):
+    """Sum of afmalloc's debugfs pool files and counter rows over dirs."""
+    s = {}
+    rows = {"compact": ("afm_compact_objs_moved", None, "afm_compact_passes",
+                        "afm_compact_pages_freed"),
+            "migrate": ("afm_migrated", "afm_migrate_busy", None, None),
+            "auto": ("afm_auto_runs", "afm_shrinker_scans", None, None)}
+    four_k = 0
+    for d in dirs:
+        p = keyed(os.path.join(d, "pool"))
+        for k in ("objects", "stored_bytes", "pages", "meta_bytes", "compactions",
+                  "pages_compacted"):
+            s["afm_" + k] = s.get("afm_" + k, 0) + p.get(k, 0)
+        for line in (read(os.path.join(d, "classes")) or "").splitlines()[1:]:
+            f = line.split()
+            if len(f) < 5:
+                continue
+            if f[0] == "4096":
+                four_k += int(f[4])
+            for name, val in zip(rows.get(f[0], ()), f[1:5]):
+                if name:
+                    s[name] = s.get(name, 0) + int(val)
+    s["afm_4096_pages"] = four_k
+    return s
+
+
+def held(args, row, afm):
+    """Fill held_pages and meta_pages of row (see the module comment)."""
+    pool = args.dev if args.target == "zram" else "zswap[0-9a-f]+"
+    if args.alloc == "zsmalloc":
+        meta = slab_pages(r"^(zs_handle|zspage)-%s$" % pool)
+        if args.target == "zram":
+            data = row.get("_mem_used")
+        else:
+            t = row.get("zswap_pool_total_size")
+            data = None if t is None else t // PAGE
+        if data is None or meta is None:
+            return
+        row["held_pages"], row["meta_pages"] = data + meta, meta
+        return
+    if not afm:
+        return
+    slabs = slab_pages(r"^afm-%s-" % pool) or 0
+    if args.alloc == "afmalloc/slab":
+        row["held_pages"] = slabs + afm.get("afm_4096_pages", 0)
+    else:
+        row["held_pages"] = afm.get("afm_pages", 0) + slabs
+    row["meta_pages"] = afm.get("afm_meta_bytes", 0) // PAGE
+
+
+class Progress:
+    """Follows the workload's CSV: current phase and its start."""
+
+    def __init__(self, path):
+        self.path, self.off, self.phase, self.start, self.head = path, 0, "start", None, None
+
+    def poll(self):
+        """Read new rows; True if the phase changed."""
+        before = self.phase
+        try:
+            if os.path.getsize(self.path) <= self.off:
+                return False
+            with open(self.path) as f:
+                f.seek(self.off)
+                while True:
+                    line = f.readline()
+                    if not line.endswith("\n"):
+                        break
+                    self.off += len(line.encode())
+                    f_ = line.rstrip("\n").split(",")
+                    if self.head is None:
+                        self.head = f_
+                        continue
+                    r = dict(zip(self.head, f_))
+                    self.phase = r.get("phase", self.phase)
+                    self.start = float(r["wall_s"]) - float(r.get("phase_t_s") or 0)
+        except OSError:
+            pass
+        return self.phase != before
+
+
+def sample(args, base, prog, t0):
+    row = {}
+    now = time.time()
+    prog.poll()
+    row.update(wall_s="%.3f" % now, t_s="%.3f" % (now - t0), run=args.run, pos=args.pos,
+               target=args.target, alloc=args.alloc, comp=args.comp, phase=prog.phase,
+               phase_t_s="" if prog.start is None else "%.3f" % (now - prog.start))
+    st = (read("/sys/block/%s/stat" % args.dev) or "").split()
+    if len(st) >= 5:
+        row["swap_in"], row["swap_out"] = int(st[0]), int(st[4])
+    vm = keyed("/proc/vmstat")
+    for k in ("pswpout", "pswpin"):
+        if k in vm:
+            row[k] = vm[k]
+    ms = keyed(os.path.join(args.cgroup, "memory.stat"))
+    for k in ("zswpout", "zswpin", "zswpwb", "swpout_zero", "swpin_zero", "pgmajfault"):
+        if k in ms:
+            row[k] = ms[k]
+    for k, f in (("memory_current", "memory.current"), ("swap_current", "memory.swap.current")):
+        v = read(os.path.join(args.cgroup, f))
+        if v is not None and v.strip().isdigit():
+            row[k] = int(v)
+    zdir = os.path.join(DBG, "zswap")
+    for k in ("pool_total_size", "stored_pages", "written_back_pages", "reject_compress_poor",
+              "reject_compress_fail", "reject_alloc_fail", "reject_kmemcache_fail",
+              "reject_reclaim_fail", "pool_limit_hit"):
+        v = read(os.path.join(zdir, k))
+        if v is not None and v.strip().isdigit():
+            row["zswap_" + k] = int(v)
+    if args.target == "zram":
+        mm = (read("/sys/block/%s/mm_stat" % args.dev) or "").split()
+        if len(mm) >= 8:
+            row["orig_bytes"], row["compr_bytes"] = int(mm[0]), int(mm[1])
+            row["_mem_used"] = int(mm[2]) // PAGE
+            row["same_pages"], row["zs_pages_compacted"] = int(mm[5]), int(mm[6])
+            row["huge_pages"] = int(mm[7])
+            if args.alloc != "zsmalloc":
+                del row["zs_pages_compacted"]
+        afm_dirs = afm_pools(args.dev) if args.alloc != "zsmalloc" else []
+    else:
+        if "zswapped" in ms:
+            row["orig_bytes"], row["compr_bytes"] = ms["zswapped"], ms["zswap"]
+        afm_dirs = afm_pools("zswap*") if args.alloc != "zsmalloc" else []
+    afm = afm_stats(afm_dirs) if afm_dirs else {}
+    for k, v in afm.items():
+        if k in COLUMNS:
+            row[k] = v
+    held(args, row, afm)
+    if "held_pages" in row and row.get("compr_bytes") is not None:
+        ov = row["held_pages"] * PAGE - row["compr_bytes"]
+        row["overhead_bytes"] = ov
+        if row["compr_bytes"] > 0:
+            row["overhead_ratio"] = "%.6f" % (ov / row["compr_bytes"])
+    for k in DELTA:
+        if k in row:
+            if k not in base:
+                base[k] = row[k]
+            row[k] -= base[k]
+    return ",".join(str(row.get(c, "")) for c in COLUMNS)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", choices=("zram", "zswap"), required=True)
+    ap.add_argument("--alloc", required=True)
+    ap.add_argument("--dev", required=True)
+    ap.add_argument("--cgroup", required=True)
+    ap.add_argument("--progress", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--run", default="1")
+    ap.add_argument("--pos", default="1")
+    ap.add_argument("--comp", default="")
+    ap.add_argument("--interval", type=float, default=1.0)
+    args = ap.parse_args()
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    new = not os.path.exists(args.out) or os.path.getsize(args.out) == 0
+    base, prog, t0 = {}, Progress(args.progress), time.time()
+    with open(args.out, "a") as out:
+        if new:
+            out.write(",".join(COLUMNS) + "\n")
+        tick = time.monotonic()
+        while True:
+            out.write(sample(args, base, prog, t0) + "\n")
+            out.flush()
+            if stop:
+                break
+            tick += args.interval
+            if tick < time.monotonic():  # fell behind (a slow guest): no burst
+                tick = time.monotonic()
+            # Until the next tick, look for a new phase every 0.1 s: its
+            # first sample is taken at once, so that it marks its start.
+            while not stop and time.monotonic() < tick:
+                time.sleep(max(0, min(0.1, tick - time.monotonic())))
+                if prog.poll():
+                    tick = time.monotonic()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
