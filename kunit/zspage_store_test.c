@@ -1280,7 +1280,8 @@ static void afm_zs_test_hole_forget(struct kunit *test)
 /*
  * Attempts the migrator may still make after the deadline until its first
  * successful migration (its own object's page, in a pool the workers have
- * left): only a broken migration needs more than one.
+ * left and the kernel's migration is kept from): only a broken migration
+ * needs more than one.
  */
 #define AFM_ZS_STRESS_MIGRATE_TRIES	1000
 #define AFM_ZS_STRESS_OWN_SIZE	3000
@@ -1566,6 +1567,9 @@ static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st)
 /*
  * Migrates pages until the deadline, and past it until one migration
  * succeeded (bounded): "at least one migration" then holds on any host.
+ * Past the deadline the workers have freed their objects, and the pool is
+ * kept from the kernel's migration, which could hold the migrator's own
+ * page isolated; a page isolated before is given a moment to come back.
  */
 static int afm_zs_stress_migrator(void *data)
 {
@@ -1575,10 +1579,16 @@ static int afm_zs_stress_migrator(void *data)
 	do {
 		afm_zs_stress_migrate_one(st);
 		cond_resched();
-	} while (time_before(jiffies, st->deadline) ||
-		 (IS_ENABLED(CONFIG_COMPACTION) &&
-		  !atomic_read(&st->migrations) &&
-		  ++late < AFM_ZS_STRESS_MIGRATE_TRIES));
+	} while (time_before(jiffies, st->deadline));
+	if (IS_ENABLED(CONFIG_COMPACTION) && !atomic_read(&st->migrations)) {
+		afm_zs_test_quiet(st->pool, AFM_ZS_QUIET_MIGRATION);
+		while (!atomic_read(&st->migrations) &&
+		       late++ < AFM_ZS_STRESS_MIGRATE_TRIES) {
+			afm_zs_stress_migrate_one(st);
+			usleep_range(1000, 2000);
+		}
+		afm_zs_test_quiet(st->pool, 0);
+	}
 	afm_zs_stress_exit(st);
 	return 0;
 }
