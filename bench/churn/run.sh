@@ -8,15 +8,17 @@
 #   bench/churn/run.sh [--target zram|zswap] [--alloc LIST] [--comp lz4|zstd]
 #                      [--runs N] [--order forward|reverse] [--mb N]
 #                      [--procs N] [--threads N] [--churn S] [--exit S]
-#                      [--switch S] [--rest S] [--rewrite F] [--limit-pct P]
-#                      [--memory SIZE] [--cpus N] [--kernel DIR]
-#                      [--append ARGS] [--out DIR]
+#                      [--switch S] [--switch-slot S] [--rest S] [--rewrite F]
+#                      [--limit-pct P] [--memory SIZE] [--cpus N]
+#                      [--kernel DIR] [--append ARGS] [--out DIR]
 #   bench/churn/run.sh --print-bin     build the workload (and its pool.bin),
 #                                      print its path
 #
 # Defaults: zram, afmalloc/zspage,afmalloc/slab,zsmalloc, lz4, 1 run,
 # 384 MiB in 4 processes x 2 threads, phases churn 120 s, exit 60 s,
-# switch 60 s, rest 60 s (plus the fill and the final verification), a
+# switch 60 s in slots of 15 s (under TCG a process sweeps about 2000
+# pages a second: a slot is about one sweep of its 96 MiB), rest 60 s (plus
+# the fill and the final verification; about 7 minutes per allocator), a
 # cgroup of a third of the working set, a 2 GiB 2-CPU guest booted with
 # slab_nomerge. --runs N: the allocator order is reversed on every other
 # run (all in the same boot).
@@ -54,7 +56,7 @@ usage() {
 	sed -n '8,15p' "$0" | sed 's/^# \{0,1\}//'
 }
 target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1 order=forward
-mb=384 procs=4 threads=2 churn=120 exit_s=60 switch=60 rest=60 rewrite=0.1 limit_pct=33
+mb=384 procs=4 threads=2 churn=120 exit_s=60 switch=60 switch_slot=15 rest=60 rewrite=0.1 limit_pct=33
 memory=2G cpus=2 kernel='' append='' out=''
 opts=()
 while [ $# -gt 0 ]; do
@@ -71,6 +73,7 @@ while [ $# -gt 0 ]; do
 	--churn) churn=${2:?--churn needs seconds} ;;
 	--exit) exit_s=${2:?--exit needs seconds} ;;
 	--switch) switch=${2:?--switch needs seconds} ;;
+	--switch-slot) switch_slot=${2:?--switch-slot needs seconds} ;;
 	--rest) rest=${2:?--rest needs seconds} ;;
 	--rewrite) rewrite=${2:?--rewrite needs a fraction} ;;
 	--limit-pct) limit_pct=${2:?--limit-pct needs a percentage} ;;
@@ -87,11 +90,13 @@ while [ $# -gt 0 ]; do
 done
 case "$target" in zram|zswap) ;; *) die "--target must be zram or zswap, not '$target'" ;; esac
 case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;; esac
-for v in runs mb procs threads churn exit_s switch rest cpus; do
-	[[ "${!v}" =~ ^[0-9]+$ ]] || die "--${v%_s} must be a whole number, not '${!v}'"
+for v in runs mb procs threads churn exit_s switch switch_slot rest cpus; do
+	n=${v%_s}
+	[[ "${!v}" =~ ^[0-9]+$ ]] || die "--${n//_/-} must be a whole number, not '${!v}'"
 done
 [ "$runs" -ge 1 ] || die "--runs must be at least 1"
 [ "$mb" -ge 8 ] || die "--mb must be at least 8"
+[ "$switch_slot" -ge 1 ] || die "--switch-slot must be at least 1"
 need_root "the churn benchmark (it boots a VM)"
 
 "$AFMALLOC_TOP/scripts/setup.sh"
@@ -108,7 +113,7 @@ rm -f "$out"/samples.csv "$out"/progress.csv "$out"/churn-*.log "$out"/report.md
 
 IFS=, read -r -a alist <<< "$allocs"
 wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit "$exit_s"
-       --switch "$switch" --rest "$rest" --rewrite "$rewrite")
+       --switch "$switch" --switch-slot "$switch_slot" --rest "$rest" --rewrite "$rewrite")
 # Worst case under TCG: the boot, then per allocator and run the timed
 # phases plus 20 minutes for the fill, the exits' fills and the verification.
 timeout_s=$((900 + runs * ${#alist[@]} * (churn + exit_s + switch + rest + 1200)))
