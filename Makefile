@@ -10,6 +10,7 @@
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
 #   make bench-speed  in-kernel ops/s of every allocator (bench/speed.sh)
 #   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
+#   make bench-churn  swap churn on zram or zswap (CHURN_TARGET), every page checked
 #   make vm-test   the in-VM tests on the lean guest kernel, quick dataset
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
@@ -37,12 +38,12 @@ TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
 	vm-test-stock vm-test-debug check timings-begin readme-check readme demo bench bench-speed bench-zswap bench-fio \
-	bench-zswap-time results-collect module module-clean checkpatch
+	bench-zswap-time bench-churn vm-test-churn results-collect module module-clean checkpatch
 
 all: help
 
 help:
-	@sed -n '3,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,16p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	$(TIMED) setup $(TOP)/scripts/setup.sh
@@ -124,6 +125,24 @@ demo: timings-begin setup
 bench: setup
 	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \
 		--comp $(COMP) --runs $(RUNS) $(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
+
+# Swap churn (issue 15): bench/churn/run.sh, every allocator in one boot,
+# ~7 min per allocator under TCG; CHURN_TARGET=zram|zswap, COMP, RUNS.
+# zsmalloc+compact is not a churn allocator, hence CHURN_ALLOC. Results in
+# bench/results/churn-TARGET-COMP unless OUT is given.
+CHURN_TARGET ?= zram
+CHURN_ALLOC ?= afmalloc/zspage,afmalloc/slab,zsmalloc
+bench-churn: setup
+	$(TOP)/bench/churn/run.sh --target $(CHURN_TARGET) --alloc $(CHURN_ALLOC) --comp $(COMP) \
+		--runs $(RUNS) --cpus 2 --memory 2G --mb 384 --procs 4 --threads 2 \
+		--churn 120 --exit 60 --switch 60 --switch-slot 15 --rest 60 \
+		--out $(or $(OUT),$(TOP)/bench/results/churn-$(CHURN_TARGET)-$(COMP))
+
+# The short churn test on the lean kernel (~3.5 min): zram and zswap, afmalloc
+# and zsmalloc, every page checked; fails on a mismatch or if nothing swapped.
+vm-test-churn: guest
+	$(TIMED) vm-churn-short $(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
+		$(TOP)/tests/vm/churn-short.sh --bin "$$($(TOP)/bench/churn/run.sh --print-bin)"
 
 # fio on one zram device per allocator in one boot (~12 min under TCG).
 bench-fio: setup

@@ -120,7 +120,7 @@ timeout_s=$((900 + runs * ${#alist[@]} * (churn + exit_s + switch + rest + 1200)
 boot_args="slab_nomerge${append:+ $append}"
 vmargs=(--kernel "$kernel" --memory "$memory" --cpus "$cpus" --rwdir "$out"
 	--timeout "$timeout_s" --append "$boot_args")
-"$AFMALLOC_TOP/scripts/vm-run.sh" --help | grep -q -- '--log' && vmargs+=(--log "$out/console.log")
+vmargs+=(--log "$out/console.log")
 load_start=$(cut -d' ' -f1 /proc/loadavg)
 log "churn: $target, $comp, ${alist[*]}, $runs run(s); ${wargs[*]} (host load $load_start)"
 t0=$SECONDS
