@@ -45,6 +45,12 @@
 #     zspage_auto_permille): garbage refused, old value kept; zswap_store
 #     accepts "slab\n" and is put back; a parameter this script does not
 #     know must refuse "garbage" (review the test when one is added).
+# Where the kernel documents a refusal with a message, the message must
+# be in the kernel log too (counted before and after the attempts):
+# zram's "Can't change allocator/algorithm for initialized device" and
+# "Cannot change disksize for initialized device" for each EBUSY of a
+# live or mounted device, afmalloc's "zswap_store: unknown store" for
+# each unknown store name that reaches the parameter.
 # Ends with "bad-input: PASS" or "bad-input: FAIL: N of M rows" (status 1).
 # 30 s (idle host) to 2 min (busy host) under TCG with 1G, plus the boot;
 # O_DIRECT block writes go through one python3 process per batch and the
@@ -152,6 +158,15 @@ try() {
 		got=$errno
 	fi
 }
+
+# klog TEXT: $klog = how many kernel log lines contain TEXT.
+klog() {
+	klog=$(dmesg | grep -cF -- "$1" || true)
+}
+msg_alloc="Can't change allocator for initialized device"
+msg_comp="Can't change algorithm for initialized device"
+msg_disksize="Cannot change disksize for initialized device"
+msg_store="afmalloc: zswap_store: unknown store"
 
 # readval FILE: $val = its first line, or "unreadable".
 readval() {
@@ -385,6 +400,8 @@ live() {
 
 	# Switch allocator: every name, the current one included.
 	obs=() res=pass
+	klog "$msg_alloc"
+	n=$klog
 	for v in zsmalloc afmalloc/slab afmalloc/zspage foo; do
 		try $z/allocator "$v"
 		verify $dev "$img"
@@ -397,19 +414,26 @@ live() {
 		[ "$lost" = 0 ] || res=FAIL
 	done
 	shows $z/allocator "$a" || { res=FAIL; obs+=("allocator now $val"); }
+	klog "$msg_alloc"
+	obs+=("kernel log: $((klog - n)) \"$msg_alloc\"")
+	[ $((klog - n)) -eq 3 ] || res=FAIL
 	row "live-switch:$t" "write zsmalloc, afmalloc/slab, afmalloc/zspage, foo to allocator of the live $a device (2 MiB checksummed)" \
-		"EBUSY (EINVAL for foo), still $a, data intact after each" "${obs[*]}" "$lost" $res
+		"EBUSY (EINVAL for foo), still $a, data intact after each, one \"$msg_alloc\" per EBUSY" "${obs[*]}" "$lost" $res
 
 	# Other reconfiguration of the live device.
 	obs=() res=pass
-	for f in disksize:16M comp_algorithm:zstd; do
-		try $z/${f%%:*} "${f#*:}"
+	for f in "disksize:16M:$msg_disksize" "comp_algorithm:zstd:$msg_comp"; do
+		klog "${f#*:*:}"
+		n=$klog
+		v=${f#*:}
+		try $z/${f%%:*} "${v%%:*}"
 		verify $dev "$img"
-		obs+=("${f%%:*}: $got, lost $lost;")
-		[ "$got" = EBUSY ] && [ "$lost" = 0 ] || res=FAIL
+		klog "${f#*:*:}"
+		obs+=("${f%%:*}: $got, lost $lost, kernel log +$((klog - n));")
+		[ "$got" = EBUSY ] && [ "$lost" = 0 ] && [ $((klog - n)) -eq 1 ] || res=FAIL
 	done
 	row "live-reconfig:$t" "write 16M to disksize, zstd to comp_algorithm of the live $a device" \
-		"EBUSY, data intact" "${obs[*]}" "$lost" $res
+		"EBUSY, data intact, each refusal logged (\"$msg_disksize\", \"$msg_comp\")" "${obs[*]}" "$lost" $res
 
 	# A new default allocator only applies to new or reset devices.
 	n=afmalloc/zspage
@@ -572,11 +596,21 @@ mount /dev/zram$id "$mnt" || die "mounting zram$id failed"
 cp "$work/pattern" "$mnt/pattern"
 sync
 obs=() res=pass
+klog "$msg_alloc"
+n=$klog
+klog "$msg_disksize"
+n2=$klog
 for f in reset:1 allocator:zsmalloc allocator:afmalloc/zspage disksize:64M; do
 	try $z/${f%%:*} "${f#*:}"
 	obs+=("${f%%:*} ${f#*:}: $got;")
 	[ "$got" = EBUSY ] || res=FAIL
 done
+klog "$msg_alloc"
+n=$((klog - n))
+klog "$msg_disksize"
+n2=$((klog - n2))
+obs+=("kernel log: $n \"$msg_alloc\", $n2 \"$msg_disksize\";")
+[ $n -eq 2 ] && [ $n2 -eq 1 ] || res=FAIL
 try $ctl/hot_remove "$id"
 obs+=("hot_remove: $got;")
 [ "$got" = EBUSY ] || res=FAIL
@@ -584,7 +618,7 @@ echo 3 > /proc/sys/vm/drop_caches
 lost=$(blocks "$mnt/pattern" "$work/pattern" | wc -l)
 [ "$lost" = 0 ] || res=FAIL
 row mounted "reset, allocator zsmalloc and afmalloc/zspage, disksize, hot_remove of an afmalloc/zspage device with ext4 mounted (2 MiB file)" \
-	"each EBUSY, the file reads back after dropping caches" "${obs[*]} file: $lost blocks differ" "$lost" $res
+	"each EBUSY, allocator and disksize refusals logged, the file reads back after dropping caches" "${obs[*]} file: $lost blocks differ" "$lost" $res
 umount "$mnt"
 mnt=
 try $ctl/hot_remove "$id"
@@ -603,9 +637,21 @@ if [ -d $pdir ]; then
 		[ -w "$p" ] || continue
 		case ${p##*/} in
 		zswap_store)
-			for v in garbage $'\n' zspagex SLAB ' slab' $'slab\n\n' "$long5000"; do
+			# Names that reach the parameter (at most 4 KiB) must
+			# each say why they are refused in the kernel log.
+			obs=() res=pass
+			for v in garbage $'\n' zspagex SLAB ' slab' $'slab\n\n'; do
+				klog "$msg_store"
+				n=$klog
 				refuse module-param "$p" "$v" 'EINVAL|E2BIG'
+				klog "$msg_store"
+				show "$v"
+				obs+=("$shown: +$((klog - n));")
+				[ $((klog - n)) -ge 1 ] || res=FAIL
 			done
+			row module-param "write 6 unknown store names to ${p#/sys/}" \
+				"each refusal logged: \"$msg_store '...'\"" "kernel log lines per name: ${obs[*]}" 0 $res
+			refuse module-param "$p" "$long5000" 'EINVAL|E2BIG'
 			readval "$p"
 			old=$val
 			refuse module-param "$p" $'slab\n' OK "reads back slab"
