@@ -20,28 +20,47 @@
 #
 # Workload (the C program from --emit-load-source, built on the host): in a
 # cgroup v2 with memory.max = --limit-mb, touch --mb MiB (4x the limit by
-# default) of 4 KiB pages, each a deterministic function of (page, pass):
+# default, at least 2x: refused otherwise) of 4 KiB pages, each a
+# deterministic function of (page, pass):
 # a pseudo-random head of 16..767 bytes (1 page in 16: up to 3.8 KiB) and
 # a repetitive tail, so compressed sizes spread over the whole object range
 # and no page is zero-filled; rewrite half of the pages, stop (SIGSTOP) so
 # the test can look at zswap while the data sits in it, then verify every
 # byte of every page. zswap's compressed pool is charged to the cgroup, so
 # the data must compress well for 4x the limit to fit (about 7:1 here).
+# Swap-out is certain, not a matter of timing: at a stop at most
+# memory.max of the pages can be resident, so at least (mb - limit) MiB
+# of them are out; each check below wants a quarter of the pages in zswap.
+#
+# What afmalloc holds is read from its own debugfs statistics
+# (/sys/kernel/debug/afmalloc/zswapN/pool, "objects"; "classes" tells the
+# store: only the zspage store's has a "migrate" row): while the workload
+# is stopped, the afmalloc zswap pools must hold exactly zswap's
+# stored_pages objects when no other pool holds entries (6.12's zswap has
+# no same-filled shortcut: every stored page is one zpool object).
 #
 # Phases:
 #  1. bad input: insmod with zswap_store=bogus fails (module mode); writing
-#     an unknown store to /sys/module/afmalloc/parameters/zswap_store fails
-#     and leaves it unchanged.
-#  2. KUnit (--kunit).
+#     an unknown store to /sys/module/afmalloc/parameters/zswap_store fails,
+#     logs its warning and leaves it unchanged.
+#  2. KUnit (--kunit); skipped cases are printed as SKIP (allowed on a
+#     stock kernel).
 #  3. afmalloc: zswap.zpool=afmalloc, workload; while it is stopped, assert
-#     zswap stored pages in afmalloc; rmmod refused; switch zswap to
-#     zsmalloc (the old pool still holds the data): rmmod still refused;
-#     resume and verify; swapoff drains the pool; rmmod succeeds.
-#  4. zsmalloc: same workload for the baseline; print both ratios.
-#  5. switching zswap.zpool between afmalloc and zsmalloc every second
-#     while the workload runs 3 passes; every page verifies.
+#     zswap stored pages in afmalloc and afmalloc's zspage pool holds them
+#     all; rmmod refused; switch zswap to zsmalloc (the old pool still
+#     holds the data): rmmod still refused; resume and verify; swapoff
+#     drains the pool; rmmod succeeds.
+#  4. zsmalloc: same workload for the baseline (no afmalloc pool may hold
+#     anything); print both ratios.
+#  5. switching: the workload runs 3 passes, stopping after each: pass 0
+#     (the fill) on afmalloc, which must then hold every stored page;
+#     pass 1 while zswap.zpool switches between zsmalloc and afmalloc
+#     every second; pass 2 on afmalloc again, which must then hold at
+#     least a quarter of the pages; every page verifies.
 #  6. the non-default store: zswap_store=slab, a new afmalloc zswap pool
-#     is created on it and a short workload verifies; back to zspage.
+#     is created on it (a slab-store pool: no "migrate" row, its own
+#     afm-zswapN-* slab caches), holds every stored page while the
+#     workload is stopped, and the workload verifies; back to zspage.
 # Finally the kernel log must show no WARNING, BUG or Oops.
 set -euo pipefail
 
@@ -88,16 +107,18 @@ static void fill(unsigned char *p, uint64_t i, unsigned int g)
 int main(int argc, char **argv)
 {
 	size_t mb, npages, i, bad = 0;
-	unsigned int passes, pass, stop;
+	unsigned int passes, pass, stop, each;
 	unsigned char *mem, *gen, ref[PG];
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s MB PASSES [stop]\n", argv[0]);
+		fprintf(stderr, "usage: %s MB PASSES [stop|stopeach]\n", argv[0]);
 		return 2;
 	}
 	mb = strtoul(argv[1], NULL, 0);
 	passes = strtoul(argv[2], NULL, 0);
 	stop = argc > 3 && !strcmp(argv[3], "stop");
+	/* stopeach: stop after every pass (the first: the fill). */
+	each = argc > 3 && !strcmp(argv[3], "stopeach");
 	npages = mb << 8;
 	mem = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -111,7 +132,15 @@ int main(int argc, char **argv)
 	for (i = 0; i < npages; i++)
 		fill(mem + i * PG, i, 0);
 	/* Later passes: check every page, rewrite every other one. */
-	for (pass = 1; pass < passes; pass++) {
+	for (pass = 1; pass <= passes; pass++) {
+		if (each) {
+			printf("zswap-load: pass %u of %u done, stopping\n",
+			       pass, passes);
+			fflush(stdout);
+			raise(SIGSTOP);
+		}
+		if (pass == passes)
+			break;
 		for (i = 0; i < npages; i++) {
 			fill(ref, i, gen[i]);
 			if (memcmp(ref, mem + i * PG, PG)) {
@@ -160,6 +189,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -x "$load" ] || fail "workload binary '$load' missing (--load)"
+[[ "$mb" =~ ^[1-9][0-9]*$ && "$limit_mb" =~ ^[1-9][0-9]*$ ]] || fail "--mb and --limit-mb take MiB"
+[ "$mb" -ge $((2 * limit_mb)) ] ||
+	fail "--mb $mb is less than twice --limit-mb $limit_mb: swap-out would not be certain"
 [ -n "$module" ] || [ "$builtin" = 1 ] || fail "give --module KO or --builtin"
 [ -z "$module" ] || [ -f "$module" ] || fail "module $module not found"
 [ "${AFMALLOC_IN_VM:-}" = 1 ] || fail "runs inside a throw-away VM (scripts/vm-run.sh) only"
@@ -236,7 +268,9 @@ fi
 [ "$(cat $param)" = zspage ] || fail "default store is '$(cat $param)', not zspage"
 if echo bogus2 > $param 2>/dev/null; then fail "zswap_store accepted 'bogus2'"; fi
 [ "$(cat $param)" = zspage ] || fail "zswap_store changed to '$(cat $param)' by a bad value"
-note "zswap_store=bogus2 at run time refused, still $(cat $param)"
+dmesg | grep -q "afmalloc: zswap_store: unknown store 'bogus2'" ||
+	fail "zswap_store=bogus2 refused without its warning in the kernel log"
+note "zswap_store=bogus2 at run time refused, still $(cat $param); log: $(dmesg | grep -m1 "unknown store 'bogus2'")"
 
 # --- 2. KUnit ----------------------------------------------------------------
 if [ -n "$kunit" ]; then
@@ -252,7 +286,12 @@ if [ -n "$kunit" ]; then
 	failed=$(echo "$ktap" | grep -E '\] +not ok [0-9]+ ' | grep -vc '# SKIP' || true)
 	[ "$failed" = 0 ] || { echo "$ktap" | grep -E 'not ok|Expected|FAIL' | head -40; fail "KUnit: $failed failed"; }
 	[ "$suites" -ge 1 ] || fail "KUnit: no afmalloc suite reported ok (kunit disabled? $(cat /sys/module/kunit/parameters/enable 2>/dev/null))"
-	note "KUnit: $suites afmalloc suites ok on $(uname -r)"
+	# A skipped case did not run: say so (allowed here, on a stock kernel).
+	kskips=$(echo "$ktap" | grep -E '\] +(not )?ok [0-9]+ .*# SKIP' | sed -E 's/^.*\] +(not )?ok [0-9]+ //' || true)
+	if [ -n "$kskips" ]; then
+		echo "$kskips" | sed 's/^/zswap-test: SKIP: KUnit case /'
+	fi
+	note "KUnit: $suites afmalloc suites ok on $(uname -r), $(echo -n "$kskips" | grep -c . || true) cases skipped"
 	rmmod afmalloc_kunit && rmmod afmalloc || fail "unloading the KUnit build"
 	insmod "$module" || fail "insmod $module again"
 fi
@@ -317,6 +356,56 @@ drain() {  # swapoff frees every zswap entry (and flushes the swap slot caches)
 	swapon $zdev || fail "swapon"
 }
 afm_pools() { ls $dbg/afmalloc 2>/dev/null | grep -c '^zswap' || true; }
+# afmalloc's own count of what its zswap pools hold (debugfs); without its
+# statistics (a module built with CONFIG_AFMALLOC_STAT=n) the checks on it
+# are skipped, and say so, on a stock kernel only.
+afm_stats=1
+if [ ! -d $dbg/afmalloc ]; then
+	[ -n "$module" ] || fail "no $dbg/afmalloc: afmalloc built in without CONFIG_AFMALLOC_STAT"
+	afm_stats=0
+	note "SKIP: afmalloc's own object counts (no $dbg/afmalloc: module without CONFIG_AFMALLOC_STAT)"
+fi
+afm_objects() {  # objects in every afmalloc zswap pool
+	local f n=0
+	for f in $dbg/afmalloc/zswap*/pool; do
+		[ -r "$f" ] || continue
+		n=$((n + $(awk '$1 == "objects" { print $2 }' "$f")))
+	done
+	echo $n
+}
+# afm_check NAME STORE EXACT: while the workload is stopped, afmalloc's
+# zswap pools hold at least a quarter of the workload's pages (all of
+# zswap's stored_pages with EXACT=1: no other pool holds entries), and
+# every afmalloc zswap pool is on STORE (zspage|slab).
+afm_check() {
+	local name=$1 store=$2 exact=$3 stored objs try p min
+	[ $afm_stats = 1 ] || { note "SKIP: $name: afmalloc's object count (no statistics)"; return 0; }
+	min=$(( (mb << 8) / 4 ))
+	# Re-read while something still moves (frees batched by the swap
+	# slot cache, a late reclaim): the values must agree once it stops.
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		stored=$(cat $dbg/zswap/stored_pages)
+		objs=$(afm_objects)
+		[ "$stored" = "$(cat $dbg/zswap/stored_pages)" ] &&
+			{ [ "$exact" = 0 ] || [ "$objs" = "$stored" ]; } && break
+		sleep 0.5
+	done
+	note "$name: afmalloc zswap pools $(ls $dbg/afmalloc | grep '^zswap' | tr '\n' ' ')hold $objs objects;" \
+		"zswap stored_pages $stored"
+	[ "$objs" -ge "$min" ] || fail "$name: afmalloc holds $objs objects, fewer than $min (a quarter of the workload's pages)"
+	[ "$exact" = 0 ] || [ "$objs" = "$stored" ] ||
+		fail "$name: afmalloc holds $objs objects, zswap stored $stored pages, all of them in afmalloc"
+	for p in $(ls $dbg/afmalloc | grep '^zswap'); do
+		case "$store" in
+		zspage) grep -q '^migrate ' $dbg/afmalloc/$p/classes ||
+				fail "$name: afmalloc pool $p is not on the zspage store" ;;
+		slab) ! grep -q '^migrate ' $dbg/afmalloc/$p/classes ||
+				fail "$name: afmalloc pool $p is not on the slab store"
+			grep -q "^afm-$p-" /proc/slabinfo ||
+				fail "$name: afmalloc pool $p has no afm-$p-* slab cache" ;;
+		esac
+	done
+}
 
 # --- 3. afmalloc -------------------------------------------------------------
 set_zpool afmalloc || fail "cannot select afmalloc as zswap.zpool"
@@ -328,7 +417,7 @@ start_load 2 stop
 wait_stopped
 note "afmalloc: workload written in $(( $(date +%s) - t0 )) s"
 sample afmalloc
-[ -d $dbg/afmalloc ] && note "afmalloc debugfs pools: $(ls $dbg/afmalloc | tr '\n' ' ')"
+afm_check afmalloc zspage 1
 [ -z "$module" ] || rmmod_refused "pool current"
 set_zpool zsmalloc || fail "cannot switch zswap to zsmalloc"
 note "switched zswap to zsmalloc with the data still in afmalloc: stored_pages=$(cat $dbg/zswap/stored_pages)"
@@ -351,6 +440,8 @@ start_load 2 stop
 wait_stopped
 note "zsmalloc: workload written in $(( $(date +%s) - t0 )) s"
 sample zsmalloc
+[ $afm_stats = 0 ] || [ "$(afm_objects)" = 0 ] ||
+	fail "zsmalloc: afmalloc's zswap pools hold $(afm_objects) objects"
 finish_load
 note "zsmalloc: written and verified in $(( $(date +%s) - t0 )) s"
 drain
@@ -359,21 +450,36 @@ note "effective compression ratio, same workload, same boot: Zswapped/Zswap" \
 	"Zswapped/(pages held incl. metadata slabs) afmalloc ${held_ratio[afmalloc]}, zsmalloc ${held_ratio[zsmalloc]}"
 
 # --- 5. switching back and forth under load ----------------------------------
+# Pass 0 on afmalloc, pass 1 switching every second, pass 2 on afmalloc;
+# the workload stops after each (the switches between passes are certain,
+# those during pass 1 as many as its duration allows).
 [ -z "$module" ] || insmod "$module" || fail "insmod $module after rmmod"
+[ "$(afm_pools)" = 0 ] || fail "afmalloc zswap pools left before phase 5: $(ls $dbg/afmalloc)"
 set_zpool afmalloc || fail "cannot select afmalloc again"
 t0=$(date +%s)
-start_load 3
-switches=0 errs=0
-while [ -e /proc/$lpid ] && [ "$(awk '{ print $3 }' /proc/$lpid/stat 2>/dev/null)" != Z ]; do
+start_load 3 stopeach
+wait_stopped
+afm_check "switching, pass 0 on afmalloc" zspage 1
+set_zpool zsmalloc || fail "cannot switch to zsmalloc after pass 0"
+switches=1 errs=0
+kill -CONT $lpid
+while [ -e /proc/$lpid ] && [[ "$(awk '{ print $3 }' /proc/$lpid/stat 2>/dev/null)" != [TZ] ]]; do
 	sleep 1
-	for a in zsmalloc afmalloc; do
+	for a in afmalloc zsmalloc; do
 		if set_zpool $a 2>/dev/null; then switches=$((switches + 1)); else errs=$((errs + 1)); fi
 		[ $switches -lt 400 ] || break 2
 	done
 done
+wait_stopped
+note "switching: pass 1 done with $((switches - 1)) switches during it: stored_pages $(cat $dbg/zswap/stored_pages)," \
+	"afmalloc objects $([ $afm_stats = 1 ] && afm_objects || echo '?')"
+set_zpool afmalloc || fail "cannot switch to afmalloc after pass 1"
+switches=$((switches + 1))
+kill -CONT $lpid
+wait_stopped
+afm_check "switching, pass 2 on afmalloc" zspage 0
 finish_load
 [ "$errs" = 0 ] || fail "$errs zswap.zpool switches failed"
-[ "$switches" -ge 2 ] || fail "only $switches switches happened during the workload"
 note "switched zswap.zpool $switches times while the workload ran 3 passes ($(( $(date +%s) - t0 )) s): every page verified"
 set_zpool zsmalloc || fail "cannot switch to zsmalloc"
 drain
@@ -388,8 +494,12 @@ fi
 wait_until 20 [ "$(afm_pools)" = 0 ] || fail "afmalloc zswap pools left: $(ls $dbg/afmalloc)"
 echo slab > $param || fail "zswap_store=slab refused"
 set_zpool afmalloc || fail "zswap_store=slab: cannot create an afmalloc zswap pool"
+[ $afm_stats = 0 ] || [ "$(afm_pools)" = 1 ] ||
+	fail "zswap_store=slab: $(afm_pools) afmalloc zswap pools, not the one new pool"
 t0=$(date +%s)
-start_load 1
+start_load 1 stop
+wait_stopped
+afm_check "zswap_store=slab" slab 1
 finish_load
 note "zswap_store=slab: workload written and verified in $(( $(date +%s) - t0 )) s" \
 	"(stored_pages now $(cat $dbg/zswap/stored_pages))"
