@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 
 #include "afm_test.h"
+#include "../mm/zspage_store.h"
 
 static void afm_test_create_errors(struct kunit *test)
 {
@@ -417,6 +418,56 @@ static void afm_test_stats(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
 }
 
+static const enum afm_store_type afm_irqoff_stores[] = {
+	AFM_STORE_SLAB, AFM_STORE_ZSPAGE,
+};
+
+static void afm_irqoff_desc(const enum afm_store_type *t, char *desc)
+{
+	strscpy(desc, *t == AFM_STORE_SLAB ? "slab" : "zspage",
+		KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(afm_irqoff, afm_irqoff_stores, afm_irqoff_desc);
+
+/*
+ * zram as swap frees with hardirqs off: free_swap_slot() holds the swap
+ * slots cache's spin_lock_irq() across swapcache_free_entries() ->
+ * zram_slot_free_notify() -> afm_free(). Every object freed so, including
+ * the last ones of their zspages or slabs (the pages go back from there),
+ * must leave nothing behind and warn about nothing: re-enabling bottom
+ * halves with hardirqs off warns (kernel/softirq.c), and lockdep reports
+ * a sleep in atomic context. The kernel-log checks of scripts/kunit.sh and
+ * tests/vm/kunit-guest.sh fail the run on such a warning; the case fails
+ * by itself too when no earlier test had tainted the kernel with one (the
+ * API-misuse tests warn on purpose).
+ */
+static void afm_test_free_irqs_off(struct kunit *test)
+{
+	const enum afm_store_type *type = test->param_value;
+	struct afm_test_set *ts = afm_test_set_store(test, 96, *type);
+	bool tainted = test_taint(TAINT_WARN);
+	unsigned long flags;
+	unsigned int i;
+
+	for (i = 0; i < ts->n; i++)
+		ts->h[i] = afm_test_malloc(test, ts->pool, 200 + 37 * i);
+	KUNIT_ASSERT_GT(test, afm_get_total_pages(ts->pool), 0);
+	for (i = 0; i < ts->n; i++) {
+		local_irq_save(flags);
+		afm_free(ts->pool, ts->h[i]);
+		local_irq_restore(flags);
+		ts->h[i] = 0;
+	}
+	/* A zspage whose pages were busy is freed by a worker. */
+	if (*type == AFM_STORE_ZSPAGE)
+		afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+	if (!tainted)
+		KUNIT_EXPECT_FALSE_MSG(test, test_taint(TAINT_WARN),
+				       "a free with hardirqs off warned (kernel log)");
+}
+
 static struct kunit_case afm_core_test_cases[] = {
 	KUNIT_CASE(afm_test_create_errors),
 	KUNIT_CASE(afm_test_invalid_sizes),
@@ -426,6 +477,7 @@ static struct kunit_case afm_core_test_cases[] = {
 	KUNIT_CASE(afm_test_map_pins),
 	KUNIT_CASE(afm_test_class_index),
 	KUNIT_CASE(afm_test_stats),
+	KUNIT_CASE_PARAM(afm_test_free_irqs_off, afm_irqoff_gen_params),
 	{}
 };
 

@@ -150,8 +150,10 @@
  *                                   change except pins. Not taken by
  *                                   map, read, write or migration.
  *                                   Bottom halves are disabled while it
- *                                   is held, so free may run in softirq
- *                                   context.
+ *                                   is held (afm_zs_lock()), so free may
+ *                                   run in softirq context; free may also
+ *                                   run with hardirqs off (zram as swap),
+ *                                   then bottom halves are left alone.
  *   entry LOCK bit                  compaction moving one object: only set
  *                                   under the pool lock, with preemption and
  *                                   bottom halves disabled, for one copy.
@@ -500,6 +502,43 @@ struct afm_zs_pool {
 	unsigned int test_quiet;
 #endif
 };
+
+/*
+ * Bottom halves and the pool lock. The pool lock and the exclusive gate
+ * are held with bottom halves off, so that free may run in softirq context.
+ * Free is also called with hardirqs off: zram's slot_free_notify runs under
+ * the swap slots cache's spin_lock_irq() (free_swap_slot() ->
+ * swapcache_free_entries() -> zram_slot_free_notify() -> afm_free()). No
+ * softirq can run on this CPU then, and local_bh_enable() must not be
+ * called with hardirqs off (it warns), so these leave bottom halves alone
+ * when hardirqs are off. Nothing in this file changes the hardirq state
+ * between taking and dropping, so the check agrees at both ends.
+ */
+static __always_inline void afm_bh_off(void)
+{
+	if (!irqs_disabled())
+		local_bh_disable();
+}
+
+static __always_inline void afm_bh_on(void)
+{
+	if (!irqs_disabled())
+		local_bh_enable();
+}
+
+static __always_inline void afm_zs_lock(struct afm_zs_pool *zs)
+	__acquires(&zs->lock)
+{
+	afm_bh_off();
+	spin_lock(&zs->lock);
+}
+
+static __always_inline void afm_zs_unlock(struct afm_zs_pool *zs)
+	__releases(&zs->lock)
+{
+	spin_unlock(&zs->lock);
+	afm_bh_on();
+}
 
 /*
  * Automatic compaction starts when holes exceed this many thousandths of
@@ -890,7 +929,7 @@ static bool afm_zg_lock(struct afm_zspage *z, u64 wait_ns)
 	u64 deadline = 0;
 	int old = 0;
 
-	local_bh_disable();
+	afm_bh_off();
 	preempt_disable();
 	if (atomic_try_cmpxchg_acquire(&z->gate, &old, AFM_ZG_EXCL))
 		return true;
@@ -913,7 +952,7 @@ static bool afm_zg_lock(struct afm_zspage *z, u64 wait_ns)
 		atomic_andnot(AFM_ZG_PENDING, &z->gate);
 	}
 	preempt_enable();
-	local_bh_enable();
+	afm_bh_on();
 	return false;
 }
 
@@ -921,7 +960,7 @@ static void afm_zg_unlock(struct afm_zspage *z)
 {
 	atomic_fetch_andnot_release(AFM_ZG_EXCL, &z->gate);
 	preempt_enable();
-	local_bh_enable();
+	afm_bh_on();
 }
 
 /* Entry pins */
@@ -1409,9 +1448,9 @@ static void afm_zs_free_dead(struct afm_zs_pool *zs)
 	LIST_HEAD(list);
 	unsigned int i;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	list_splice_init(&zs->dead, &list);
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 
 	list_for_each_entry_safe(z, tmp, &list, list) {
 		list_del_init(&z->list);
@@ -1425,11 +1464,11 @@ static void afm_zs_free_dead(struct afm_zs_pool *zs)
 			put_page(pages[i]);
 		}
 		/* With the pool lock: the page counts add up under it. */
-		spin_lock_bh(&zs->lock);
+		afm_zs_lock(zs);
 		atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
 		zs->dead_zspages--;
 		afm_zt_put(zs, &zs->dtab, z->id);
-		spin_unlock_bh(&zs->lock);
+		afm_zs_unlock(zs);
 		cond_resched();
 	}
 }
@@ -1475,7 +1514,7 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	atomic64_t *ent;
 
 	for (;;) {
-		spin_lock_bh(&zs->lock);
+		afm_zs_lock(zs);
 		if (afm_zt_find(&zs->htab, &hpg))
 			goto full;
 		meta = afm_zt_need(&zs->htab, hpg);
@@ -1490,7 +1529,7 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		}
 		if (sp.nr_meta >= meta && sp.nr_data >= data)
 			break;
-		spin_unlock_bh(&zs->lock);
+		afm_zs_unlock(zs);
 		if (afm_zs_spare_fill(zs, &sp, meta, data, gfp))
 			goto nomem;
 	}
@@ -1506,13 +1545,13 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	WRITE_ONCE(zs->last_alloc, jiffies);
 	ent = afm_zs_entry(zs, idx + 1);
 	atomic64_set(ent, afm_ze_make(z->id, off, size));
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 
 	afm_zs_spare_drain(&sp);
 	return idx + 1;
 
 full:
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	pr_warn_ratelimited("pool %s: handle or zspage table full\n",
 			    pool->name);
 nomem:
@@ -1528,7 +1567,7 @@ static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	int want;
 	s64 e;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	ent = afm_zs_entry(zs, handle);
 	if (!ent)
 		goto invalid;
@@ -1538,7 +1577,7 @@ static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 			goto invalid;
 		/* LOCK is only set under the pool lock: only pins here. */
 		if (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) {
-			spin_unlock_bh(&zs->lock);
+			afm_zs_unlock(zs);
 			WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
 				  pool->name, handle);
 			return;
@@ -1551,7 +1590,7 @@ static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
 		afm_zs_release(zs, z);
 	want = afm_zs_want_auto(zs);
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 
 	if (want == AFM_ZS_AUTO_NOW)
 		queue_work(system_unbound_wq, &zs->compact_work);
@@ -1561,7 +1600,7 @@ static void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	return;
 
 invalid:
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx\n",
 		  pool->name, handle);
 }
@@ -1752,9 +1791,9 @@ static bool afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
 	    (*budget < 16 || (!need_resched() && !spin_is_contended(&zs->lock))))
 		return false;
 	*budget = 0;
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	cond_resched();
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	return true;
 }
 
@@ -1771,13 +1810,13 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 	unsigned int i, n, nv = 0;
 
 	zs->nr_cand = 0;
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	end = zs->dtab.end;
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	for (pg = 0; pg < end; pg++) {
 		struct afm_zspage *base;
 
-		spin_lock_bh(&zs->lock);
+		afm_zs_lock(zs);
 		base = afm_zt_page(&zs->dtab, pg);
 		for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
 			struct afm_zspage *z = &base[i];
@@ -1787,7 +1826,7 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 				continue;
 			afm_zs_cand_add(zs, z->live, z->id);
 		}
-		spin_unlock_bh(&zs->lock);
+		afm_zs_unlock(zs);
 		cond_resched();
 	}
 
@@ -1796,7 +1835,7 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 		sum += AFM_ZS_SIZE - zs->cand[n].live;
 	zs->nr_cand = n;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	zs->victim_holes = 0;
 	bitmap_zero(zs->victim_map, AFM_ZS_VMAP_BITS);
 	for (i = 0; i < n; i++) {
@@ -1817,7 +1856,7 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 	}
 	if (nv)
 		afm_zs_holes_forget(zs, NULL);
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	return nv;
 }
 
@@ -1892,7 +1931,7 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 		return 0;
 	zs->st.passes++;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	end = zs->htab.end * AFM_ZH_PER_PAGE;
 	while (pos < end && zs->victim_live) {
 		struct afm_zspage *v, *d;
@@ -1930,14 +1969,14 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 				break;
 			meta = afm_zt_need(&zs->dtab, dpg);
 			if (sp.nr_meta < meta || sp.nr_data < AFM_ZS_PAGES) {
-				spin_unlock_bh(&zs->lock);
+				afm_zs_unlock(zs);
 				if (fatal_signal_pending(current) ||
 				    afm_zs_spare_fill(zs, &sp, meta,
 						      AFM_ZS_PAGES, gfp)) {
-					spin_lock_bh(&zs->lock);
+					afm_zs_lock(zs);
 					break;
 				}
-				spin_lock_bh(&zs->lock);
+				afm_zs_lock(zs);
 				hpg = ULONG_MAX;
 				continue;	/* look at the entry again */
 			}
@@ -1974,7 +2013,7 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 	}
 	WARN_ON_ONCE(zs->victim_live);
 	zs->victim_live = 0;
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 
 	afm_zs_spare_drain(&sp);
 	return nv;
@@ -1999,9 +2038,9 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 	unsigned int pass;
 
 	for (pass = 0; pass < AFM_ZS_MAX_PASSES && done < goal; pass++) {
-		spin_lock_bh(&zs->lock);
+		afm_zs_lock(zs);
 		holes = afm_zs_holes(zs);
-		spin_unlock_bh(&zs->lock);
+		afm_zs_unlock(zs);
 		/* No victims: the handle table was not walked. */
 		got = min_gain;
 		if (!afm_zs_pass(zs, goal - done, min_holes, gfp))
@@ -2012,10 +2051,10 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 		if (now >= prev)
 			break;
 		prev = now;
-		spin_lock_bh(&zs->lock);
+		afm_zs_lock(zs);
 		if (holes > afm_zs_holes(zs))
 			done += holes - afm_zs_holes(zs);
-		spin_unlock_bh(&zs->lock);
+		afm_zs_unlock(zs);
 		if (fatal_signal_pending(current) || got < min_gain)
 			break;
 	}
@@ -2047,20 +2086,20 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool late,
 	unsigned long holes, trigger, freed, walk, gain;
 
 	mutex_lock(&zs->pool->compact_lock);
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	if (late)
 		zs->auto_floor = 0;
 	trigger = afm_zs_trigger(zs);
 	holes = late ? afm_zs_holes(zs) : afm_zs_holes_unrecorded(zs);
 	walk = zs->htab.pages * AFM_ZH_PER_PAGE * AFM_ZS_AUTO_WALK;
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	if (holes > trigger / 2 && !zs->dying) {
 		freed = afm_zs_compact_goal(zs, holes - trigger / 2, min_holes,
 					    AFM_ZS_COMPACT_GFP, late ? 0 : walk,
 					    &gain);
 		zs->st.auto_runs++;
 		zs->st.auto_freed += freed;
-		spin_lock_bh(&zs->lock);
+		afm_zs_lock(zs);
 		holes = afm_zs_holes_unrecorded(zs);
 		/*
 		 * Could not get below the trigger: wait for more holes, at
@@ -2069,7 +2108,7 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool late,
 		 */
 		zs->auto_floor = holes > trigger ? holes +
 			max(trigger / 4, walk - min(walk, gain)) : 0;
-		spin_unlock_bh(&zs->lock);
+		afm_zs_unlock(zs);
 	}
 	mutex_unlock(&zs->pool->compact_lock);
 }
@@ -2087,11 +2126,11 @@ static void afm_zs_late_work(struct work_struct *work)
 	unsigned long now = jiffies, due;
 	bool recorded;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	due = zs->last_alloc + AFM_ZS_LATE;
 	/* Only the recorded holes are above the trigger? */
 	recorded = afm_zs_holes_unrecorded(zs) <= afm_zs_trigger(zs);
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	if (!READ_ONCE(zs->late_force) && time_before(now, due)) {
 		/* Allocations go on: they may still reuse those holes. */
 		if (recorded) {
@@ -2110,9 +2149,9 @@ static unsigned long afm_zs_count(struct afm_zs_pool *zs)
 {
 	unsigned long holes;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	holes = afm_zs_holes(zs);
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	/* Pages compaction could free, if worth a zspage. */
 	return holes >= AFM_ZS_SIZE ? holes >> PAGE_SHIFT : SHRINK_EMPTY;
 }
@@ -2295,9 +2334,9 @@ static void afm_zs_destroy(struct afm_pool *pool)
 	unsigned int i;
 
 	shrinker_free(zs->shrinker);
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	zs->dying = true;
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	cancel_work_sync(&zs->compact_work);
 	cancel_delayed_work_sync(&zs->late_work);
 
@@ -2307,7 +2346,7 @@ static void afm_zs_destroy(struct afm_pool *pool)
 	 */
 	WARN(afm_misused(zs->objects), "afmalloc: pool %s destroyed with %lu live objects\n",
 	     pool->name, zs->objects);
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	end = zs->dtab.end;
 	for (pg = 0; pg < end; pg++) {
 		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
@@ -2325,7 +2364,7 @@ static void afm_zs_destroy(struct afm_pool *pool)
 			list_add_tail(&z->list, &zs->dead);
 		}
 	}
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	afm_zs_free_dead(zs);
 	flush_work(&zs->free_work);
 
@@ -2347,12 +2386,12 @@ static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 {
 	struct afm_zs_pool *zs = pool->store;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	st->objects = zs->objects;
 	st->stored_bytes = zs->live_bytes;
 	st->meta_bytes = (zs->htab.pages + zs->htab.dirs + zs->dtab.pages +
 			  zs->dtab.dirs) << PAGE_SHIFT;
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 }
 
 /*
@@ -2419,9 +2458,9 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 			struct afm_zspage *base;
 
 			/* One descriptor page per hold of the lock. */
-			spin_lock_bh(&zs->lock);
+			afm_zs_lock(zs);
 			if (pg >= zs->dtab.end) {
-				spin_unlock_bh(&zs->lock);
+				afm_zs_unlock(zs);
 				break;
 			}
 			base = afm_zt_page(&zs->dtab, pg);
@@ -2438,7 +2477,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 				v[AFM_CLASS_SLABS]++;
 				v[AFM_CLASS_PAGES] += AFM_ZS_PAGES;
 			}
-			spin_unlock_bh(&zs->lock);
+			afm_zs_unlock(zs);
 			cond_resched();
 		}
 		return;
@@ -2446,7 +2485,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 	if (class >= AFM_ZS_NR_ROWS)
 		return;
 	strscpy(name, names[class - AFM_ZS_GROUPS], 16);
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	switch (class) {
 	case AFM_ZS_ROW_HANDLES:
 		v[0] = zs->htab.used;
@@ -2495,7 +2534,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 		break;
 	}
 	}
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 }
 
 static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
@@ -2589,9 +2628,9 @@ void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 {
 	struct afm_zs_pool *zs = pool->store;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	afm_zs_read_counters(zs, c);
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
 
@@ -2668,7 +2707,7 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 	unsigned int bad = 0, b;
 
 	memset(rc, 0, sizeof(*rc));
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	afm_zs_read_counters(zs, c);
 	for (pg = 0; pg < zs->dtab.end; pg++) {
 		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
@@ -2723,7 +2762,7 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 	}
 	if (rec != zs->hole_rec_bytes)
 		bad++;
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	return bad;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
@@ -2790,7 +2829,7 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 	int ret = -ENOENT;
 	u64 e;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	ent = afm_zs_entry(zs, handle);
 	e = ent ? atomic64_read(ent) : 0;
 	if (e & AFM_ZE_LIVE) {
@@ -2804,7 +2843,7 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		afm_zg_out(z);
 		ret = 0;
 	}
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
@@ -2824,7 +2863,7 @@ unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
 	unsigned int b, i, bad = 0;
 
 	*nr = 0;
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	for (b = 0; b < AFM_ZS_HOLE_BUCKETS; b++) {
 		for (i = 0; i < zs->nr_holes[b]; i++) {
 			struct afm_zs_hole *h = &zs->holes[b][i];
@@ -2837,7 +2876,7 @@ unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
 				bad++;
 		}
 	}
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	return bad;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
@@ -2921,7 +2960,7 @@ struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
 	atomic64_t *ent;
 	u64 e;
 
-	spin_lock_bh(&zs->lock);
+	afm_zs_lock(zs);
 	ent = afm_zs_entry(zs, handle);
 	e = ent ? atomic64_read(ent) : 0;
 	if (e & AFM_ZE_LIVE) {
@@ -2931,7 +2970,7 @@ struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
 		get_page(page);
 		afm_zg_out(z);
 	}
-	spin_unlock_bh(&zs->lock);
+	afm_zs_unlock(zs);
 	return page;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_get_page);
