@@ -651,6 +651,16 @@ def timings_file(folder):
     return None
 
 
+def timings_note(tsv):
+    """The '# note' line of a timed.sh record (conditions of the run), or ''."""
+    with open(tsv) as f:
+        for ln in f:
+            p = ln.rstrip("\n").split("\t")
+            if p[0] == "# note" and len(p) > 1:
+                return p[1]
+    return ""
+
+
 def minutes(sec):
     return f"{sec / 60:.0f} min" if sec >= 600 else f"{sec / 60:.1f} min"
 
@@ -658,7 +668,8 @@ def minutes(sec):
 def commands_block():
     out = ["Measured on the project's machine (QEMU TCG), each the sum of the steps "
            "`scripts/timed.sh` recorded; cold: a fresh machine with empty caches "
-           "(package downloads, kernel source, datasets and every build included), "
+           "(kernel source, datasets and every build included; package downloads "
+           "only where the run's note does not say otherwise), "
            "warm: caches already filled:", ""]
     for cmd in ("demo", "check"):
         parts = []
@@ -669,8 +680,10 @@ def commands_block():
                 continue
             started, rev, machine, rows = read_timings(tsv)
             total = sum(s for _, s, _ in rows)
+            note = timings_note(tsv)
             parts.append(f"{kind}: {minutes(total)} ({total} s; {started[:10]}, commit {rev}, "
-                         f"{machine}; [{folder}](bench/results/README.md#{folder}))")
+                         f"{machine}; [{folder}](bench/results/README.md#{folder}))"
+                         + (f" [{note}]" if note else ""))
         out.append(f"- `make {cmd}`: " + "; ".join(parts) + ".")
     return "\n".join(out) + "\n"
 
