@@ -2,14 +2,17 @@
 /*
  * KUnit tests of the afmalloc slab store (mm/slab_store.c): chunk
  * decomposition, chunk placement, exact page accounting, allocation
- * failure unwinding, gfp masking and handle checks.
+ * failure unwinding, gfp masking, handle checks and the exact, lock-free
+ * count of the tracker's xarray nodes.
  */
 
 #include <kunit/test.h>
+#include <linux/debug_locks.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
+#include <linux/xarray.h>
 
 #include "afm_test.h"
 
@@ -318,6 +321,139 @@ static void afm_test_bad_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[0]), 777);
 }
 
+/* Indices that cross every level boundary of an xarray, both ways. */
+static unsigned long afm_test_xa_index(u32 r)
+{
+	static const unsigned long edge[] = {
+		0, 1, 63, 64, 65, 4095, 4096, 4097, 262143, 262144,
+		1UL << 30, (1UL << 36) + 5, ULONG_MAX >> 1, ULONG_MAX - 1,
+		ULONG_MAX,
+	};
+	unsigned int bits;
+
+	if (r % 4 == 0)
+		return edge[(r >> 2) % ARRAY_SIZE(edge)];
+	/* A few clusters of pfn-like indices, a few hundred apart. */
+	bits = 6 + (r >> 2) % 4 * 10;
+	return (1UL << bits) + (r >> 8) % 40 * 300;
+}
+
+/*
+ * afm_xa_nodes_of() keeps a node count equal to a walk of the xarray
+ * through stores and erases at every level boundary (index 0 alone, the
+ * tree growing and shrinking, ULONG_MAX). Breaks: any level counted
+ * wrong (e.g. the top levels when the tree grows).
+ */
+static void afm_test_xa_nodes(struct kunit *test)
+{
+	struct xarray *xa;
+	unsigned long count = 0, walked, idx;
+	unsigned int op, errors = 0, stores = 0, erases = 0;
+	void *entry;
+	u32 r = 1;
+
+	xa = kunit_kzalloc(test, sizeof(*xa), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, xa);
+	xa_init(xa);
+	for (op = 0; op < 3000 && errors < 5; op++) {
+		r = r * 1103515245 + 12345;
+		idx = afm_test_xa_index(r >> 4);
+		if (xa_load(xa, idx)) {
+			xa_lock(xa);
+			count -= afm_xa_nodes_of(xa, idx);
+			__xa_erase(xa, idx);
+			xa_unlock(xa);
+			erases++;
+		} else {
+			if (xa_err(xa_store(xa, idx, xa_mk_value(op),
+					    GFP_KERNEL))) {
+				xa_destroy(xa);
+				kunit_skip(test, "no memory for xarray nodes");
+			}
+			xa_lock(xa);
+			count += afm_xa_nodes_of(xa, idx);
+			xa_unlock(xa);
+			stores++;
+		}
+		xa_lock(xa);
+		walked = afm_xa_count_nodes(xa);
+		xa_unlock(xa);
+		if (count != walked) {
+			KUNIT_FAIL(test, "op %u (%s %#lx): counted %lu, walked %lu",
+				   op, xa_load(xa, idx) ? "store" : "erase",
+				   idx, count, walked);
+			errors++;
+			count = walked;
+		}
+	}
+	KUNIT_EXPECT_GT(test, stores, 100);
+	KUNIT_EXPECT_GT(test, erases, 100);
+	xa_lock(xa);
+	xa_for_each(xa, idx, entry) {
+		count -= afm_xa_nodes_of(xa, idx);
+		__xa_erase(xa, idx);
+	}
+	xa_unlock(xa);
+	KUNIT_EXPECT_EQ(test, count, 0);
+	KUNIT_EXPECT_TRUE(test, xa_empty(xa));
+	xa_destroy(xa);
+}
+
+/* aux_bytes against a walk of the tracker. */
+static void afm_test_expect_aux(struct kunit *test, struct afm_pool *pool)
+{
+	struct afm_slab_pool *sp = pool->store;
+	int lockdep_on = READ_ONCE(debug_locks);
+	unsigned long aux, walked;
+
+	/*
+	 * With the pool lock held: aux_bytes must not take it (lockdep, when
+	 * on, reports the recursion and turns itself off; without lockdep an
+	 * SMP kernel deadlocks here).
+	 */
+	afm_slab_lock(sp);
+	aux = pool->ops->aux_bytes(pool);
+	walked = afm_xa_count_nodes(&sp->slabs) * sizeof(struct xa_node);
+	afm_slab_unlock(sp);
+	KUNIT_EXPECT_EQ(test, aux, walked);
+	if (lockdep_on)
+		KUNIT_EXPECT_TRUE_MSG(test, READ_ONCE(debug_locks),
+				      "lockdep report while reading aux_bytes");
+}
+
+/*
+ * aux_bytes (debugfs) is exact, equal to a walk of the slab tracker at
+ * every step while slabs enter and leave it, and takes no lock: the test
+ * reads it with the pool lock held (a reader that took the lock for a
+ * walk, as it used to, self-deadlocks here, which lockdep reports).
+ */
+static void afm_test_aux_bytes(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_test_set(test, 2048);
+	unsigned int i;
+
+	afm_test_expect_aux(test, ts->pool);
+	KUNIT_EXPECT_EQ(test, ts->pool->ops->aux_bytes(ts->pool), 0);
+	for (i = 0; i < ts->n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool,
+					   20 + i * 2654435761U % 4000);
+		if (i % 64 == 63)
+			afm_test_expect_aux(test, ts->pool);
+	}
+	KUNIT_EXPECT_GT(test, ts->pool->ops->aux_bytes(ts->pool), 0);
+	/* Free in an order that empties slabs all over the tracker. */
+	for (i = 0; i < ts->n; i++) {
+		unsigned int j = i * 7 % ts->n;
+
+		afm_free(ts->pool, ts->h[j]);
+		ts->h[j] = 0;
+		if (i % 64 == 63)
+			afm_test_expect_aux(test, ts->pool);
+	}
+	afm_test_expect_aux(test, ts->pool);
+	KUNIT_EXPECT_EQ(test, ts->pool->ops->aux_bytes(ts->pool), 0);
+}
+
 static struct kunit_case afm_slab_store_test_cases[] = {
 	KUNIT_CASE(afm_test_decompose),
 	KUNIT_CASE(afm_test_chunk_layout),
@@ -325,6 +461,8 @@ static struct kunit_case afm_slab_store_test_cases[] = {
 	KUNIT_CASE(afm_test_alloc_failure),
 	KUNIT_CASE(afm_test_gfp),
 	KUNIT_CASE(afm_test_bad_free),
+	KUNIT_CASE(afm_test_xa_nodes),
+	KUNIT_CASE(afm_test_aux_bytes),
 	{}
 };
 

@@ -288,6 +288,108 @@ void afm_chunk_free(struct afm_slab_pool *sp, unsigned int class, void *chunk)
 
 /* Slab tracker */
 
+/* Are there indices of @xa in [@lo, @hi] other than @index? */
+static bool afm_xa_other(struct xarray *xa, unsigned long lo,
+			 unsigned long hi, unsigned long index)
+{
+	unsigned long i = lo;
+
+	if (!xa_find(xa, &i, hi, XA_PRESENT))
+		return false;
+	return i != index || xa_find_after(xa, &i, hi, XA_PRESENT);
+}
+
+/**
+ * afm_xa_nodes_of() - xarray nodes that exist because of one index
+ * @xa: an xarray without multi-index entries
+ * @index: an index present in @xa
+ *
+ * The nodes of such an xarray follow from its set of indices S alone (an
+ * empty node is freed at once, the tree shrinks as soon as its root uses
+ * slot 0 alone): none if S is empty or {0}; else, for the height h that
+ * the largest index needs, one node per distinct value of
+ * index >> ((L + 1) * XA_CHUNK_SHIFT) at each level L < h. Called right
+ * after @index is stored and right before it is erased, this gives the
+ * change in node count, which keeps a counter exact without any walk.
+ *
+ * Context: @xa's lock held.
+ * Return: nodes(S) - nodes(S without @index).
+ */
+VISIBLE_IF_KUNIT
+unsigned long afm_xa_nodes_of(struct xarray *xa, unsigned long index)
+{
+	void *head = xa_head_locked(xa);
+	unsigned int h, ht, level;
+	unsigned long n = 0;
+	bool others;
+
+	if (!xa_is_node(head))
+		return 0;
+	h = xa_to_node(head)->shift / XA_CHUNK_SHIFT + 1;
+	/* Height without @index: 0 if nothing but index 0 is left. */
+	others = afm_xa_other(xa, 0, ULONG_MAX, index);
+	ht = 0;
+	if (afm_xa_other(xa, 1, ULONG_MAX, index)) {
+		for (ht = 1; ht < h; ht++) {
+			if (!afm_xa_other(xa, 1UL << (ht * XA_CHUNK_SHIFT),
+					  ULONG_MAX, index))
+				break;
+		}
+	}
+	for (level = 0; level < h; level++) {
+		unsigned int shift = (level + 1) * XA_CHUNK_SHIFT;
+		unsigned long lo = 0, hi = ULONG_MAX;
+
+		if (shift < BITS_PER_LONG) {
+			lo = index >> shift << shift;
+			hi = lo + (1UL << shift) - 1;
+		}
+		if (level < ht)		/* @index's own node, if alone in it */
+			n += !afm_xa_other(xa, lo, hi, index);
+		else			/* above the rest: the whole level */
+			n += 1 + (others && lo);
+	}
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_xa_nodes_of);
+
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/**
+ * afm_xa_count_nodes() - count the nodes of an xarray by walking it
+ * @xa: the xarray
+ *
+ * Leaf nodes as the walk meets them in index order, then each ancestor the
+ * first time it is met (a node's subtree is walked contiguously). O(size):
+ * for KUnit, which checks &afm_slab_pool.trk_nodes against it.
+ *
+ * Context: @xa's lock held.
+ * Return: the number of nodes.
+ */
+unsigned long afm_xa_count_nodes(struct xarray *xa)
+{
+	XA_STATE(xas, xa, 0);
+	struct xa_node *last[BITS_PER_LONG / XA_CHUNK_SHIFT + 1] = { };
+	unsigned long nodes = 0;
+	void *entry;
+
+	xas_for_each(&xas, entry, ULONG_MAX) {
+		struct xa_node *node = xas.xa_node;
+
+		while (node && !xas_invalid(&xas)) {
+			unsigned int level = node->shift / XA_CHUNK_SHIFT;
+
+			if (last[level] == node)
+				break;
+			last[level] = node;
+			nodes++;
+			node = xa_parent_locked(xa, node);
+		}
+	}
+	return nodes;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_xa_count_nodes);
+#endif
+
 static void afm_class_account(struct afm_slab_pool *sp, unsigned int class,
 			      long slabs, long pages)
 {
@@ -380,6 +482,7 @@ int afm_track_get(struct afm_slab_pool *sp, void *obj, unsigned int class,
 		}
 		err = __xa_insert(&sp->slabs, pfn, new, gfp);
 		if (!err) {
+			sp->trk_nodes += afm_xa_nodes_of(&sp->slabs, pfn);
 			if (!xa_is_value(new))
 				sp->dslab_bytes += afm_dslab_bytes(folio);
 			afm_class_account(sp, class, 1, folio_nr_pages(folio));
@@ -464,6 +567,7 @@ void afm_track_put(struct afm_slab_pool *sp, void *obj, unsigned int class,
 				 dir < direct))
 			return;
 		if (live == 1) {
+			sp->trk_nodes -= afm_xa_nodes_of(&sp->slabs, pfn);
 			__xa_erase(&sp->slabs, pfn);
 			afm_class_account(sp, class, -1,
 					  -(long)folio_nr_pages(folio));
@@ -480,6 +584,7 @@ void afm_track_put(struct afm_slab_pool *sp, void *obj, unsigned int class,
 			return;
 		__clear_bit(bit, ds->map);
 		if (!--ds->live) {
+			sp->trk_nodes -= afm_xa_nodes_of(&sp->slabs, pfn);
 			__xa_erase(&sp->slabs, pfn);
 			sp->dslab_bytes -= afm_dslab_bytes(folio);
 			kfree(ds);
@@ -1013,34 +1118,15 @@ static void afm_slab_class_stats(struct afm_pool *pool, unsigned int class,
 }
 
 /*
- * Bytes of xarray nodes of the slab tracker, counted by walking it: leaf
- * nodes as the walk meets them in index order, then each ancestor the
- * first time it is met (a node's subtree is walked contiguously).
+ * Bytes of xarray nodes of the slab tracker: exact, from the count kept
+ * where slabs enter and leave it. No lock: a debugfs read neither waits
+ * for nor holds up the pool.
  */
 static unsigned long afm_slab_aux_bytes(struct afm_pool *pool)
 {
 	struct afm_slab_pool *sp = pool->store;
-	XA_STATE(xas, &sp->slabs, 0);
-	struct xa_node *last[BITS_PER_LONG / XA_CHUNK_SHIFT + 1] = { };
-	unsigned long nodes = 0;
-	void *entry;
 
-	afm_slab_lock(sp);
-	xas_for_each(&xas, entry, ULONG_MAX) {
-		struct xa_node *node = xas.xa_node;
-
-		while (node && !xas_invalid(&xas)) {
-			unsigned int level = node->shift / XA_CHUNK_SHIFT;
-
-			if (last[level] == node)
-				break;
-			last[level] = node;
-			nodes++;
-			node = xa_parent_locked(&sp->slabs, node);
-		}
-	}
-	afm_slab_unlock(sp);
-	return nodes * sizeof(struct xa_node);
+	return READ_ONCE(sp->trk_nodes) * sizeof(struct xa_node);
 }
 
 static size_t afm_slab_huge_class_size(struct afm_pool *pool)

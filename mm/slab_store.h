@@ -117,6 +117,8 @@ struct afm_slab_class {
  * @objects: live objects.
  * @stored_bytes: sum of live object sizes.
  * @dslab_bytes: bytes allocated for &struct afm_dslab bitmaps.
+ * @trk_nodes: xarray nodes of @slabs, kept exact where slabs enter and
+ *	leave it (afm_xa_nodes_of()), for aux_bytes without a walk.
  * @cbuf: compaction buffer while a compaction moves chunks through it,
  *	else NULL. Chunks pointing into [@cbuf, @cbuf + @cbuf_size) are not
  *	slab chunks and must not be freed by afm_free().
@@ -131,6 +133,7 @@ struct afm_slab_pool {
 	unsigned long objects;
 	unsigned long stored_bytes;
 	unsigned long dslab_bytes;
+	unsigned long trk_nodes;
 	void *cbuf;
 	size_t cbuf_size;
 	char *names[AFM_NR_CLASSES];
@@ -238,5 +241,9 @@ void afm_slab_compact(struct afm_pool *pool);
 unsigned int afm_slab_decompose(size_t size, unsigned int *chunks);
 unsigned int afm_slab_obj_chunks(struct afm_pool *pool, unsigned long handle,
 				 void **chunks);
+unsigned long afm_xa_count_nodes(struct xarray *xa);
+#if IS_ENABLED(CONFIG_KUNIT)
+unsigned long afm_xa_nodes_of(struct xarray *xa, unsigned long index);
+#endif
 
 #endif /* _MM_AFMALLOC_SLAB_STORE_H */
