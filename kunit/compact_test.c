@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * KUnit tests of afmalloc compaction (mm/compact.c): pages freed on a
- * fragmented pool with every byte preserved, pinned objects left in place,
- * nothing moved in an unfragmented pool, and a multi-threaded stress run
- * with compaction in parallel.
+ * fragmented pool with every byte preserved, pinned objects left in place
+ * (also when pinned mid-move, without waiting for them), nothing moved in
+ * an unfragmented pool, a clean stop on an allocation failure, and a
+ * multi-threaded stress run with compaction in parallel.
  */
 
+#include <kunit/resource.h>
 #include <kunit/test.h>
 #include <linux/completion.h>
 #include <linux/delay.h>
@@ -201,74 +203,100 @@ static void afm_test_compact_dense(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, moved, 0);
 }
 
+/*
+ * Free every object of @ts and destroy its pool, counting the objects the
+ * pool's caches still hold (a chunk compaction allocated and never freed
+ * or used): SLUB reports them to the current test's "slab_errors"
+ * resource instead of warning (needs CONFIG_SLUB_DEBUG, else skips).
+ * Return: the objects SLUB found left over.
+ */
+static int afm_test_destroy_counting_leaks(struct kunit *test,
+					   struct afm_test_set *ts)
+{
+	struct kunit_resource *res;
+	unsigned int i;
+	int *errors;
+
+	if (!IS_ENABLED(CONFIG_SLUB_DEBUG))
+		kunit_skip(test, "the leak check needs CONFIG_SLUB_DEBUG");
+	res = kunit_kzalloc(test, sizeof(*res), GFP_KERNEL);
+	errors = kunit_kzalloc(test, sizeof(*errors), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, res);
+	KUNIT_ASSERT_NOT_NULL(test, errors);
+	for (i = 0; i < ts->n; i++) {
+		if (afm_test_handle_ok(ts->h[i]))
+			afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_named_resource(test, NULL, NULL, res,
+							  "slab_errors", errors));
+	afm_destroy_pool(ts->pool);
+	ts->pool = NULL;
+	kunit_remove_resource(test, res);
+	return *errors;
+}
+
+/* Which object of @ts has handle @h, or -1. */
+static int afm_test_index(struct afm_test_set *ts, unsigned long h)
+{
+	unsigned int i;
+
+	for (i = 0; i < ts->n; i++) {
+		if (ts->h[i] == h)
+			return i;
+	}
+	return -1;
+}
+
 /**
- * struct afm_limbo - what the compaction hook did to objects in flight
+ * struct afm_limbo - what the compaction hook did to objects about to move
  * @ts: the test set.
- * @cbuf: the compaction buffer seen by the hook.
- * @cbuf_size: its size.
- * @freed: object freed while in flight, or -1.
- * @read: object read and mapped while in flight, or -1.
- * @written: object rewritten while in flight, or -1.
- * @pinned: object pinned while in flight until @unpin runs, or -1.
+ * @moves: destinations the hook saw allocated.
+ * @freed: object freed in flight, or -1.
+ * @read: object read and mapped in flight, or -1.
+ * @written: object rewritten in flight, or -1.
+ * @pinned: object pinned in flight, until compaction returns, or -1.
  * @read_bad: the in-flight read saw wrong data.
- * @waited: @pinned was still in the buffer when its pin was dropped.
- * @unpin: drops the pin of @pinned a little later, from a worker.
+ * @chunks: chunks of each of those objects when the hook ran.
  */
 struct afm_limbo {
 	struct afm_test_set *ts;
-	void *cbuf;
-	size_t cbuf_size;
+	unsigned int moves;
 	int freed, read, written, pinned;
 	bool read_bad;
-	bool waited;
-	struct delayed_work unpin;
+	void *chunks[4][AFM_MAX_CHUNKS];
 };
 
 #define AFM_LIMBO_SEED	100000
 
-static bool afm_limbo_in_buf(struct afm_limbo *l, unsigned int i)
-{
-	void *chunk[AFM_MAX_CHUNKS];
-	unsigned int k, nr;
-
-	nr = afm_slab_obj_chunks(l->ts->pool, l->ts->h[i], chunk);
-	for (k = 0; k < nr; k++) {
-		if (chunk[k] >= l->cbuf && chunk[k] < l->cbuf + l->cbuf_size)
-			return true;
-	}
-	return false;
-}
-
-static void afm_limbo_unpin(struct work_struct *work)
-{
-	struct afm_limbo *l = container_of(to_delayed_work(work),
-					   struct afm_limbo, unpin);
-
-	/* Compaction must not have put it back under the pin. */
-	l->waited = afm_limbo_in_buf(l, l->pinned);
-	afm_desc_unpin((struct afm_desc *)l->ts->h[l->pinned]);
-}
-
-/* Runs inside afm_compact(), with the first batch's chunks in the buffer. */
+/*
+ * Runs inside afm_compact(), the first batch's destinations allocated and
+ * its chunks not moved yet.
+ */
 static void afm_limbo_hook(struct afm_pool *pool, void *data)
 {
 	struct afm_slab_pool *sp = pool->store;
 	struct afm_limbo *l = data;
 	struct afm_test_set *ts = l->ts;
-	unsigned int i, found = 0;
+	unsigned int k, found = 0;
 	const void *p;
 	void *buf;
+	int i;
 
-	l->cbuf = sp->cbuf;
-	l->cbuf_size = sp->cbuf_size;
+	pool->compact_hook = NULL;
+	l->moves = sp->nr_cmoves;
 	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
 	if (!buf)
 		return;
-	for (i = 0; i < ts->n && found < 4; i++) {
-		size_t size = afm_frag_size(i);
+	for (k = 0; k < sp->nr_cmoves && found < 4; k++) {
+		size_t size;
 
-		if (!ts->h[i] || !afm_limbo_in_buf(l, i))
+		i = afm_test_index(ts, (unsigned long)sp->cmoves[k].desc);
+		if (i < 0)
 			continue;
+		size = afm_frag_size(i);
+		afm_slab_obj_chunks(pool, ts->h[i], l->chunks[found]);
 		switch (found++) {
 		case 0:
 			afm_free(pool, ts->h[i]);
@@ -294,27 +322,35 @@ static void afm_limbo_hook(struct afm_pool *pool, void *data)
 		case 3:
 			afm_desc_pin((struct afm_desc *)ts->h[i]);
 			l->pinned = i;
-			schedule_delayed_work(&l->unpin, HZ / 10);
 			break;
 		}
 	}
 	kfree(buf);
-	pool->compact_hook = NULL;
+}
+
+static bool afm_limbo_moved(struct afm_limbo *l, unsigned int slot, int i)
+{
+	void *now[AFM_MAX_CHUNKS] = { };
+
+	afm_slab_obj_chunks(l->ts->pool, l->ts->h[i], now);
+	return memcmp(now, l->chunks[slot], sizeof(now));
 }
 
 /*
- * Objects whose chunks are in the compaction buffer stay usable: they can
- * be freed, read, mapped and written, and a pin taken then makes
- * compaction wait before putting the chunk back.
+ * Objects whose chunks compaction is about to move stay usable: they can
+ * be freed (the destination is freed, not leaked), read, mapped and
+ * written (the write survives the move), and one pinned then stays where
+ * it is. Breaks: data lost in the move, a destination leaked, a pinned
+ * object moved.
  */
 static void afm_test_compact_in_flight(struct kunit *test)
 {
 	struct afm_test_set *ts = afm_test_set(test, AFM_FRAG_OBJS);
 	struct afm_pool_stats before, after;
 	struct afm_limbo *l;
-	unsigned int i, in_buf = 0;
 	size_t size;
 	void *buf;
+	int i;
 
 	buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
 	l = kunit_kzalloc(test, sizeof(*l), GFP_KERNEL);
@@ -325,7 +361,6 @@ static void afm_test_compact_in_flight(struct kunit *test)
 	l->read = -1;
 	l->written = -1;
 	l->pinned = -1;
-	INIT_DELAYED_WORK(&l->unpin, afm_limbo_unpin);
 
 	afm_frag_fill(test, ts);
 	afm_pool_stats(ts->pool, &before);
@@ -333,22 +368,20 @@ static void afm_test_compact_in_flight(struct kunit *test)
 	ts->pool->compact_hook = afm_limbo_hook;
 	afm_compact(ts->pool);
 	ts->pool->compact_hook = NULL;
-	flush_delayed_work(&l->unpin);
 
-	KUNIT_ASSERT_NOT_NULL(test, l->cbuf);
+	KUNIT_ASSERT_GT(test, l->moves, 0);
 	KUNIT_EXPECT_GE(test, l->freed, 0);
 	KUNIT_EXPECT_GE(test, l->read, 0);
 	KUNIT_EXPECT_GE(test, l->written, 0);
 	KUNIT_ASSERT_GE(test, l->pinned, 0);
 	KUNIT_EXPECT_FALSE(test, l->read_bad);
-	KUNIT_EXPECT_TRUE(test, l->waited);
+
+	/* The pinned object stayed where it was. */
+	KUNIT_EXPECT_FALSE(test, afm_limbo_moved(l, 3, l->pinned));
+	afm_desc_unpin((struct afm_desc *)ts->h[l->pinned]);
 
 	afm_pool_stats(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects - 1);
-	/* Every chunk is back in a slab. */
-	for (i = 0; i < ts->n; i++)
-		in_buf += ts->h[i] && afm_limbo_in_buf(l, i);
-	KUNIT_EXPECT_EQ(test, in_buf, 0);
 
 	if (l->written >= 0) {
 		i = l->written;
@@ -360,6 +393,180 @@ static void afm_test_compact_in_flight(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, afm_write(ts->pool, ts->h[i], buf, size), 0);
 	}
 	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+	KUNIT_EXPECT_EQ(test, afm_test_destroy_counting_leaks(test, ts), 0);
+}
+
+/* Long enough for any compaction of the set; a passing run never waits. */
+#define AFM_RESCUE_SECONDS	60
+
+/**
+ * struct afm_pin_all - every object pinned while compaction runs
+ * @ts: the test set.
+ * @pinned: objects pinned by the hook.
+ * @returned: afm_compact() has returned.
+ * @rescued: the rescue had to drop the pins for afm_compact() to return.
+ * @chunks: chunks of every object when the hook pinned them.
+ * @rescue: drops the pins if afm_compact() waits for them.
+ */
+struct afm_pin_all {
+	struct afm_test_set *ts;
+	unsigned int pinned;
+	bool returned;
+	bool rescued;
+	void **chunks;
+	struct delayed_work rescue;
+};
+
+static bool afm_pin_all_pinnable(struct afm_test_set *ts, unsigned int i)
+{
+	return afm_test_handle_ok(ts->h[i]) && !afm_handle_is_direct(ts->h[i]);
+}
+
+static void afm_pin_all_drop(struct afm_pin_all *pa)
+{
+	unsigned int i;
+
+	for (i = 0; i < pa->ts->n; i++) {
+		if (afm_pin_all_pinnable(pa->ts, i))
+			afm_desc_unpin((struct afm_desc *)pa->ts->h[i]);
+	}
+}
+
+static void afm_pin_all_rescue(struct work_struct *work)
+{
+	struct afm_pin_all *pa = container_of(to_delayed_work(work),
+					      struct afm_pin_all, rescue);
+
+	if (READ_ONCE(pa->returned))
+		return;
+	pa->rescued = true;
+	afm_pin_all_drop(pa);
+}
+
+/* Runs inside afm_compact() with a batch in flight: pin everything. */
+static void afm_pin_all_hook(struct afm_pool *pool, void *data)
+{
+	struct afm_pin_all *pa = data;
+	struct afm_test_set *ts = pa->ts;
+	unsigned int i;
+
+	pool->compact_hook = NULL;
+	for (i = 0; i < ts->n; i++) {
+		if (!afm_pin_all_pinnable(ts, i))
+			continue;
+		afm_desc_pin((struct afm_desc *)ts->h[i]);
+		afm_slab_obj_chunks(pool, ts->h[i],
+				    &pa->chunks[i * AFM_MAX_CHUNKS]);
+		pa->pinned++;
+	}
+	schedule_delayed_work(&pa->rescue, AFM_RESCUE_SECONDS * HZ);
+}
+
+/*
+ * Objects pinned while their chunks are being moved, and kept pinned:
+ * compaction leaves them where they are and returns without waiting for
+ * the pins (it used to wait, uninterruptibly and without bound). The
+ * rescue only turns such a wait into a failure instead of a hung suite.
+ * Every byte survives, and once unpinned the objects can be compacted.
+ */
+static void afm_test_compact_pinned_in_flight(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_test_set(test, AFM_FRAG_OBJS);
+	unsigned int i, moved = 0;
+	struct afm_pin_all *pa;
+	void *buf;
+
+	buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	pa = kunit_kzalloc(test, sizeof(*pa), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_NOT_NULL(test, pa);
+	pa->ts = ts;
+	INIT_DELAYED_WORK(&pa->rescue, afm_pin_all_rescue);
+	afm_frag_fill(test, ts);
+	pa->chunks = afm_frag_chunks(test, ts);
+
+	ts->pool->compact_hook_data = pa;
+	ts->pool->compact_hook = afm_pin_all_hook;
+	afm_compact(ts->pool);
+	WRITE_ONCE(pa->returned, true);
+	ts->pool->compact_hook = NULL;
+	cancel_delayed_work_sync(&pa->rescue);
+
+	KUNIT_ASSERT_GT(test, pa->pinned, 0);
+	KUNIT_EXPECT_FALSE_MSG(test, pa->rescued,
+			       "compaction waited for pinned objects");
+	if (!pa->rescued) {
+		for (i = 0; i < ts->n; i++)
+			moved += afm_pin_all_pinnable(ts, i) &&
+				 afm_frag_moved(ts, pa->chunks, i);
+		KUNIT_EXPECT_EQ(test, moved, 0);
+		afm_pin_all_drop(pa);
+	}
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+
+	/* Unpinned, they move. */
+	KUNIT_EXPECT_GT(test, afm_compact(ts->pool), 0);
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+}
+
+/* Compaction's allocation that fails, counted from the pass's start. */
+#define AFM_NOMEM_NTH	8
+
+/*
+ * An allocation failure ends the pass cleanly: it moves at most the
+ * chunks it had a destination for, loses no byte, leaks nothing, and
+ * afm_compact() reports exactly the pages it freed. With memory back,
+ * the next pass does the work. Breaks: compaction insisting on memory
+ * (__GFP_NOFAIL, retries), a source freed before its destination exists,
+ * a destination leaked.
+ */
+static void afm_test_compact_nomem(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_test_set(test, AFM_FRAG_OBJS);
+	unsigned long pages, freed;
+	struct afm_pool_stats before, st;
+	unsigned int i, k, moved = 0;
+	void **chunks;
+	void *buf;
+	int left;
+
+	buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	afm_frag_fill(test, ts);
+	chunks = afm_frag_chunks(test, ts);
+	afm_pool_stats(ts->pool, &before);
+	pages = afm_get_total_pages(ts->pool);
+
+	afm_set_fail_nth(ts->pool, AFM_NOMEM_NTH);
+	freed = afm_compact(ts->pool);
+	left = atomic_read(&ts->pool->fail_nth);
+	afm_set_fail_nth(ts->pool, 0);
+
+	/* The failure reached compaction, which stopped there. */
+	KUNIT_EXPECT_EQ(test, left, 0);
+	for (i = 0; i < ts->n; i++) {
+		void *now[AFM_MAX_CHUNKS] = { };
+
+		if (!ts->h[i])
+			continue;
+		afm_slab_obj_chunks(ts->pool, ts->h[i], now);
+		for (k = 0; k < AFM_MAX_CHUNKS; k++)
+			moved += now[k] != chunks[i * AFM_MAX_CHUNKS + k];
+	}
+	kunit_info(test, "%u chunks moved before the failure, %lu pages freed\n",
+		   moved, freed);
+	KUNIT_EXPECT_LT(test, moved, AFM_NOMEM_NTH);
+	KUNIT_EXPECT_EQ(test, freed, pages - afm_get_total_pages(ts->pool));
+	afm_pool_stats(ts->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.objects, before.objects);
+	KUNIT_EXPECT_EQ(test, st.stored_bytes, before.stored_bytes);
+	KUNIT_EXPECT_EQ(test, st.compactions, 1);
+	KUNIT_EXPECT_EQ(test, st.pages_compacted, freed);
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+
+	KUNIT_EXPECT_GT(test, afm_compact(ts->pool), 0);
+	KUNIT_EXPECT_EQ(test, afm_frag_verify(test, ts, buf), 0);
+	KUNIT_EXPECT_EQ(test, afm_test_destroy_counting_leaks(test, ts), 0);
 }
 
 #define AFM_STRESS_WORKERS	3
@@ -593,6 +800,8 @@ static struct kunit_case afm_compact_test_cases[] = {
 	KUNIT_CASE(afm_test_compact_pinned),
 	KUNIT_CASE(afm_test_compact_dense),
 	KUNIT_CASE(afm_test_compact_in_flight),
+	KUNIT_CASE(afm_test_compact_pinned_in_flight),
+	KUNIT_CASE(afm_test_compact_nomem),
 	KUNIT_CASE_SLOW(afm_test_compact_stress),
 	{}
 };

@@ -20,25 +20,33 @@
  *  3. collect: walk the descriptors (through the live bitmaps of the
  *     descriptor slabs: there is no per-object list) and note every chunk
  *     lying in a picked slab. Sort by class and address.
- *  4. move, per class, in batches that fit the compaction buffer:
- *     a. under the pool lock, for each chunk whose object is not pinned:
- *        copy it into the buffer, point the descriptor at the copy, drop
- *        the chunk from the tracker;
- *     b. free the old chunks: the picked slabs are now empty;
- *        kmem_cache_shrink() gives them back to the page allocator and
- *        sorts the partial lists fullest first;
- *     c. allocate new chunks, which come from the fullest partial slabs,
- *        copy the data back and point the descriptors at them.
- *     While a chunk is in the buffer its object stays fully usable: the
- *     descriptor points at the copy, so map, read, write and free work as
- *     usual (free leaves the copy alone, the buffer is compaction's).
+ *  4. move, per class, in batches of at most AFM_COMPACT_BATCH_BYTES:
+ *     a. shrink the class's cache, which gives back the slabs emptied by
+ *        the previous batch and sorts the partial lists fullest first,
+ *        then allocate a destination for every chunk of the batch: they
+ *        come from the fullest partial slabs, not from the sparse ones
+ *        being emptied (SLUB sorts only slabs with few free slots, so an
+ *        allocation that lands in a picked slab is held until the batch
+ *        has its destinations, which moves SLUB on, then freed). An
+ *        allocation failure ends the pass: the chunks that got a
+ *        destination still move, the others stay where they are;
+ *     b. under the pool lock, for each chunk whose object is still live
+ *        and not pinned: copy it to its destination and point the
+ *        descriptor there;
+ *     c. free the chunks given up: the sources of the moved chunks and
+ *        the destinations not used.
+ *     A source is freed only once its data is in its destination, so an
+ *     allocation failure never leaves data without a place: compaction is
+ *     optional work and never insists on memory (no __GFP_NOFAIL, no
+ *     retry loop).
  * Rounds repeat while they move something, up to AFM_COMPACT_MAX_ROUNDS.
  * Finally every cache of the pool is shrunk.
  *
- * Pinned (mapped) objects are never moved: step 4a takes AFM_DESC_LOCKED
- * with a trylock that fails while the object is pinned. If an object gets
- * pinned while its chunk is in the buffer, step 4c waits for the pin to go
- * away (pins are short: a mapping is held with preemption disabled).
+ * Pinned (mapped) objects are never moved and never waited for: step 4b
+ * takes AFM_DESC_LOCKED with a trylock that fails while the object is
+ * pinned, and the chunk stays where it is (a later pass may move it).
+ * AFM_DESC_LOCKED is held only for the copy of one chunk, so a user
+ * pinning the object spins at most that long.
  *
  * Not moved: direct objects (their handle is their address; their slabs are
  * never picked), descriptors (they are the handles) and PAGE_SIZE chunks
@@ -48,7 +56,6 @@
 #define pr_fmt(fmt) "afmalloc: " fmt
 
 #include <linux/bsearch.h>
-#include <linux/jiffies.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sizes.h>
@@ -57,8 +64,8 @@
 
 #include "slab_store.h"
 
-/* Compaction buffer: at most this big, at least PAGE_SIZE. */
-#define AFM_COMPACT_BUF_MAX	SZ_64K
+/* Destinations allocated at once: at most this many bytes, at least one. */
+#define AFM_COMPACT_BATCH_BYTES	SZ_64K
 /* Per round: slabs picked and chunks moved at most. */
 #define AFM_COMPACT_MAX_SLABS	512
 #define AFM_COMPACT_MAX_MOVES	4096
@@ -71,28 +78,9 @@
 #define AFM_NR_SLAB_CLASSES	AFM_PAGE_CLASS
 
 /**
- * struct afm_move - one chunk to move
- * @desc: descriptor of its object.
- * @old: the chunk.
- * @tmp: its copy in the compaction buffer while it moves, else NULL.
- * @new: its replacement, once allocated.
- * @idx: its index in @desc->chunk.
- * @class: its class.
- */
-struct afm_move {
-	struct afm_desc *desc;
-	void *old;
-	void *tmp;
-	void *new;
-	unsigned int idx;
-	unsigned int class;
-};
-
-/**
  * struct afm_compact_ctl - state of one compaction run
  * @sp: the store.
- * @buf: compaction buffer (linear map), @buf_size bytes.
- * @buf_size: size of @buf.
+ * @nomem: an allocation failed: the pass ends after the current batch.
  * @cand: pfns of the picked slabs, ascending.
  * @nr_cand: number of picked slabs.
  * @moves: chunks to move.
@@ -103,11 +91,11 @@ struct afm_move {
  * @free_all: per class, free slots of all its slabs.
  * @threshold: per class, slabs below this bucket are picked, -1 for none.
  * @allow: per class, free slots left for slabs of bucket @threshold.
+ * @cand_free: per class, free slots of the picked slabs.
  */
 struct afm_compact_ctl {
 	struct afm_slab_pool *sp;
-	void *buf;
-	size_t buf_size;
+	bool nomem;
 	unsigned long *cand;
 	unsigned int nr_cand;
 	struct afm_move *moves;
@@ -117,6 +105,7 @@ struct afm_compact_ctl {
 	unsigned long free_all[AFM_NR_SLAB_CLASSES];
 	int threshold[AFM_NR_SLAB_CLASSES];
 	unsigned long allow[AFM_NR_SLAB_CLASSES];
+	unsigned long cand_free[AFM_NR_SLAB_CLASSES];
 };
 
 /*
@@ -254,6 +243,7 @@ static bool afm_compact_pick_slab(struct afm_compact_ctl *ctl,
 	if (*budget + afm_trk_live(v) > AFM_COMPACT_MAX_MOVES)
 		return false;
 	*budget += afm_trk_live(v);
+	ctl->cand_free[class] += cap - afm_trk_live(v);
 	ctl->cand[ctl->nr_cand++] = pfn;
 	return ctl->nr_cand < AFM_COMPACT_MAX_SLABS;
 }
@@ -267,6 +257,7 @@ static bool afm_compact_pick(struct afm_compact_ctl *ctl)
 	void *entry;
 
 	ctl->nr_cand = 0;
+	memset(ctl->cand_free, 0, sizeof(ctl->cand_free));
 	afm_slab_lock(sp);
 	xas_for_each(&xas, entry, ULONG_MAX) {
 		if (xa_is_value(entry) &&
@@ -363,139 +354,115 @@ static bool afm_move_valid(struct afm_slab_pool *sp, struct afm_move *mv,
 	       mv->desc->chunk[mv->idx] == at;
 }
 
-static void *afm_compact_alloc(struct afm_slab_pool *sp, unsigned int class)
+/* Does @p lie in a slab picked for evacuation? */
+static bool afm_compact_picked(struct afm_compact_ctl *ctl, void *p)
 {
-	struct kmem_cache *cache = sp->class[class].cache;
-	void *p = kmem_cache_alloc(cache, GFP_NOIO | __GFP_NOWARN);
+	unsigned long pfn = folio_pfn(virt_to_folio(p));
 
-	/*
-	 * The batch has just given back at least as much memory as it needs
-	 * here, and the data has nowhere else to go: the buffer is needed
-	 * for the next batch.
-	 */
-	return p ?: kmem_cache_alloc(cache, GFP_NOIO | __GFP_NOFAIL);
+	return bsearch(&pfn, ctl->cand, ctl->nr_cand, sizeof(*ctl->cand),
+		       afm_cmp_pfn);
 }
 
-/* Put @mv->new in place of the copy. True when @mv is done. */
-static bool afm_compact_install(struct afm_slab_pool *sp, struct afm_move *mv)
-{
-	size_t csize = sp->class[mv->class].size;
-
-	afm_slab_lock(sp);
-	if (!afm_move_valid(sp, mv, mv->tmp))
-		goto gone;
-	if (atomic_read(&mv->desc->state))
-		goto busy;
-	/* May drop the pool lock: validate again. */
-	if (afm_track_get(sp, mv->new, mv->class, false, GFP_NOIO | __GFP_NOWARN))
-		goto busy;
-	if (!afm_move_valid(sp, mv, mv->tmp)) {
-		afm_track_put(sp, mv->new, mv->class, false);
-		goto gone;
-	}
-	if (!afm_desc_trylock(mv->desc)) {
-		afm_track_put(sp, mv->new, mv->class, false);
-		goto busy;
-	}
-	memcpy(mv->new, mv->tmp, csize);
-	mv->desc->chunk[mv->idx] = mv->new;
-	afm_desc_unlock(mv->desc);
-	afm_slab_unlock(sp);
-	mv->tmp = NULL;
-	mv->new = NULL;
-	return true;
-
-gone:
-	/* Freed while in the buffer: afm_free() left the copy to us. */
-	afm_slab_unlock(sp);
-	kmem_cache_free(sp->class[mv->class].cache, mv->new);
-	mv->tmp = NULL;
-	mv->new = NULL;
-	return true;
-
-busy:
-	afm_slab_unlock(sp);
-	return false;
-}
-
-static void afm_compact_reinstall(struct afm_compact_ctl *ctl,
-				  struct afm_move *m, unsigned int n,
-				  unsigned int pending)
+/*
+ * Move @mv to its destination @mv->new. Pool lock held; may drop and
+ * retake it. Returns 1 when moved (@mv->old is then to be freed, else
+ * @mv->new), 0 when left where it is, -ENOMEM when tracking @mv->new
+ * needed memory there was none of.
+ */
+static int afm_compact_switch(struct afm_compact_ctl *ctl, struct afm_move *mv)
 {
 	struct afm_slab_pool *sp = ctl->sp;
-	unsigned long start = jiffies;
-	bool warned = false;
-	unsigned int k;
 
-	for (;;) {
-		for (k = 0; k < n; k++) {
-			if (!m[k].tmp)
-				continue;
-			if (!m[k].new)
-				m[k].new = afm_compact_alloc(sp, m[k].class);
-			if (afm_compact_install(sp, &m[k]))
-				pending--;
-		}
-		if (!pending)
-			return;
-		/* Objects pinned since step a: wait for their users. */
-		if (!warned && time_after(jiffies, start + 10 * HZ)) {
-			pr_warn("pool %s: compaction waits for a pinned object\n",
-				sp->pool->name);
-			warned = true;
-		}
-		schedule_timeout_uninterruptible(1);
+	if (!afm_move_valid(sp, mv, mv->old) ||
+	    afm_compact_picked(ctl, mv->new))
+		return 0;	/* freed, or nothing gained */
+	/* May drop the pool lock: validate again. */
+	if (afm_track_get(sp, mv->new, mv->class, false,
+			  GFP_NOIO | __GFP_NORETRY | __GFP_NOWARN))
+		return -ENOMEM;
+	if (!afm_move_valid(sp, mv, mv->old) || !afm_desc_trylock(mv->desc)) {
+		/* Freed, or pinned: it stays where it is. */
+		afm_track_put(sp, mv->new, mv->class, false);
+		return 0;
 	}
+	memcpy(mv->new, mv->old, sp->class[mv->class].size);
+	mv->desc->chunk[mv->idx] = mv->new;
+	afm_desc_unlock(mv->desc);
+	afm_track_put(sp, mv->old, mv->class, false);
+	return 1;
 }
 
-/* Move @n chunks of one class through the buffer. Returns chunks moved. */
+/* Move @n chunks of one class. Returns chunks moved. */
 static unsigned int afm_compact_batch(struct afm_compact_ctl *ctl,
 				      struct afm_move *m, unsigned int n)
 {
 	struct afm_slab_pool *sp = ctl->sp;
 	unsigned int class = m[0].class;
-	struct kmem_cache *cache = sp->class[class].cache;
-	size_t csize = sp->class[class].size;
-	unsigned int k, moved = 0;
-	void *slot = ctl->buf;
+	unsigned int k, nr_new, moved = 0;
+	unsigned long budget;
+	void *held = NULL;
+	int ret;
 
-	/* a: copy out, point the descriptors at the copies */
+	/*
+	 * a: destinations, from the fullest partial slabs. One that lands in
+	 * a picked slab (whose free slots SLUB may hand out before those of
+	 * fuller slabs) is held, linked through itself, until the batch has
+	 * its destinations, so that SLUB moves on; at most as many as the
+	 * picked slabs have free slots.
+	 */
+	kmem_cache_shrink(sp->class[class].cache);
+	budget = n + ctl->cand_free[class];
+	for (nr_new = 0; nr_new < n && budget; budget--) {
+		void *p = afm_chunk_alloc(sp, class, GFP_NOIO |
+					  __GFP_NORETRY | __GFP_NOWARN);
+
+		if (!p) {
+			ctl->nomem = true;
+			break;
+		}
+		if (!(budget % AFM_COMPACT_LOCK_BATCH))
+			cond_resched();
+		if (afm_compact_picked(ctl, p)) {
+			*(void **)p = held;
+			held = p;
+			continue;
+		}
+		m[nr_new].moved = false;
+		m[nr_new++].new = p;
+	}
+	while (held) {
+		void *next = *(void **)held;
+
+		afm_chunk_free(sp, class, held);
+		held = next;
+	}
+	sp->cmoves = m;
+	sp->nr_cmoves = nr_new;
+	afm_compact_test_hook(sp->pool);
+	sp->cmoves = NULL;
+	sp->nr_cmoves = 0;
+
+	/* b: copy and switch, object by object */
 	afm_slab_lock(sp);
-	for (k = 0; k < n; k++) {
-		struct afm_move *mv = &m[k];
-
+	for (k = 0; k < nr_new; k++) {
 		if (k && !(k % AFM_COMPACT_LOCK_BATCH)) {
 			afm_slab_unlock(sp);
 			cond_resched();
 			afm_slab_lock(sp);
 		}
-		mv->tmp = NULL;
-		mv->new = NULL;
-		if (!afm_move_valid(sp, mv, mv->old) ||
-		    !afm_desc_trylock(mv->desc))
-			continue;	/* freed, or pinned: leave it */
-		memcpy(slot, mv->old, csize);
-		mv->desc->chunk[mv->idx] = slot;
-		afm_desc_unlock(mv->desc);
-		afm_track_put(sp, mv->old, class, false);
-		mv->tmp = slot;
-		slot += csize;
-		moved++;
+		ret = afm_compact_switch(ctl, &m[k]);
+		if (ret < 0) {
+			ctl->nomem = true;
+			break;
+		}
+		m[k].moved = ret;
+		moved += ret;
 	}
 	afm_slab_unlock(sp);
-	if (!moved)
-		return 0;
 
-	/* b: empty the sparse slabs and give them back */
-	for (k = 0; k < n; k++) {
-		if (m[k].tmp)
-			kmem_cache_free(cache, m[k].old);
-	}
-	kmem_cache_shrink(cache);
-	afm_compact_test_hook(sp->pool);
-
-	/* c: new chunks come from the fullest partial slabs */
-	afm_compact_reinstall(ctl, m, n, moved);
+	/* c: free what was given up */
+	for (k = 0; k < nr_new; k++)
+		afm_chunk_free(sp, class, m[k].moved ? m[k].old : m[k].new);
 	return moved;
 }
 
@@ -516,8 +483,9 @@ static unsigned int afm_compact_move(struct afm_compact_ctl *ctl)
 	unsigned int i, j, moved = 0;
 
 	sort(m, ctl->nr_moves, sizeof(*m), afm_cmp_move, NULL);
-	for (i = 0; i < ctl->nr_moves; i = j) {
-		size_t per = ctl->buf_size / ctl->sp->class[m[i].class].size;
+	for (i = 0; i < ctl->nr_moves && !ctl->nomem; i = j) {
+		size_t per = max_t(size_t, 1, AFM_COMPACT_BATCH_BYTES /
+				   ctl->sp->class[m[i].class].size);
 
 		for (j = i + 1; j < ctl->nr_moves && j - i < per &&
 		     m[j].class == m[i].class; j++)
@@ -534,6 +502,11 @@ static unsigned int afm_compact_move(struct afm_compact_ctl *ctl)
  * afm_slab_compact() - compact a slab store pool
  * @pool: the pool
  *
+ * Moves chunks out of sparse slabs and gives the emptied slabs back, see
+ * the top of this file. Gives up early, leaving every object in a valid
+ * place, on an allocation failure or a fatal signal; afm_compact()
+ * reports the pages it freed.
+ *
  * Context: Process context; &afm_pool.compact_lock held.
  */
 void afm_slab_compact(struct afm_pool *pool)
@@ -541,7 +514,6 @@ void afm_slab_compact(struct afm_pool *pool)
 	struct afm_slab_pool *sp = pool->store;
 	struct afm_compact_ctl *ctl;
 	unsigned int round, class;
-	size_t size;
 
 	lockdep_assert_held(&pool->compact_lock);
 
@@ -553,36 +525,19 @@ void afm_slab_compact(struct afm_pool *pool)
 				   GFP_KERNEL);
 	ctl->moves = kvmalloc_array(AFM_COMPACT_MAX_MOVES, sizeof(*ctl->moves),
 				    GFP_KERNEL);
-	/* Linear-map memory: mappings of a moving chunk point into it. */
-	for (size = AFM_COMPACT_BUF_MAX; size >= PAGE_SIZE; size >>= 1) {
-		ctl->buf = kmalloc(size, GFP_KERNEL | __GFP_NORETRY |
-				   __GFP_NOWARN);
-		if (ctl->buf)
-			break;
-	}
-	ctl->buf_size = size;
-	if (!ctl->cand || !ctl->moves || !ctl->buf)
+	if (!ctl->cand || !ctl->moves)
 		goto free;
-
-	afm_slab_lock(sp);
-	sp->cbuf = ctl->buf;
-	sp->cbuf_size = ctl->buf_size;
-	afm_slab_unlock(sp);
 
 	for (round = 0; round < AFM_COMPACT_MAX_ROUNDS; round++) {
 		if (!afm_compact_plan(ctl) || !afm_compact_pick(ctl))
 			break;
 		afm_compact_collect(ctl);
-		if (!afm_compact_move(ctl) || fatal_signal_pending(current))
+		if (!afm_compact_move(ctl) || ctl->nomem ||
+		    fatal_signal_pending(current))
 			break;
 	}
 
-	afm_slab_lock(sp);
-	sp->cbuf = NULL;
-	sp->cbuf_size = 0;
-	afm_slab_unlock(sp);
 free:
-	kfree(ctl->buf);
 	kvfree(ctl->moves);
 	kvfree(ctl->cand);
 	kfree(ctl);

@@ -758,8 +758,8 @@ free_chunks:
 
 /*
  * Unpublish and free a descriptor object. Pool lock held on entry,
- * released on return. Chunks in the compaction buffer belong to the
- * compaction in progress, which will notice the object is gone.
+ * released on return. A compaction about to move one of its chunks
+ * notices the object is gone and frees the destination it allocated.
  */
 static void afm_slab_free_desc(struct afm_slab_pool *sp,
 			       struct afm_desc *desc)
@@ -772,21 +772,15 @@ static void afm_slab_free_desc(struct afm_slab_pool *sp,
 
 	nr = afm_sum_classes(afm_slab_sum(desc->size), class);
 	dclass = AFM_DESC_CLASS(nr);
-	for (i = 0; i < nr; i++) {
-		if (afm_in_cbuf(sp, desc->chunk[i]))
-			desc->chunk[i] = NULL;
-		else
-			afm_track_put(sp, desc->chunk[i], class[i], false);
-	}
+	for (i = 0; i < nr; i++)
+		afm_track_put(sp, desc->chunk[i], class[i], false);
 	afm_track_put(sp, desc, dclass, false);
 	sp->objects--;
 	sp->stored_bytes -= desc->size;
 	afm_slab_unlock(sp);
 
-	for (i = 0; i < nr; i++) {
-		if (desc->chunk[i])
-			afm_chunk_free(sp, class[i], desc->chunk[i]);
-	}
+	for (i = 0; i < nr; i++)
+		afm_chunk_free(sp, class[i], desc->chunk[i]);
 	kmem_cache_free(sp->class[dclass].cache, desc);
 }
 

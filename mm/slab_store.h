@@ -58,7 +58,6 @@
  * @chunk: chunk addresses, largest chunk first: the object's bytes are laid
  *	out over them in that order. Stable while the object is pinned;
  *	changed only by compaction under the pool lock and AFM_DESC_LOCKED.
- *	A chunk may point into the pool's compaction buffer while it moves.
  *
  * A descriptor is the handle of its object, so it never moves.
  */
@@ -80,6 +79,24 @@ struct afm_dslab {
 	unsigned int live;
 	unsigned int class;
 	unsigned long map[];
+};
+
+/**
+ * struct afm_move - one chunk for compaction to move
+ * @desc: descriptor of its object.
+ * @old: the chunk.
+ * @new: its destination, once allocated.
+ * @idx: its index in @desc->chunk.
+ * @class: its class.
+ * @moved: the object now uses @new; @old is to be freed.
+ */
+struct afm_move {
+	struct afm_desc *desc;
+	void *old;
+	void *new;
+	unsigned int idx;
+	unsigned int class;
+	bool moved;
 };
 
 /* Slab orders whose capacity afm_slab_class.cap_seen records. */
@@ -119,10 +136,10 @@ struct afm_slab_class {
  * @dslab_bytes: bytes allocated for &struct afm_dslab bitmaps.
  * @trk_nodes: xarray nodes of @slabs, kept exact where slabs enter and
  *	leave it (afm_xa_nodes_of()), for aux_bytes without a walk.
- * @cbuf: compaction buffer while a compaction moves chunks through it,
- *	else NULL. Chunks pointing into [@cbuf, @cbuf + @cbuf_size) are not
- *	slab chunks and must not be freed by afm_free().
- * @cbuf_size: its size.
+ * @cmoves: the chunks of the compaction batch in progress, with their
+ *	destinations allocated, while &afm_pool.compact_hook runs (KUnit);
+ *	else NULL. Written and read only by the compacting thread.
+ * @nr_cmoves: their number.
  * @names: cache names, freed with the pool.
  */
 struct afm_slab_pool {
@@ -134,8 +151,8 @@ struct afm_slab_pool {
 	unsigned long stored_bytes;
 	unsigned long dslab_bytes;
 	unsigned long trk_nodes;
-	void *cbuf;
-	size_t cbuf_size;
+	struct afm_move *cmoves;
+	unsigned int nr_cmoves;
 	char *names[AFM_NR_CLASSES];
 };
 
@@ -228,12 +245,6 @@ void *afm_chunk_alloc(struct afm_slab_pool *sp, unsigned int class,
 		      gfp_t gfp);
 void afm_chunk_free(struct afm_slab_pool *sp, unsigned int class,
 		    void *chunk);
-
-static inline bool afm_in_cbuf(struct afm_slab_pool *sp, const void *p)
-{
-	afm_slab_lockdep_assert_held(sp);
-	return sp->cbuf && p >= sp->cbuf && p < sp->cbuf + sp->cbuf_size;
-}
 
 void afm_slab_compact(struct afm_pool *pool);
 
