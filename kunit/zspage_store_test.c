@@ -74,6 +74,12 @@ static size_t afm_zs_size(unsigned int i)
 	return 1 + (i * 2654435761U >> 7) % PAGE_SIZE;
 }
 
+/* Objects whose extent (header and data) is exactly a page. */
+static size_t afm_zs_size_page(unsigned int i)
+{
+	return PAGE_SIZE - afm_zs_header_bytes();
+}
+
 /* Write object @i's pattern into @h, by one of three routes. */
 static void afm_zs_put_pattern(struct kunit *test, struct afm_pool *pool,
 			       unsigned long h, unsigned int seed, size_t size,
@@ -252,13 +258,14 @@ static void afm_zs_test_roundtrip(struct kunit *test)
 }
 
 /*
- * Objects are packed back to back with byte alignment: in a fresh pool, a
- * run of equal objects lies at consecutive offsets of one zspage, across
- * page boundaries, until the zspage is full.
+ * Objects are packed back to back with byte alignment, each after its
+ * header: in a fresh pool, a run of equal objects lies at consecutive
+ * extents of one zspage, across page boundaries, until the zspage is full.
  */
 static void afm_zs_test_packing(struct kunit *test)
 {
-	const unsigned int size = 100, per_zspage = AFM_ZS_SIZE / size;
+	const unsigned int size = 100, hdr = afm_zs_header_bytes();
+	const unsigned int ext = size + hdr, per_zspage = AFM_ZS_SIZE / ext;
 	struct afm_test_set *ts = afm_zs_set(test, per_zspage + 1);
 	struct afm_zs_obj_info info, first;
 	struct afm_zs_counters c;
@@ -272,11 +279,11 @@ static void afm_zs_test_packing(struct kunit *test)
 			first = info;
 		if (i < per_zspage) {
 			KUNIT_EXPECT_EQ(test, info.zspage_id, first.zspage_id);
-			KUNIT_EXPECT_EQ(test, info.offset, i * size);
+			KUNIT_EXPECT_EQ(test, info.offset, i * ext + hdr);
 		} else {
 			/* The tail was too small: a new zspage. */
 			KUNIT_EXPECT_NE(test, info.zspage_id, first.zspage_id);
-			KUNIT_EXPECT_EQ(test, info.offset, 0);
+			KUNIT_EXPECT_EQ(test, info.offset, hdr);
 		}
 	}
 	afm_zs_get_counters(ts->pool, &c);
@@ -289,13 +296,15 @@ static void afm_zs_test_packing(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool),
 			2 * AFM_ZS_PAGES + 4);
 
-	/* The first zspage's tail (68 bytes) takes a small object. */
+	/* The first zspage's tail (8 bytes) takes a small object. */
+	KUNIT_ASSERT_GT(test, AFM_ZS_SIZE % ext, hdr);
 	afm_free(ts->pool, ts->h[ts->n - 1]);
-	ts->h[ts->n - 1] = afm_test_malloc(test, ts->pool, AFM_ZS_SIZE % size);
+	ts->h[ts->n - 1] = afm_test_malloc(test, ts->pool,
+					   AFM_ZS_SIZE % ext - hdr);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[ts->n - 1],
 					      &info), 0);
 	KUNIT_EXPECT_EQ(test, info.zspage_id, first.zspage_id);
-	KUNIT_EXPECT_EQ(test, info.offset, per_zspage * size);
+	KUNIT_EXPECT_EQ(test, info.offset, per_zspage * ext + hdr);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.zspages, 1);
 	KUNIT_EXPECT_EQ(test, c.tail_bytes, 0);
@@ -328,9 +337,10 @@ static void afm_zs_test_density(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.live_bytes, stored);
 	KUNIT_EXPECT_EQ(test, c.hole_bytes, 0);
 	/*
-	 * Entries (8 bytes an object, 0.4% here), table, descriptor and
-	 * directory pages (13 pages, 0.8%), the newest zspage's tail (up to
-	 * 0.5%) and a few unfillable bytes per zspage: under 2.5%.
+	 * Headers and entries (13 bytes an object, 0.6% here), table,
+	 * descriptor and directory pages (13 pages, 0.8%), the newest
+	 * zspage's tail (up to 0.5%) and a few unfillable bytes per zspage:
+	 * under 2.5%.
 	 */
 	limit = stored + stored / 1000 * 25;
 	KUNIT_EXPECT_LE(test, bytes, limit);
@@ -381,11 +391,29 @@ static unsigned long afm_zs_overhead_pm(struct afm_pool *pool)
 }
 
 /*
+ * Handle bits in object headers: the default, and fewer, so that many
+ * handles share the bits of each header, as handles above 2^27 do in a
+ * pool that large (compaction must still find every object).
+ */
+static const unsigned int afm_zs_idx_bits[] = { 0, 8, 1 };
+
+static void afm_zs_idx_bits_desc(const unsigned int *bits, char *desc)
+{
+	if (*bits)
+		snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%u handle bits", *bits);
+	else
+		snprintf(desc, KUNIT_PARAM_DESC_SIZE, "default handle bits");
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_idx_bits, afm_zs_idx_bits, afm_zs_idx_bits_desc);
+
+/*
  * Manual compaction of a pool where three of four objects were freed:
  * pages drop, overhead falls, holes go, every byte stays.
  */
 static void afm_zs_test_compact(struct kunit *test)
 {
+	const unsigned int *bits = test->param_value;
 	struct afm_test_set *ts;
 	struct afm_zs_counters before, after;
 	unsigned long pages, freed, oh_before, oh_after;
@@ -394,7 +422,15 @@ static void afm_zs_test_compact(struct kunit *test)
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, 4000);
 	afm_zs_quiet(ts);
+	if (*bits) {
+		KUNIT_ASSERT_EQ(test, afm_zs_test_set_idx_bits(ts->pool, *bits),
+				0);
+		KUNIT_EXPECT_EQ(test, afm_zs_test_set_idx_bits(ts->pool, 0),
+				-EINVAL);
+	}
 	afm_zs_fragment(test, ts, buf);
+	/* Only an empty pool changes its header format. */
+	KUNIT_EXPECT_EQ(test, afm_zs_test_set_idx_bits(ts->pool, 8), -EINVAL);
 	afm_zs_get_counters(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
 	oh_before = afm_zs_overhead_pm(ts->pool);
@@ -421,6 +457,84 @@ static void afm_zs_test_compact(struct kunit *test)
 
 	/* Nothing left to gain: a second run frees nothing. */
 	KUNIT_EXPECT_EQ(test, afm_compact(ts->pool), 0);
+}
+
+/*
+ * One run of afm_zs_test_compact_cost(): a pool of @filler dense objects
+ * (whole zspages, no holes, tails too small for anything) and then
+ * AFM_ZS_COST_ZSPAGES zspages of which three objects in four are freed;
+ * afm_compact(). Sets the extents compaction walked, the objects it moved
+ * and the pages it freed; checks the survivors' bytes.
+ */
+#define AFM_ZS_COST_SIZE	16
+#define AFM_ZS_COST_ZSPAGES	16
+
+static void afm_zs_cost_run(struct kunit *test, unsigned int filler,
+			    unsigned long *walked, unsigned long *moved,
+			    unsigned long *freed)
+{
+	const unsigned int ext = AFM_ZS_COST_SIZE + afm_zs_header_bytes();
+	const unsigned int per = AFM_ZS_SIZE / ext;
+	const unsigned int frag = AFM_ZS_COST_ZSPAGES * per;
+	struct afm_zs_counters before, after;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+
+	/* The filler's handles after the fragmented zspages' ones. */
+	ts = afm_zs_set(test, frag + filler);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, filler % per, 0);
+	for (i = frag; i < frag + filler; i++)
+		ts->h[i] = afm_test_malloc(test, ts->pool, AFM_ZS_COST_SIZE);
+	for (i = 0; i < frag; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, AFM_ZS_COST_SIZE);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   AFM_ZS_COST_SIZE, buf, 0);
+	}
+	for (i = 0; i < frag; i++) {
+		if (i % 4) {
+			afm_free(ts->pool, ts->h[i]);
+			ts->h[i] = 0;
+		}
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	*freed = afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	*walked = after.walked - before.walked;
+	*moved = after.moved - before.moved;
+	for (i = 0; i < frag; i += 4)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, AFM_ZS_COST_SIZE, buf,
+						     i & 1));
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
+ * Compaction's cost is the work it does, not the pool's size: the same
+ * fragmented zspages compacted in a pool of about 25 thousand and of about
+ * 1.6 million objects make compaction walk exactly the same extents (at
+ * most those of the fragmented zspages) and move the same objects.
+ */
+static void afm_zs_test_compact_cost(struct kunit *test)
+{
+	const unsigned int per = AFM_ZS_SIZE /
+				 (AFM_ZS_COST_SIZE + afm_zs_header_bytes());
+	unsigned long walked[2], moved[2], freed[2];
+
+	afm_zs_permille(test, 0);
+	afm_zs_cost_run(test, per, &walked[0], &moved[0], &freed[0]);
+	afm_zs_cost_run(test, 1024 * per, &walked[1], &moved[1], &freed[1]);
+	kunit_info(test, "pool of %u objects: %lu extents walked, %lu moved, %lu pages freed; of %u: %lu, %lu, %lu\n",
+		   (1 + AFM_ZS_COST_ZSPAGES) * per, walked[0], moved[0],
+		   freed[0], (1024 + AFM_ZS_COST_ZSPAGES) * per, walked[1],
+		   moved[1], freed[1]);
+	KUNIT_EXPECT_GT(test, freed[0], 0);
+	KUNIT_EXPECT_EQ(test, freed[1], freed[0]);
+	KUNIT_EXPECT_GT(test, moved[0], 0);
+	KUNIT_EXPECT_EQ(test, moved[1], moved[0]);
+	KUNIT_EXPECT_EQ(test, walked[1], walked[0]);
+	KUNIT_EXPECT_LE(test, walked[0], AFM_ZS_COST_ZSPAGES * per);
 }
 
 /*
@@ -478,10 +592,10 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
  * trigger off (nothing compacts meanwhile: no worker, and the pool is kept
  * from the kernel's shrinker and migration), then set the trigger to
  * @permille and free one more survivor. Holes are then far above the
- * trigger, so that free queues exactly one run (at once, or late if the
- * floor of an earlier run holds it back), which afm_zs_flush_work() waits
- * for, running a late one at once. That run must give pages back: every
- * zspage has about three quarters of its bytes in holes. Survivors are
+ * trigger and every zspage has about three quarters of its bytes in holes,
+ * so that free queues exactly one run, at once, which afm_zs_flush_work()
+ * waits for (it would run a rest run at once too). That run must give
+ * pages back. Survivors are
  * left in @ts. Return: the pages the run freed.
  */
 static unsigned long afm_zs_drive_auto(struct kunit *test,
@@ -523,7 +637,7 @@ static unsigned long afm_zs_drive_auto(struct kunit *test,
 	/*
 	 * A run started by a free aims below half the trigger without the
 	 * holes recorded for reuse (allocations are about to fill them); a
-	 * late one counts those too. Either way, no more than the recorded
+	 * rest run counts those too. Either way, no more than the recorded
 	 * holes, half the trigger and the object freed last are left.
 	 */
 	KUNIT_EXPECT_LE(test, after.hole_bytes,
@@ -821,11 +935,6 @@ static void afm_zs_unisolate(struct page *page)
 	put_page(page);
 }
 
-static size_t afm_zs_size_page(unsigned int i)
-{
-	return PAGE_SIZE;
-}
-
 /*
  * The migration counters say what happened to each isolated page:
  * migrating N pages moves "migrated" (and "isolated") by exactly N; a
@@ -846,11 +955,11 @@ static void afm_zs_test_migrate_counters(struct kunit *test)
 
 	afm_zs_permille(test, 0);
 	afm_zs_quiet(ts);
-	/* PAGE_SIZE objects: one per page, at its start, in three zspages. */
+	/* Page-sized extents: one per page, in three zspages. */
 	for (i = 0; i < n; i++) {
-		ts->h[i] = afm_test_malloc(test, ts->pool, PAGE_SIZE);
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, PAGE_SIZE, buf,
-				   i);
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size_page(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   afm_zs_size_page(i), buf, i);
 	}
 	afm_zs_get_counters(ts->pool, &b);
 	KUNIT_ASSERT_EQ(test, b.zspages, 3);
@@ -963,7 +1072,7 @@ static void afm_zs_test_alloc_failure(struct kunit *test)
 		failures = 0;
 		for (k = 1; k < 32; k++) {
 			afm_set_fail_nth(ts->pool, k);
-			h = afm_malloc(ts->pool, PAGE_SIZE, GFP_KERNEL);
+			h = afm_malloc(ts->pool, afm_zs_size_page(0), GFP_KERNEL);
 			afm_set_fail_nth(ts->pool, 0);
 			if (!IS_ERR_VALUE(h))
 				break;
@@ -982,7 +1091,8 @@ static void afm_zs_test_alloc_failure(struct kunit *test)
 			break;
 		/* Fill the zspage, so the next object needs a new one. */
 		for (i = 1; i < AFM_ZS_PAGES; i++)
-			ts->h[i] = afm_test_malloc(test, ts->pool, PAGE_SIZE);
+			ts->h[i] = afm_test_malloc(test, ts->pool,
+						   afm_zs_size_page(i));
 		afm_zs_get_counters(ts->pool, &c);
 		KUNIT_ASSERT_EQ(test, c.zspages, 1);
 		KUNIT_ASSERT_EQ(test, c.tail_bytes, 0);
@@ -1084,8 +1194,10 @@ static void afm_zs_test_classes(struct kunit *test)
  * next allocation of the same size fills exactly (same zspage, same
  * offset, no new page, holes back to where they were); one 10 bytes
  * smaller fills it too and the 10 bytes stay a hole; a larger one does not
- * fit it and goes to a tail; one half its size splits it and the rest is
- * reused in turn. Every object keeps its bytes.
+ * fit it and goes to a tail; one half its size splits it (the rest gets a
+ * header of its own) and the rest is reused in turn, but only by an object
+ * that leaves it empty or leaves room for another header. Every object
+ * keeps its bytes.
  */
 static const unsigned int afm_zs_hole_sizes[] = { 20, 100, 700, 1300, 2500, 4000 };
 
@@ -1135,6 +1247,7 @@ static void afm_zs_hole_expect_at(struct kunit *test,
 static void afm_zs_test_hole_reuse(struct kunit *test)
 {
 	const unsigned int *param = test->param_value, size = *param;
+	const unsigned int hdr = afm_zs_header_bytes();
 	struct afm_zs_hole_set hs = { .buf = afm_zs_buf(test) };
 	struct afm_zs_counters before, after;
 	struct afm_zs_obj_info hole, info;
@@ -1179,19 +1292,28 @@ static void afm_zs_test_hole_reuse(struct kunit *test)
 		afm_zs_hole_expect_at(test, &hs, 1, &hole, 0);
 	}
 	if (size >= 64) {
-		/* Half of it: a split; the rest, 8 bytes short, fills it. */
+		/*
+		 * Half of it: a split. The rest (size - size / 2 bytes with
+		 * its header) is not taken by an object 3 bytes short of
+		 * filling it (no room for the header of what would be left):
+		 * that one goes to a tail. One 8 bytes short fills it.
+		 */
 		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(pool, hs.ts->h[2], &hole),
 				0);
 		afm_zs_hole_free(&hs, 2);
 		afm_zs_get_counters(pool, &before);
 		afm_zs_hole_put(test, &hs, 5, size / 2);
 		afm_zs_hole_expect_at(test, &hs, 5, &hole, 0);
-		afm_zs_hole_put(test, &hs, 6, size - size / 2 - 8);
-		afm_zs_hole_expect_at(test, &hs, 6, &hole, size / 2);
+		afm_zs_hole_put(test, &hs, 7, size - size / 2 - hdr - 3);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(pool, hs.ts->h[7], &info),
+				0);
+		KUNIT_EXPECT_NE(test, info.offset, hole.offset + size / 2 + hdr);
+		afm_zs_hole_put(test, &hs, 6, size - size / 2 - hdr - 8);
+		afm_zs_hole_expect_at(test, &hs, 6, &hole, size / 2 + hdr);
 		afm_zs_get_counters(pool, &after);
 		KUNIT_EXPECT_EQ(test, after.hole_reused, before.hole_reused + 2);
 		KUNIT_EXPECT_EQ(test, after.hole_bytes,
-				before.hole_bytes - size + 8);
+				before.hole_bytes - size - hdr + 8);
 		KUNIT_EXPECT_EQ(test, after.total_pages, before.total_pages);
 	}
 	for (i = 0; i < ARRAY_SIZE(hs.size); i++) {
@@ -1942,8 +2064,9 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_roundtrip),
 	KUNIT_CASE(afm_zs_test_packing),
 	KUNIT_CASE(afm_zs_test_density),
-	KUNIT_CASE(afm_zs_test_compact),
+	KUNIT_CASE_PARAM(afm_zs_test_compact, afm_zs_idx_bits_gen_params),
 	KUNIT_CASE(afm_zs_test_compact_pinned),
+	KUNIT_CASE_SLOW(afm_zs_test_compact_cost),
 	KUNIT_CASE(afm_zs_test_auto_compact),
 	KUNIT_CASE(afm_zs_test_shrinker),
 	KUNIT_CASE(afm_zs_test_migrate),

@@ -9,15 +9,17 @@
  * A zspage is AFM_ZS_PAGES (8) order-0 pages allocated with the caller's gfp
  * flags (zram's __GFP_HIGHMEM | __GFP_MOVABLE are honoured: data is only
  * ever reached through kmap_local_page()), never a high-order allocation.
- * Its bytes form one AFM_ZS_SIZE (32 KiB) address space in which objects
+ * Its bytes form one AFM_ZS_SIZE (32 KiB) address space in which extents
  * lie back to back, byte aligned (compressed data needs no alignment), and
- * may cross page boundaries. A zspage is filled from offset 0 upwards: the
- * bytes from its fill offset to its end are its "tail"; bytes below the
- * fill offset not covered by live objects are "holes".
+ * may cross page boundaries. An object's extent is a header of AFM_ZS_HDR
+ * (5) bytes followed by its data (see "Reverse map"). A zspage is filled
+ * from offset 0 upwards: the bytes from its fill offset to its end are its
+ * "tail"; bytes below the fill offset not in live objects' extents are
+ * "holes".
  *
  * Why 8 pages: the tail of a zspage is reused (below), so the length does
- * not cost tail waste as in zsmalloc; it sets the descriptor cost (48 bytes
- * per zspage: 0.15% of 32 KiB; 0.29% with 4 pages, 0.07% with 16), the unit
+ * not cost tail waste as in zsmalloc; it sets the descriptor cost (72 bytes
+ * per zspage: 0.22% of 32 KiB; 0.44% with 4 pages, 0.11% with 16), the unit
  * compaction frees (32 KiB), and the burst of order-0 allocations needed
  * when a new zspage opens (8 pages, like zsmalloc's longest chain). The
  * fraction of objects crossing a page boundary does not depend on it.
@@ -33,19 +35,20 @@
  * copying), while the tails left at the end of older zspages are topped up
  * by objects that fit them, so tails do not accumulate as waste. Freeing
  * the object just below the fill offset gives its bytes back to the tail;
- * any other free leaves a hole. There is no per-object header and no
- * free-extent list: compaction reclaims holes by evacuating the sparsest
- * zspages, re-appending their live objects elsewhere, and freeing the
- * emptied zspages. This is a log-structured store whose cleaner is
- * compaction; only a bounded cache of recent holes (below) is reused
- * directly.
+ * any other free leaves a hole. There is no free-extent list: compaction
+ * reclaims holes by evacuating the zspages with the most holes,
+ * re-appending their live objects elsewhere, and freeing the emptied
+ * zspages. This is a log-structured store whose cleaner is compaction;
+ * only a bounded cache of recent holes (below) is reused directly.
  *
  * Before looking at tails, allocation tries the hole cache: a few recent
  * holes per size range (AFM_ZS_HOLE_*, in the pool, under the pool lock),
  * recorded by frees. Allocation takes the best fit among them (the
  * smallest that holds the object in its size row, else in the next row
  * with any); the rest of the hole is recorded again unless it is smaller
- * than AFM_ZS_HOLE_MIN, then it stays a hole. Without it, an overwrite
+ * than AFM_ZS_HOLE_MIN, then it stays a hole (with a header of its own;
+ * a hole is only taken when it fits the extent exactly or leaves room for
+ * that header). Without it, an overwrite
  * workload (random frees and allocations of similar sizes, as zram under
  * swap or fio) turns every freed byte into a hole that only compaction can
  * give back, copying up to 3 live bytes per byte; with it, most writes go
@@ -75,60 +78,68 @@
  * the zspage (PAGE_SHIFT + AFM_ZS_ORDER bits) and the zspage id (the rest:
  * 29 bits with 4 KiB pages). A free entry has LIVE clear and holds the
  * index of the next free entry of its page. Zspage ids index a descriptor
- * table built the same way (48-byte slots, 85 per page). A descriptor
+ * table built the same way (72-byte slots, 56 per page). A descriptor
  * holds no page array: its first page and, in each data page's ->index,
  * the next one chain the pages (as zsmalloc does); migration relinks.
  * Error values are never valid handles: handles are below 2^27.
  *
+ * Reverse map
+ * -----------
+ * Each object's extent starts with a header: its length (header included,
+ * AFM_ZH_LEN_BITS bits) and its handle modulo 2^AFM_ZH_IDX_BITS (27 bits
+ * with 4 KiB pages), little endian. Its entry holds the offset of the data,
+ * just after the header. A free leaves the header in place, so a hole made
+ * by a free still says how long it is; when allocation takes part of a
+ * recorded hole, the rest gets a header with handle bits 0. So the extents
+ * of a zspage tile it from 0 to its fill offset, and compaction finds a
+ * victim's objects by walking them (afm_zs_evacuate()): an extent is an
+ * object when the entry of a handle with its header's bits is live and
+ * points to it (afm_zs_owner(): one table lookup per 2^27 handles in the
+ * table), else a hole. Headers are written under the pool lock at
+ * allocation and travel with the object when compaction moves it; the
+ * walk runs under the pool lock, and a victim's extents do not change
+ * while it is one (no allocation goes to it; a free leaves its header).
+ *
  * Per-object cost (64-bit, 4 KiB pages)
  * -------------------------------------
- * footprint = size + 8 (entry) + size * 48 / 32768 (descriptor share),
- * plus holes until compaction and unfilled tails. No size-class rounding,
- * no in-object header, no alignment padding. At the untar benchmark's mean
- * object size (1300 bytes) that is 0.62% for entries + 0.15% for
- * descriptors; zsmalloc spends 16 bytes per object (handle slot and object
- * header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail waste. The
- * table and directory pages themselves, and up to a few bytes per zspage of
- * tails too small for any object, come on top. afm_huge_class_size() is
- * the smallest size whose footprint reaches PAGE_SIZE (4082).
- * Compaction enumerates a victim's objects by scanning the handle table (8
- * bytes per object, in order), which is why no header is needed: one scan
- * serves a batch of up to AFM_ZS_MAX_VICTIMS victims.
+ * footprint = size + 5 (header) + 8 (entry) + (size + 5) * 73 / 32768
+ * (descriptor share), plus holes until compaction and unfilled tails. No
+ * size-class rounding, no alignment padding. At the untar benchmark's mean
+ * object size (1300 bytes) that is 0.38% for headers + 0.62% for entries +
+ * 0.22% for descriptors; zsmalloc spends 16 bytes per object (handle slot
+ * and object header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail
+ * waste. The table and directory pages themselves, and up to a few bytes
+ * per zspage of tails too small for any object, come on top.
+ * afm_huge_class_size() is the smallest size whose footprint reaches
+ * PAGE_SIZE (4073).
  *
  * Compaction
  * ----------
- * A pass (afm_zs_pass()) walks the descriptor table and picks, sparsest
- * first, up to AFM_ZS_MAX_VICTIMS zspages with enough holes, as many as
- * the pass's goal needs; marks them victims (no allocation goes to them);
- * walks the handle table in index order, moving every unpinned object of a
- * victim to the best-fitting tail of a non-victim zspage (the densest that
- * fits, so survivors fill the tails of full zspages first) or to a new
- * zspage; and frees each victim as it empties. The pool lock is dropped
- * every 256 entries (or 16 moves), never with an object half moved.
- * Callers: afm_compact() (every zspage with PAGE_SIZE / 8 bytes of holes),
- * the pool's shrinker (count: hole bytes in pages; scan: that many pages),
- * and an automatic worker that free() queues when holes exceed
- * zspage_auto_permille (default 1, module parameter) thousandths of the
- * live bytes and AFM_ZS_AUTO_MIN zspages; it stops at half of that and
- * takes only zspages with a quarter of their bytes in holes (at most 3
- * bytes copied per byte freed). Every pass walks the whole handle table,
- * so a pass should give back at least AFM_ZS_AUTO_WALK bytes of holes per
- * table entry: a run makes no further pass after one that gave back less,
- * and when it cannot get below the trigger (holes spread thin, as random
- * overwrites leave them) it waits for more holes before running again, a
- * quarter of the trigger or the shortfall of its last pass, whichever is
- * more. Without that, an overwrite workload walks the whole table for a
- * few victims every few writes. Holes in the hole cache do not count
- * towards the trigger while allocations go on (they are about to be
- * reused). A free that finds holes above the trigger but not above the
- * floor, or above it only with the recorded holes, queues a late run
- * (at most one pending, AFM_ZS_LATE later), which counts every hole and
- * ignores the floor and the minimum gain; when only recorded holes are
- * above the trigger it first waits until AFM_ZS_LATE after the last
- * allocation, and when it finds the pool at rest it also takes zspages
- * with an eighth of their bytes in holes (AFM_ZS_REST_MIN_HOLES): once
- * writes stop, holes come down at least as far as they did without the
- * floor and the cache.
+ * Live zspages with at least AFM_ZS_MIN_HOLES bytes of holes are on hole
+ * lists by hole bytes (AFM_ZS_MIN_HOLES wide), updated as their holes
+ * change. A pass (afm_zs_pass()) takes victims from the top list down,
+ * most holes first, up to AFM_ZS_MAX_VICTIMS, as many as its goal needs;
+ * marks them victims (no allocation goes to them); walks each victim's
+ * extents, moving every unpinned object to the best-fitting tail of a
+ * non-victim zspage (the densest that fits, so survivors fill the tails of
+ * full zspages first) or to a new zspage; and frees each victim as it
+ * empties. Its cost is the victims' extents and the bytes it copies,
+ * whatever the size of the pool: no pass looks at a zspage or an entry
+ * that is not a victim's. The pool lock is dropped every 256 extents (or
+ * 16 moves), never with an object half moved.
+ * Callers: afm_compact() (every zspage with AFM_ZS_MIN_HOLES of holes),
+ * the pool's shrinker (count: the hole bytes of the listed zspages, in
+ * pages, what scan can take; scan: that many pages), and two automatic
+ * runs queued by free. When holes exceed the trigger (zspage_auto_permille
+ * thousandths of the live bytes, default 1, and AFM_ZS_AUTO_MIN zspages),
+ * the holes outside the hole cache are above it too (the recorded ones are
+ * about to be reused) and some zspage has a quarter of its bytes in holes,
+ * the worker runs at once: down to half the trigger, taking zspages with a
+ * quarter of their bytes in holes (at most 3 bytes copied per byte given
+ * back). Otherwise, above the trigger, the rest run comes AFM_ZS_LATE
+ * after the last allocation: it counts every hole and also takes zspages
+ * with an eighth of their bytes in holes (AFM_ZS_REST_MIN_HOLES), so that
+ * once writes stop, thin holes come down too.
  *
  * Page accounting
  * ---------------
@@ -158,6 +169,7 @@
  *                                   under the pool lock, with preemption and
  *                                   bottom halves disabled, for one copy.
  *   zspage gate (afm_zspage.gate)   shared: accessors (map, read, write,
+ *                                   header reads and writes,
  *                                   compaction copying) keep the zspage's
  *                                   page array stable; exclusive: migration
  *                                   replacing a page, and freeing a zspage.
@@ -265,10 +277,17 @@
 /* Longest wait of a synchronous migration for a busy zspage. */
 #define AFM_ZG_WAIT_NS		(100 * NSEC_PER_USEC)
 
+/*
+ * Object headers (see "Reverse map"): AFM_ZS_HDR bytes, little endian,
+ * holding the extent length in the low AFM_ZH_LEN_BITS bits and the
+ * handle, modulo 2^AFM_ZH_IDX_BITS, above them.
+ */
+#define AFM_ZS_HDR		5
+#define AFM_ZH_LEN_BITS		(PAGE_SHIFT + 1)
+#define AFM_ZH_IDX_BITS		(AFM_ZS_HDR * BITS_PER_BYTE - AFM_ZH_LEN_BITS)
+
 /* Compaction. */
 #define AFM_ZS_MAX_VICTIMS	512
-/* Bits of the victim id filter (a victim's id modulo this is set). */
-#define AFM_ZS_VMAP_BITS	4096
 /*
  * Smallest hole total of a victim: on request (afm_compact(), shrinker)
  * any zspage with an eighth of a page of holes; automatic runs only take
@@ -281,23 +300,20 @@
 /* Holes before an automatic run, in zspages (a batch worth a pass). */
 #define AFM_ZS_AUTO_MIN		4
 /*
- * Hole bytes an automatic pass should give back per handle table entry it
- * walks, so that the walk costs less than the copying (at most 3 bytes per
- * byte freed). 32 bytes per entry is 2.5% of the live bytes at a mean
- * object size of 1300 bytes: a pass that frees less is not repeated, and
- * the next run waits for the shortfall in new holes (see afm_zs_auto()).
- */
-#define AFM_ZS_AUTO_WALK	32
-/*
- * A late automatic run (see "Compaction") waits until this long after the
- * last allocation; when it finds the pool at rest it also takes zspages
- * with an eighth of their bytes in holes (at most 7 bytes copied per byte
- * freed, once, instead of leaving the thin holes for good).
+ * The rest run (see "Compaction") comes this long after the last
+ * allocation and also takes zspages with an eighth of their bytes in holes
+ * (at most 7 bytes copied per byte freed, once, instead of leaving the
+ * thin holes for good).
  */
 #define AFM_ZS_LATE		HZ
 #define AFM_ZS_REST_MIN_HOLES	(AFM_ZS_SIZE / 8)
 #define AFM_ZS_MAX_PASSES	64
 #define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
+/*
+ * Hole lists: zspages by hole bytes, AFM_ZS_MIN_HOLES wide; list 0 (fewer
+ * holes than that) is not kept, so compaction never looks at such zspages.
+ */
+#define AFM_ZS_NR_HLISTS	(AFM_ZS_SIZE / AFM_ZS_MIN_HOLES)
 
 #if PAGE_SHIFT + AFM_ZS_ORDER <= 15
 typedef u16 afm_zs_off_t;
@@ -315,6 +331,7 @@ typedef u32 afm_zs_off_t;
  * @zs: the zspage store pool it belongs to (for the migration callbacks).
  * @list: entry in the tail bucket @bucket, or in the pool's dead list.
  *	Under the pool lock.
+ * @hlist: entry in hole list @hlist_nr. Under the pool lock.
  * @gate: accessors and exclusive owner, see AFM_ZG_* and the file comment.
  * @id: index of this descriptor in the descriptor table.
  * @live: bytes of live objects. Under the pool lock (as are the next four).
@@ -323,11 +340,14 @@ typedef u32 afm_zs_off_t;
  * @objs: live objects.
  * @flags: AFM_ZS_USED, AFM_ZS_VICTIM, AFM_ZS_DEAD.
  * @bucket: tail bucket, AFM_ZS_NO_BUCKET when on no tail list.
+ * @hlist_nr: hole list (hole bytes / AFM_ZS_MIN_HOLES), 0 when on none:
+ *	fewer holes than that, or not a live zspage (victim, dead).
  */
 struct afm_zspage {
 	struct page *first;
 	struct afm_zs_pool *zs;
 	struct list_head list;
+	struct list_head hlist;
 	atomic_t gate;
 	u32 id;
 	afm_zs_off_t live;
@@ -335,6 +355,7 @@ struct afm_zspage {
 	afm_zs_off_t objs;
 	u8 flags;
 	u8 bucket;
+	u8 hlist_nr;
 };
 
 /**
@@ -386,16 +407,6 @@ struct afm_zs_hole {
 };
 
 /**
- * struct afm_zs_cand - a compaction candidate
- * @live: its live bytes when selected (sort key: sparsest first).
- * @id: its zspage id, AFM_ZS_DONE once released by the pass.
- */
-struct afm_zs_cand {
-	u32 live;
-	u32 id;
-};
-
-/**
  * struct afm_zs_pool - zspage store state of a pool
  * @pool: the generic pool.
  * @lock: the pool lock, see the file comment.
@@ -412,9 +423,11 @@ struct afm_zs_cand {
  * @dead_zspages: zspages on @dead or being freed from it.
  * @victim_live: live bytes left in the victims of the running pass.
  * @victim_holes: hole bytes of its victims when they were picked.
- * @victim_map: bit (id % AFM_ZS_VMAP_BITS) set for each of its victims, so
- *	that the walk of the handle table skips most entries without looking
- *	at their zspage's descriptor.
+ * @hlists: hole lists: live, non-victim zspages with at least
+ *	AFM_ZS_MIN_HOLES bytes of holes, by hole bytes (list n: n to n + 1
+ *	times AFM_ZS_MIN_HOLES); compaction takes its victims from the top.
+ * @hlist_map: non-empty hole lists.
+ * @hlist_count: zspages on each hole list.
  * @holes: the hole cache: recent holes by size, AFM_ZS_HOLE_WIDTH bytes of
  *	size per row. A zspage's records are dropped when it is released or
  *	picked as a victim, so that a record always describes free bytes of
@@ -422,22 +435,22 @@ struct afm_zs_cand {
  * @nr_holes: records in each row of @holes.
  * @hole_map: rows of @holes with any record.
  * @hole_rec_bytes: the sum of the recorded holes' sizes.
- * @last_alloc: jiffies of the last allocation (a late run waits until
+ * @last_alloc: jiffies of the last allocation (the rest run waits until
  *	AFM_ZS_LATE after it).
- * @late_force: the late run may not wait (afm_zs_flush_work()).
- * @auto_floor: automatic compaction waits for holes above this, after a
- *	run that could not reach its target.
+ * @late_force: the rest run may not wait (afm_zs_flush_work()).
  * @dying: the pool is being destroyed: no more automatic compaction.
  * @free_work: frees the zspages of @dead.
  * @compact_work: automatic compaction.
- * @late_work: automatic compaction ignoring @auto_floor and counting the
- *	recorded holes, queued by a free that found holes above the trigger
- *	but not above the floor, or only with the recorded holes; it waits
- *	until AFM_ZS_LATE after the last allocation while only recorded
- *	holes keep the pool above the trigger.
+ * @late_work: the rest run: automatic compaction counting the recorded
+ *	holes and taking thinner ones, AFM_ZS_LATE after the last
+ *	allocation, queued by a free that leaves holes above the trigger.
  * @shrinker: the pool's shrinker, NULL if it could not be allocated.
- * @cand: compaction candidates, under &afm_pool.compact_lock.
+ * @cand: ids of the victims of the running pass (AFM_ZS_DONE once
+ *	released), under &afm_pool.compact_lock.
  * @nr_cand: number of them.
+ * @idx_bits: handle bits in an object header: AFM_ZH_IDX_BITS, fewer
+ *	only in KUnit (afm_zs_test_set_idx_bits()), so that handles that
+ *	share header bits are tested without 2^27 objects.
  * @st: statistics, see afm_zs_class_stats(); counters written under @lock
  *	or &afm_pool.compact_lock, migration counters atomic. @st.migrated
  *	counts only pages whose contents moved to a new page; an isolated
@@ -465,21 +478,23 @@ struct afm_zs_pool {
 	unsigned long dead_zspages;
 	unsigned long victim_live;
 	unsigned long victim_holes;
-	DECLARE_BITMAP(victim_map, AFM_ZS_VMAP_BITS);
+	struct list_head hlists[AFM_ZS_NR_HLISTS];
+	u64 hlist_map;
+	unsigned long hlist_count[AFM_ZS_NR_HLISTS];
 	struct afm_zs_hole holes[AFM_ZS_HOLE_BUCKETS][AFM_ZS_HOLE_SLOTS];
 	u8 nr_holes[AFM_ZS_HOLE_BUCKETS];
 	u64 hole_map;
 	unsigned long hole_rec_bytes;
 	unsigned long last_alloc;
 	bool late_force;
-	unsigned long auto_floor;
 	bool dying;
 	struct work_struct free_work;
 	struct work_struct compact_work;
 	struct delayed_work late_work;
 	struct shrinker *shrinker;
-	struct afm_zs_cand *cand;
+	u32 *cand;
 	unsigned int nr_cand;
+	unsigned int idx_bits;
 	struct {
 		atomic_long_t migrated;
 		atomic_long_t migrate_busy;
@@ -490,6 +505,7 @@ struct afm_zs_pool {
 		unsigned long hole_reused;
 		unsigned long hole_bytes;
 		unsigned long moved;
+		unsigned long walked;
 		unsigned long evacuated;
 		unsigned long passes;
 		unsigned long freed;
@@ -1059,6 +1075,80 @@ static void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
 	}
 }
 
+/* Object headers (see "Reverse map") */
+
+/*
+ * Write the header of the extent of @len bytes at @off of @z: an object's
+ * (@handle) or a hole's (@handle 0). Pool lock held; takes the gate.
+ */
+static void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
+			     unsigned int len, unsigned long handle)
+{
+	u64 v = len | (u64)(handle & (BIT_ULL(z->zs->idx_bits) - 1)) <<
+		      AFM_ZH_LEN_BITS;
+	u8 buf[AFM_ZS_HDR];
+	unsigned int i;
+
+	for (i = 0; i < AFM_ZS_HDR; i++, v >>= BITS_PER_BYTE)
+		buf[i] = v;
+	afm_zg_in(z);
+	afm_zs_copy_in(z, off, buf, AFM_ZS_HDR);
+	afm_zg_out(z);
+}
+
+/*
+ * Read the header at @off of @z. Pool lock held; takes the gate. Return:
+ * the extent length; *@idx: the handle bits (see afm_zs_hdr_write()).
+ */
+static unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
+				    unsigned long *idx)
+{
+	u8 buf[AFM_ZS_HDR];
+	unsigned int i;
+	u64 v = 0;
+
+	afm_zg_in(z);
+	afm_zs_copy_out(z, off, buf, AFM_ZS_HDR);
+	afm_zg_out(z);
+	for (i = AFM_ZS_HDR; i--; )
+		v = v << BITS_PER_BYTE | buf[i];
+	*idx = v >> AFM_ZH_LEN_BITS;
+	return v & (BIT(AFM_ZH_LEN_BITS) - 1);
+}
+
+/* Bytes of @z below its fill offset not held by live objects' extents. */
+static unsigned int afm_zs_zholes(const struct afm_zspage *z)
+{
+	return z->tail - z->live - z->objs * AFM_ZS_HDR;
+}
+
+/*
+ * Put @z on the hole list matching its holes, or on none when it has
+ * fewer than AFM_ZS_MIN_HOLES or is not a live non-victim zspage. Called
+ * after every change of its holes or flags. Pool lock held.
+ */
+static void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int n = 0;
+
+	lockdep_assert_held(&zs->lock);
+	if (z->flags == AFM_ZS_USED)
+		n = afm_zs_zholes(z) / AFM_ZS_MIN_HOLES;
+	if (n == z->hlist_nr)
+		return;
+	if (z->hlist_nr) {
+		list_del_init(&z->hlist);
+		if (!--zs->hlist_count[z->hlist_nr])
+			zs->hlist_map &= ~BIT_ULL(z->hlist_nr);
+	}
+	z->hlist_nr = n;
+	if (!n)
+		return;
+	list_add_tail(&z->hlist, &zs->hlists[n]);
+	zs->hlist_count[n]++;
+	zs->hlist_map |= BIT_ULL(n);
+}
+
 /* Tail buckets and placement */
 
 static unsigned int afm_zs_bucket(unsigned int tail)
@@ -1168,9 +1258,12 @@ static void afm_zs_hole_record(struct afm_zs_pool *zs, struct afm_zspage *z,
 	zs->hole_rec_bytes += size;
 }
 
-/* The smallest recorded hole of row @b that holds @size bytes, or NULL. */
+/*
+ * The smallest recorded hole of row @b that holds an extent of @len bytes
+ * exactly or with room for the header of the rest, or NULL.
+ */
 static struct afm_zs_hole *afm_zs_hole_best(struct afm_zs_pool *zs,
-					    unsigned int b, unsigned int size)
+					    unsigned int b, unsigned int len)
 {
 	struct afm_zs_hole *best = NULL;
 	unsigned int i;
@@ -1178,16 +1271,17 @@ static struct afm_zs_hole *afm_zs_hole_best(struct afm_zs_pool *zs,
 	for (i = 0; i < zs->nr_holes[b]; i++) {
 		struct afm_zs_hole *h = &zs->holes[b][i];
 
-		if (h->size >= size && (!best || h->size < best->size))
+		if ((h->size == len || h->size >= len + AFM_ZS_HDR) &&
+		    (!best || h->size < best->size))
 			best = h;
 	}
 	return best;
 }
 
 /*
- * Best fit among the recorded holes for @size bytes: the smallest that
- * holds it in the row of @size, else the smallest of the next row that
- * has any (all of which hold it). Return: the record, or NULL.
+ * Best fit among the recorded holes for an extent of @size bytes: the
+ * smallest that holds it in the row of @size, else the smallest of the
+ * next row that has any that holds it. Return: the record, or NULL.
  */
 static struct afm_zs_hole *afm_zs_hole_find(struct afm_zs_pool *zs,
 					    unsigned int size)
@@ -1207,8 +1301,10 @@ static struct afm_zs_hole *afm_zs_hole_find(struct afm_zs_pool *zs,
 }
 
 /*
- * Put @size bytes into recorded hole @h (from afm_zs_hole_find() under the
- * same hold of the pool lock). Return: their offset; *@zp: their zspage.
+ * Put an object of @size bytes into recorded hole @h (from
+ * afm_zs_hole_find() for its extent, under the same hold of the pool
+ * lock); the rest of the hole gets a hole header. Return: the offset of
+ * its extent; *@zp: its zspage.
  */
 static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 				     struct afm_zs_hole *h, unsigned int size,
@@ -1217,6 +1313,7 @@ static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 	struct afm_zs_hole hole = *h;
 	unsigned int b = afm_zs_hole_bucket(hole.size);
 	struct afm_zspage *z = afm_zs_desc(zs, hole.id);
+	unsigned int len = size + AFM_ZS_HDR;
 
 	lockdep_assert_held(&zs->lock);
 	VM_WARN_ON_ONCE(z->flags != AFM_ZS_USED ||
@@ -1232,29 +1329,40 @@ static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 	zs->objects++;
 	zs->st.hole_reused++;
 	zs->st.hole_bytes += size;
-	/* The rest is recorded again, if it is not too small. */
-	afm_zs_hole_record(zs, z, hole.off + size, hole.size - size);
+	/* The rest is a hole again, recorded if it is not too small. */
+	if (hole.size > len) {
+		afm_zs_hdr_write(z, hole.off + len, hole.size - len, 0);
+		afm_zs_hole_record(zs, z, hole.off + len, hole.size - len);
+	}
+	afm_zs_hlist_update(zs, z);
 	*zp = z;
 	return hole.off;
 }
 
-/* Append @size bytes to @z's objects. Return: their offset. */
+/*
+ * Append the extent of an object of @size bytes to @z (its holes do not
+ * change). Return: the offset of the extent.
+ */
 static unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 				 unsigned int size)
 {
 	unsigned int off = z->tail;
 
-	z->tail += size;
+	z->tail += size + AFM_ZS_HDR;
 	z->live += size;
 	z->objs++;
-	zs->tail_bytes -= size;
+	zs->tail_bytes -= size + AFM_ZS_HDR;
 	zs->live_bytes += size;
 	zs->objects++;
 	afm_zs_rebucket(zs, z);
 	return off;
 }
 
-/* Remove an object from @z's counts; its bytes join the tail if last. */
+/*
+ * Remove the object of @size bytes at data offset @off from @z's counts;
+ * its extent joins the tail if last, else it is a hole (its header stays:
+ * compaction steps over it).
+ */
 static void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 			   unsigned int off, unsigned int size)
 {
@@ -1267,17 +1375,19 @@ static void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 		return;
 	}
 	if (off + size == z->tail) {
-		z->tail = off;
-		zs->tail_bytes += size;
+		z->tail = off - AFM_ZS_HDR;
+		zs->tail_bytes += size + AFM_ZS_HDR;
 		afm_zs_rebucket(zs, z);
 	} else if (z->live) {
-		afm_zs_hole_record(zs, z, off, size);
+		afm_zs_hole_record(zs, z, off - AFM_ZS_HDR, size + AFM_ZS_HDR);
 	}
+	afm_zs_hlist_update(zs, z);
 }
 
 static unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
 {
-	return zs->zspages * AFM_ZS_SIZE - zs->live_bytes - zs->tail_bytes;
+	return zs->zspages * AFM_ZS_SIZE - zs->live_bytes -
+	       zs->objects * AFM_ZS_HDR - zs->tail_bytes;
 }
 
 /* Holes not in the hole cache: what allocation will not reuse soon. */
@@ -1299,7 +1409,7 @@ static struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 {
 	unsigned long id = afm_zt_take(zs, &zs->dtab, dpg, sp);
 	struct afm_zspage *z = afm_zs_desc(zs, id);
-	struct page *next = NULL, *page;
+	struct page *next = NULL, *page, *pages[AFM_ZS_PAGES];
 	unsigned int i;
 
 	memset(z, 0, sizeof(*z));
@@ -1307,23 +1417,29 @@ static struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 	z->zs = zs;
 	z->bucket = AFM_ZS_NO_BUCKET;
 	INIT_LIST_HEAD(&z->list);
+	INIT_LIST_HEAD(&z->hlist);
 	/* Chain the pages from the last one back to the first. */
-	for (i = 0; i < AFM_ZS_PAGES; i++) {
+	for (i = AFM_ZS_PAGES; i--; ) {
 		page = sp->data[--sp->nr_data];
 		set_page_private(page, (unsigned long)z);
 		page->index = (unsigned long)next;
+		pages[i] = page;
 		next = page;
 	}
 	z->first = next;
 	z->flags = AFM_ZS_USED;
-	/* Movable only once the descriptor is complete. */
+	/*
+	 * Movable only once the descriptor is complete. Once a page is
+	 * movable and unlocked, migration may replace it: its ->index is not
+	 * followed any more, the pages come from the local array.
+	 */
 #ifdef CONFIG_COMPACTION
-	for (page = z->first; page; page = (struct page *)page->index) {
+	for (i = 0; i < AFM_ZS_PAGES; i++) {
 		/* A fresh page: nobody else can hold its lock. */
-		if (WARN_ON_ONCE(!trylock_page(page)))
+		if (WARN_ON_ONCE(!trylock_page(pages[i])))
 			continue;
-		__SetPageMovable(page, &afm_zspage_mops);
-		unlock_page(page);
+		__SetPageMovable(pages[i], &afm_zspage_mops);
+		unlock_page(pages[i]);
 	}
 #endif
 	zs->zspages++;
@@ -1407,6 +1523,7 @@ static void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 	zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
 	zs->zspages--;
 	z->flags |= AFM_ZS_DEAD;
+	afm_zs_hlist_update(zs, z);
 	if (afm_zs_try_free_pages(zs, z)) {
 		afm_zt_put(zs, &zs->dtab, z->id);
 		return;
@@ -1490,16 +1607,23 @@ static unsigned long afm_zs_trigger(const struct afm_zs_pool *zs)
 		   (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE);
 }
 
+/*
+ * Above the trigger, compaction runs now if the holes outside the hole
+ * cache are above it too (recorded holes are left to allocation until it
+ * stops) and a zspage has enough holes for an automatic pass, else at
+ * rest (afm_zs_late_work()). Pool lock held.
+ */
 static int afm_zs_want_auto(struct afm_zs_pool *zs)
 {
 	unsigned long holes = afm_zs_holes(zs), trigger = afm_zs_trigger(zs);
 
+	lockdep_assert_held(&zs->lock);
 	if (!READ_ONCE(afm_zs_auto_permille) || zs->dying || holes <= trigger)
 		return AFM_ZS_AUTO_NO;
-	/* Recorded holes are left to allocation until it stops. */
-	holes = afm_zs_holes_unrecorded(zs);
-	return holes > trigger && holes > zs->auto_floor ?
-		AFM_ZS_AUTO_NOW : AFM_ZS_AUTO_LATER;
+	if (afm_zs_holes_unrecorded(zs) > trigger &&
+	    zs->hlist_map >> (AFM_ZS_AUTO_MIN_HOLES / AFM_ZS_MIN_HOLES))
+		return AFM_ZS_AUTO_NOW;
+	return AFM_ZS_AUTO_LATER;
 }
 
 static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
@@ -1519,8 +1643,8 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			goto full;
 		meta = afm_zt_need(&zs->htab, hpg);
 		data = 0;
-		hole = afm_zs_hole_find(zs, size);
-		z = hole ? NULL : afm_zs_fit(zs, size);
+		hole = afm_zs_hole_find(zs, size + AFM_ZS_HDR);
+		z = hole ? NULL : afm_zs_fit(zs, size + AFM_ZS_HDR);
 		if (!hole && !z) {
 			if (afm_zt_find(&zs->dtab, &dpg))
 				goto full;
@@ -1543,8 +1667,9 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	}
 	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
 	WRITE_ONCE(zs->last_alloc, jiffies);
+	afm_zs_hdr_write(z, off, size + AFM_ZS_HDR, idx + 1);
 	ent = afm_zs_entry(zs, idx + 1);
-	atomic64_set(ent, afm_ze_make(z->id, off, size));
+	atomic64_set(ent, afm_ze_make(z->id, off + AFM_ZS_HDR, size));
 	afm_zs_unlock(zs);
 
 	afm_zs_spare_drain(&sp);
@@ -1726,59 +1851,6 @@ static size_t afm_zs_obj_size(struct afm_pool *pool, unsigned long handle)
 
 /* Compaction */
 
-static void afm_zs_cand_swap(struct afm_zs_cand *c, unsigned int a,
-			     unsigned int b)
-{
-	swap(c[a], c[b]);
-}
-
-/* Max-heap on ->live of the @n candidates: keeps the sparsest ones. */
-static void afm_zs_cand_sift_down(struct afm_zs_cand *c, unsigned int n,
-				  unsigned int i)
-{
-	for (;;) {
-		unsigned int l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < n && c[l].live > c[m].live)
-			m = l;
-		if (r < n && c[r].live > c[m].live)
-			m = r;
-		if (m == i)
-			return;
-		afm_zs_cand_swap(c, i, m);
-		i = m;
-	}
-}
-
-static void afm_zs_cand_add(struct afm_zs_pool *zs, u32 live, u32 id)
-{
-	struct afm_zs_cand *c = zs->cand;
-	unsigned int i;
-
-	if (zs->nr_cand < AFM_ZS_MAX_VICTIMS) {
-		i = zs->nr_cand++;
-		c[i].live = live;
-		c[i].id = id;
-		while (i && c[(i - 1) / 2].live < c[i].live) {
-			afm_zs_cand_swap(c, i, (i - 1) / 2);
-			i = (i - 1) / 2;
-		}
-		return;
-	}
-	if (live >= c[0].live)
-		return;
-	c[0].live = live;
-	c[0].id = id;
-	afm_zs_cand_sift_down(c, zs->nr_cand, 0);
-}
-
-static int afm_zs_cand_cmp(const void *a, const void *b)
-{
-	const struct afm_zs_cand *x = a, *y = b;
-
-	return x->live < y->live ? -1 : x->live > y->live;
-}
-
 /*
  * Drop the pool lock during a walk: every 256 entries looked at (a move
  * counts 16), or sooner when someone waits for the lock or the CPU. Bounds
@@ -1798,62 +1870,37 @@ static bool afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
 }
 
 /*
- * Pick the sparsest zspages with at least @min_holes bytes of holes, up to
- * AFM_ZS_MAX_VICTIMS, and keep the fewest, sparsest first, whose holes add
- * up to @goal. Mark them victims: no allocation goes to them any more.
- * Return: the number of victims.
+ * Pick victims from the top hole lists down to the one of @min_holes, up
+ * to AFM_ZS_MAX_VICTIMS, until the bytes they would give back add up to
+ * @goal. Mark them victims: no allocation goes to them any more. Looks at
+ * the zspages it picks and at AFM_ZS_NR_HLISTS list heads, never at the
+ * rest of the pool. Return: the number of victims.
  */
 static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 				unsigned int min_holes)
 {
-	unsigned long pg, end, sum = 0;
-	unsigned int i, n, nv = 0;
-
-	zs->nr_cand = 0;
-	afm_zs_lock(zs);
-	end = zs->dtab.end;
-	afm_zs_unlock(zs);
-	for (pg = 0; pg < end; pg++) {
-		struct afm_zspage *base;
-
-		afm_zs_lock(zs);
-		base = afm_zt_page(&zs->dtab, pg);
-		for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
-			struct afm_zspage *z = &base[i];
-
-			if (z->flags != AFM_ZS_USED ||
-			    z->tail - z->live < min_holes)
-				continue;
-			afm_zs_cand_add(zs, z->live, z->id);
-		}
-		afm_zs_unlock(zs);
-		cond_resched();
-	}
-
-	sort(zs->cand, zs->nr_cand, sizeof(*zs->cand), afm_zs_cand_cmp, NULL);
-	for (n = 0; n < zs->nr_cand && sum < goal; n++)
-		sum += AFM_ZS_SIZE - zs->cand[n].live;
-	zs->nr_cand = n;
+	int n, low = max(1U, min_holes / AFM_ZS_MIN_HOLES);
+	unsigned long sum = 0;
+	unsigned int nv = 0;
 
 	afm_zs_lock(zs);
 	zs->victim_holes = 0;
-	bitmap_zero(zs->victim_map, AFM_ZS_VMAP_BITS);
-	for (i = 0; i < n; i++) {
-		struct afm_zspage *z = afm_zs_desc(zs, zs->cand[i].id);
+	for (n = AFM_ZS_NR_HLISTS - 1; n >= low; n--) {
+		while (sum < goal && nv < AFM_ZS_MAX_VICTIMS &&
+		       !list_empty(&zs->hlists[n])) {
+			struct afm_zspage *z = list_first_entry(&zs->hlists[n],
+						struct afm_zspage, hlist);
 
-		/* Things changed while the lock was dropped. */
-		if (!z || z->flags != AFM_ZS_USED ||
-		    z->tail - z->live < min_holes) {
-			zs->cand[i].id = AFM_ZS_DONE;
-			continue;
+			z->flags |= AFM_ZS_VICTIM;
+			afm_zs_hlist_update(zs, z);
+			afm_zs_unbucket(zs, z);
+			zs->victim_live += z->live;
+			zs->victim_holes += afm_zs_zholes(z);
+			sum += AFM_ZS_SIZE - z->live - z->objs * AFM_ZS_HDR;
+			zs->cand[nv++] = z->id;
 		}
-		z->flags |= AFM_ZS_VICTIM;
-		afm_zs_unbucket(zs, z);
-		zs->victim_live += z->live;
-		zs->victim_holes += z->tail - z->live;
-		__set_bit(z->id % AFM_ZS_VMAP_BITS, zs->victim_map);
-		nv++;
 	}
+	zs->nr_cand = nv;
 	if (nv)
 		afm_zs_holes_forget(zs, NULL);
 	afm_zs_unlock(zs);
@@ -1866,8 +1913,8 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 	unsigned int i;
 
 	for (i = 0; i < zs->nr_cand; i++) {
-		if (zs->cand[i].id == z->id) {
-			zs->cand[i].id = AFM_ZS_DONE;
+		if (zs->cand[i] == z->id) {
+			zs->cand[i] = AFM_ZS_DONE;
 			break;
 		}
 	}
@@ -1877,8 +1924,8 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 }
 
 /*
- * Move the object of entry @ent (value @e, in victim @v) to the end of
- * zspage @d. Pool lock held. Return: false if it is pinned.
+ * Move the object of entry @ent (value @e, in victim @v) with its header
+ * to the end of zspage @d. Pool lock held. Return: false if it is pinned.
  */
 static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 			struct afm_zspage *v, struct afm_zspage *d)
@@ -1900,10 +1947,10 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	doff = afm_zs_place(zs, d, size);
 	afm_zg_in(v);
 	afm_zg_in(d);
-	afm_zs_copy_zz(d, doff, v, off, size);
+	afm_zs_copy_zz(d, doff, v, off - AFM_ZS_HDR, size + AFM_ZS_HDR);
 	afm_zg_out(d);
 	afm_zg_out(v);
-	atomic64_set_release(ent, afm_ze_make(d->id, doff, size));
+	atomic64_set_release(ent, afm_ze_make(d->id, doff + AFM_ZS_HDR, size));
 	preempt_enable();
 
 	afm_zs_unplace(zs, v, off, size);
@@ -1912,17 +1959,102 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 }
 
 /*
- * One compaction pass: pick victims, walk the handle table moving every
- * unpinned object of a victim, release the emptied victims. Caller holds
- * &afm_pool.compact_lock. Return: the number of victims picked.
+ * The entry of the live object whose extent starts at @off of victim @v,
+ * given the handle bits of its header (@idx), or NULL when the extent is
+ * a hole (no live entry points there). Handles above 2^@zs->idx_bits
+ * share header bits with lower ones: each is looked at, one table lookup
+ * per 2^@zs->idx_bits handles in the table. Pool lock held.
+ */
+static atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
+				unsigned int off, unsigned long idx, s64 *ep)
+{
+	unsigned long end = zs->htab.end * AFM_ZH_PER_PAGE, h;
+
+	for (h = idx; h <= end; h += BIT_ULL(zs->idx_bits)) {
+		atomic64_t *ent = h ? afm_zs_entry(zs, h) : NULL;
+		s64 e = ent ? atomic64_read(ent) : 0;
+
+		if ((e & AFM_ZE_LIVE) && afm_ze_id(e) == v->id &&
+		    afm_ze_off(e) == off + AFM_ZS_HDR) {
+			*ep = e;
+			return ent;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Move every unpinned object of victim @v elsewhere, walking its extents
+ * from *@off (updated) to its fill offset. Pool lock held; may drop it.
+ * Return: 0, or -ENOMEM when no destination could be had (the walk stops).
+ */
+static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
+			   unsigned int *off, unsigned int *budget,
+			   struct afm_zs_spare *sp, gfp_t gfp)
+{
+	unsigned long dpg, idx;
+	struct afm_zspage *d;
+	unsigned int len;
+	atomic64_t *ent;
+	s64 e;
+
+	/* A victim's extents do not change: only frees reach it. */
+	while (v->objs && *off < v->tail) {
+		len = afm_zs_hdr_read(v, *off, &idx);
+		zs->st.walked++;
+		if (WARN_ONCE(len < AFM_ZS_HDR || *off + len > v->tail,
+			      "afmalloc: pool %s: bad extent at %u of zspage %u\n",
+			      zs->pool->name, *off, v->id))
+			return 0;	/* leave the rest of @v where it is */
+		ent = afm_zs_owner(zs, v, *off, idx, &e);
+		if (!ent || (e & (AFM_ZE_PINS | AFM_ZE_LOCK))) {
+			*off += len;
+			(*budget)++;
+			afm_zs_breathe(zs, budget);
+			continue;
+		}
+		d = afm_zs_fit(zs, len);
+		if (!d) {
+			unsigned int meta;
+
+			if (afm_zt_find(&zs->dtab, &dpg))
+				return -ENOMEM;
+			meta = afm_zt_need(&zs->dtab, dpg);
+			if (sp->nr_meta < meta || sp->nr_data < AFM_ZS_PAGES) {
+				int err;
+
+				afm_zs_unlock(zs);
+				err = fatal_signal_pending(current) ? -EINTR :
+				      afm_zs_spare_fill(zs, sp, meta,
+							AFM_ZS_PAGES, gfp);
+				afm_zs_lock(zs);
+				if (err)
+					return -ENOMEM;
+				continue;	/* read the extent again */
+			}
+			d = afm_zs_new(zs, dpg, sp);
+		}
+		if (!afm_zs_move(zs, ent, e, v, d) && !d->objs)
+			afm_zs_release(zs, d);
+		*off += len;
+		*budget += 16;
+		afm_zs_breathe(zs, budget);
+	}
+	return 0;
+}
+
+/*
+ * One compaction pass: pick victims, walk each victim's extents moving its
+ * unpinned objects, release the emptied victims. Its cost is the objects
+ * it moves and the extents of its victims, whatever the size of the pool.
+ * Caller holds &afm_pool.compact_lock. Return: the number of victims.
  */
 static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 				unsigned int min_holes, gfp_t gfp)
 {
 	struct afm_zs_spare sp = { };
-	unsigned long pos = 0, end, dpg, hpg = ULONG_MAX;
-	unsigned int budget = 0, i, nv;
-	atomic64_t *hbase = NULL;
+	unsigned int budget = 0, i, nv, off;
+	int err = 0;
 
 	lockdep_assert_held(&zs->pool->compact_lock);
 
@@ -1932,83 +2064,31 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 	zs->st.passes++;
 
 	afm_zs_lock(zs);
-	end = zs->htab.end * AFM_ZH_PER_PAGE;
-	while (pos < end && zs->victim_live) {
-		struct afm_zspage *v, *d;
-		atomic64_t *ent;
-		s64 e;
+	for (i = 0; i < zs->nr_cand && !err; i++) {
+		struct afm_zspage *v = afm_zs_desc(zs, zs->cand[i]);
 
-		budget++;
-		/* The table page, looked up again after the lock was dropped. */
-		if (pos / AFM_ZH_PER_PAGE != hpg) {
-			hpg = pos / AFM_ZH_PER_PAGE;
-			hbase = afm_zt_page(&zs->htab, hpg);
-		}
-		if (!hbase) {
-			pos = round_up(pos + 1, AFM_ZH_PER_PAGE);
-			if (afm_zs_breathe(zs, &budget))
-				hpg = ULONG_MAX;
-			continue;
-		}
-		ent = &hbase[pos % AFM_ZH_PER_PAGE];
-		e = atomic64_read(ent);
-		if (!(e & AFM_ZE_LIVE) || (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) ||
-		    !test_bit(afm_ze_id(e) % AFM_ZS_VMAP_BITS, zs->victim_map) ||
-		    !(afm_zs_desc(zs, afm_ze_id(e))->flags & AFM_ZS_VICTIM)) {
-			pos++;
-			if (afm_zs_breathe(zs, &budget))
-				hpg = ULONG_MAX;
-			continue;
-		}
-		v = afm_zs_desc(zs, afm_ze_id(e));
-		d = afm_zs_fit(zs, afm_ze_size(e));
-		if (!d) {
-			unsigned int meta;
-
-			if (afm_zt_find(&zs->dtab, &dpg))
-				break;
-			meta = afm_zt_need(&zs->dtab, dpg);
-			if (sp.nr_meta < meta || sp.nr_data < AFM_ZS_PAGES) {
-				afm_zs_unlock(zs);
-				if (fatal_signal_pending(current) ||
-				    afm_zs_spare_fill(zs, &sp, meta,
-						      AFM_ZS_PAGES, gfp)) {
-					afm_zs_lock(zs);
-					break;
-				}
-				afm_zs_lock(zs);
-				hpg = ULONG_MAX;
-				continue;	/* look at the entry again */
-			}
-			d = afm_zs_new(zs, dpg, &sp);
-		}
-		if (!afm_zs_move(zs, ent, e, v, d)) {
-			if (!d->live)
-				afm_zs_release(zs, d);
-		} else if (!v->live) {
+		off = 0;
+		err = afm_zs_evacuate(zs, v, &off, &budget, &sp, gfp);
+		if (!v->objs)
 			afm_zs_victim_done(zs, v);
-		}
-		pos++;
-		budget += 16;
-		if (afm_zs_breathe(zs, &budget))
-			hpg = ULONG_MAX;
 	}
 
-	/* Victims left: pinned objects, or the walk stopped early. */
+	/* Victims left: pinned objects, or the pass stopped early. */
 	for (i = 0; i < zs->nr_cand; i++) {
 		struct afm_zspage *z;
 
-		if (zs->cand[i].id == AFM_ZS_DONE)
+		if (zs->cand[i] == AFM_ZS_DONE)
 			continue;
-		z = afm_zs_desc(zs, zs->cand[i].id);
-		zs->cand[i].id = AFM_ZS_DONE;
+		z = afm_zs_desc(zs, zs->cand[i]);
+		zs->cand[i] = AFM_ZS_DONE;
 		z->flags &= ~AFM_ZS_VICTIM;
 		zs->victim_live -= z->live;
-		if (!z->live) {
+		if (!z->objs) {
 			zs->st.evacuated++;
 			afm_zs_release(zs, z);
 		} else {
 			afm_zs_rebucket(zs, z);
+			afm_zs_hlist_update(zs, z);
 		}
 	}
 	WARN_ON_ONCE(zs->victim_live);
@@ -2021,32 +2101,23 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 
 /*
  * Compact zspages with at least @min_holes bytes of holes until holes drop
- * by @goal bytes (ULONG_MAX: as far as it goes), a pass frees nothing, or
- * a pass takes victims with fewer than @min_gain bytes of holes. Sets
- * *@gain (if not NULL) to the hole bytes of the last pass's victims
- * (@min_gain if it found none, so walked no handle table). Caller holds
- * &afm_pool.compact_lock. Return: pages freed.
+ * by @goal bytes (ULONG_MAX: as far as it goes) or a pass frees nothing.
+ * Caller holds &afm_pool.compact_lock. Return: pages freed.
  */
 static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 					 unsigned long goal,
-					 unsigned int min_holes, gfp_t gfp,
-					 unsigned long min_gain,
-					 unsigned long *gain)
+					 unsigned int min_holes, gfp_t gfp)
 {
 	long before = atomic_long_read(&zs->total_pages), prev = before, now;
-	unsigned long holes, done = 0, got = 0;
+	unsigned long holes, done = 0;
 	unsigned int pass;
 
 	for (pass = 0; pass < AFM_ZS_MAX_PASSES && done < goal; pass++) {
 		afm_zs_lock(zs);
 		holes = afm_zs_holes(zs);
 		afm_zs_unlock(zs);
-		/* No victims: the handle table was not walked. */
-		got = min_gain;
 		if (!afm_zs_pass(zs, goal - done, min_holes, gfp))
 			break;
-		/* Not the change in holes: frees may add some meanwhile. */
-		got = zs->victim_holes;
 		now = atomic_long_read(&zs->total_pages);
 		if (now >= prev)
 			break;
@@ -2055,11 +2126,9 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 		if (holes > afm_zs_holes(zs))
 			done += holes - afm_zs_holes(zs);
 		afm_zs_unlock(zs);
-		if (fatal_signal_pending(current) || got < min_gain)
+		if (fatal_signal_pending(current))
 			break;
 	}
-	if (gain)
-		*gain = got;
 	now = atomic_long_read(&zs->total_pages);
 	zs->st.freed += before > now ? before - now : 0;
 	return before > now ? before - now : 0;
@@ -2072,43 +2141,29 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 static void afm_zs_compact(struct afm_pool *pool)
 {
 	afm_zs_compact_goal(pool->store, ULONG_MAX, AFM_ZS_MIN_HOLES,
-			    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM, 0, NULL);
+			    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
 }
 
 /*
- * An automatic run; @late: ignoring the floor, counting the recorded holes
- * and making passes for as long as they free something, however little;
- * @min_holes: the smallest hole total of a victim.
+ * An automatic run: bring the holes (@rest: all of them, else those not in
+ * the hole cache) down to half the trigger, taking zspages with at least
+ * @min_holes bytes of holes.
  */
-static void afm_zs_auto(struct afm_zs_pool *zs, bool late,
+static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
 			unsigned int min_holes)
 {
-	unsigned long holes, trigger, freed, walk, gain;
+	unsigned long holes, trigger, freed;
 
 	mutex_lock(&zs->pool->compact_lock);
 	afm_zs_lock(zs);
-	if (late)
-		zs->auto_floor = 0;
 	trigger = afm_zs_trigger(zs);
-	holes = late ? afm_zs_holes(zs) : afm_zs_holes_unrecorded(zs);
-	walk = zs->htab.pages * AFM_ZH_PER_PAGE * AFM_ZS_AUTO_WALK;
+	holes = rest ? afm_zs_holes(zs) : afm_zs_holes_unrecorded(zs);
 	afm_zs_unlock(zs);
 	if (holes > trigger / 2 && !zs->dying) {
 		freed = afm_zs_compact_goal(zs, holes - trigger / 2, min_holes,
-					    AFM_ZS_COMPACT_GFP, late ? 0 : walk,
-					    &gain);
+					    AFM_ZS_COMPACT_GFP);
 		zs->st.auto_runs++;
 		zs->st.auto_freed += freed;
-		afm_zs_lock(zs);
-		holes = afm_zs_holes_unrecorded(zs);
-		/*
-		 * Could not get below the trigger: wait for more holes, at
-		 * least what the last pass fell short of paying for its walk
-		 * of the handle table.
-		 */
-		zs->auto_floor = holes > trigger ? holes +
-			max(trigger / 4, walk - min(walk, gain)) : 0;
-		afm_zs_unlock(zs);
 	}
 	mutex_unlock(&zs->pool->compact_lock);
 }
@@ -2119,40 +2174,40 @@ static void afm_zs_compact_work(struct work_struct *work)
 		    false, AFM_ZS_AUTO_MIN_HOLES);
 }
 
+/*
+ * The rest run: AFM_ZS_LATE after the last allocation, count the recorded
+ * holes too (nothing is about to reuse them) and take zspages with an
+ * eighth of their bytes in holes.
+ */
 static void afm_zs_late_work(struct work_struct *work)
 {
 	struct afm_zs_pool *zs = container_of(to_delayed_work(work),
 					      struct afm_zs_pool, late_work);
-	unsigned long now = jiffies, due;
-	bool recorded;
+	unsigned long now = jiffies, due = READ_ONCE(zs->last_alloc) +
+					   AFM_ZS_LATE;
 
-	afm_zs_lock(zs);
-	due = zs->last_alloc + AFM_ZS_LATE;
-	/* Only the recorded holes are above the trigger? */
-	recorded = afm_zs_holes_unrecorded(zs) <= afm_zs_trigger(zs);
-	afm_zs_unlock(zs);
 	if (!READ_ONCE(zs->late_force) && time_before(now, due)) {
-		/* Allocations go on: they may still reuse those holes. */
-		if (recorded) {
-			queue_delayed_work(system_unbound_wq, &zs->late_work,
-					   due - now);
-			return;
-		}
-		afm_zs_auto(zs, true, AFM_ZS_AUTO_MIN_HOLES);
+		queue_delayed_work(system_unbound_wq, &zs->late_work,
+				   due - now);
 		return;
 	}
-	/* At rest: give back thinner holes too. */
 	afm_zs_auto(zs, true, AFM_ZS_REST_MIN_HOLES);
 }
 
+/*
+ * Pages compaction could give back: the hole bytes of the zspages on the
+ * hole lists (at least AFM_ZS_MIN_HOLES each, what afm_zs_scan() takes),
+ * counted by list, rounded down.
+ */
 static unsigned long afm_zs_count(struct afm_zs_pool *zs)
 {
-	unsigned long holes;
+	unsigned long holes = 0;
+	unsigned int n;
 
 	afm_zs_lock(zs);
-	holes = afm_zs_holes(zs);
+	for (n = 1; n < AFM_ZS_NR_HLISTS; n++)
+		holes += zs->hlist_count[n] * n * AFM_ZS_MIN_HOLES;
 	afm_zs_unlock(zs);
-	/* Pages compaction could free, if worth a zspage. */
 	return holes >= AFM_ZS_SIZE ? holes >> PAGE_SHIFT : SHRINK_EMPTY;
 }
 
@@ -2164,8 +2219,7 @@ static unsigned long afm_zs_scan(struct afm_zs_pool *zs,
 	if (!mutex_trylock(&zs->pool->compact_lock))
 		return SHRINK_STOP;
 	freed = afm_zs_compact_goal(zs, nr_pages << PAGE_SHIFT,
-				    AFM_ZS_MIN_HOLES,
-				    AFM_ZS_COMPACT_GFP, 0, NULL);
+				    AFM_ZS_MIN_HOLES, AFM_ZS_COMPACT_GFP);
 	zs->st.shrink_scans++;
 	zs->st.shrink_freed += freed;
 	mutex_unlock(&zs->pool->compact_lock);
@@ -2282,6 +2336,8 @@ static int afm_zs_create(struct afm_pool *pool)
 	BUILD_BUG_ON(AFM_ZT_MAX_PAGES * AFM_ZH_PER_PAGE >= (1UL << 31));
 	BUILD_BUG_ON(AFM_ZS_NR_BUCKETS >= AFM_ZS_NO_BUCKET);
 	BUILD_BUG_ON(AFM_ZS_HOLE_BUCKETS > 64 || AFM_ZS_HOLE_SLOTS > U8_MAX);
+	BUILD_BUG_ON(AFM_ZS_NR_HLISTS > 64 || AFM_ZS_HOLE_MIN < AFM_ZS_HDR);
+	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
 
 	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
@@ -2292,6 +2348,7 @@ static int afm_zs_create(struct afm_pool *pool)
 	if (!zs->cand)
 		goto fail;
 	zs->pool = pool;
+	zs->idx_bits = AFM_ZH_IDX_BITS;
 	spin_lock_init(&zs->lock);
 	zs->htab.slot_size = sizeof(u64);
 	zs->htab.per_page = AFM_ZH_PER_PAGE;
@@ -2303,6 +2360,8 @@ static int afm_zs_create(struct afm_pool *pool)
 	zs->dtab.cur = ULONG_MAX;
 	for (b = 0; b < AFM_ZS_NR_BUCKETS; b++)
 		INIT_LIST_HEAD(&zs->tails[b]);
+	for (b = 0; b < AFM_ZS_NR_HLISTS; b++)
+		INIT_LIST_HEAD(&zs->hlists[b]);
 	INIT_LIST_HEAD(&zs->dead);
 	INIT_WORK(&zs->free_work, afm_zs_free_work);
 	INIT_WORK(&zs->compact_work, afm_zs_compact_work);
@@ -2361,6 +2420,7 @@ static void afm_zs_destroy(struct afm_pool *pool)
 			zs->zspages--;
 			zs->dead_zspages++;
 			z->flags |= AFM_ZS_DEAD;
+			afm_zs_hlist_update(zs, z);
 			list_add_tail(&z->list, &zs->dead);
 		}
 	}
@@ -2473,7 +2533,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 					  AFM_ZS_SIZE, AFM_ZS_GROUPS - 1) != class)
 					continue;
 				v[AFM_CLASS_OBJS] += z->objs;
-				v[AFM_CLASS_DIRECT] += z->tail - z->live;
+				v[AFM_CLASS_DIRECT] += afm_zs_zholes(z);
 				v[AFM_CLASS_SLABS]++;
 				v[AFM_CLASS_PAGES] += AFM_ZS_PAGES;
 			}
@@ -2540,17 +2600,18 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
 {
 	return sizeof(struct afm_zs_pool) +
-	       AFM_ZS_MAX_VICTIMS * sizeof(struct afm_zs_cand);
+	       AFM_ZS_MAX_VICTIMS * sizeof(u32);
 }
 
 /*
- * Footprint of an object of @size bytes, in bytes: the object, its entry
- * and its share of a descriptor (rounded up).
+ * Footprint of an object of @size bytes, in bytes: the object, its header,
+ * its entry and its share of a descriptor (rounded up).
  */
 static unsigned int afm_zs_footprint(unsigned int size)
 {
-	return size + sizeof(u64) +
-	       DIV_ROUND_UP(size * (PAGE_SIZE / AFM_ZD_PER_PAGE), AFM_ZS_SIZE);
+	return size + AFM_ZS_HDR + sizeof(u64) +
+	       DIV_ROUND_UP((size + AFM_ZS_HDR) *
+			    (PAGE_SIZE / AFM_ZD_PER_PAGE), AFM_ZS_SIZE);
 }
 
 static size_t afm_zs_huge_class_size(struct afm_pool *pool)
@@ -2613,6 +2674,8 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->auto_runs = zs->st.auto_runs;
 	c->auto_freed = zs->st.auto_freed;
 	c->passes = zs->st.passes;
+	c->moved = zs->st.moved;
+	c->walked = zs->st.walked;
 	c->hole_reused = zs->st.hole_reused;
 	c->hole_recorded = zs->hole_rec_bytes;
 }
@@ -2678,6 +2741,32 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 	return bad || n != AFM_ZS_PAGES;
 }
 
+/*
+ * Live zspage @z, pool lock held: its extents tile [0, fill offset) and
+ * those a live entry points to (afm_zs_owner()) are its objects. Return:
+ * 0 if so, else 1.
+ */
+static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
+					 struct afm_zspage *z)
+{
+	unsigned int off = 0, len, objs = 0;
+	unsigned long idx;
+	s64 e;
+
+	while (off < z->tail) {
+		len = afm_zs_hdr_read(z, off, &idx);
+		if (len < AFM_ZS_HDR || off + len > z->tail)
+			return 1;
+		if (afm_zs_owner(zs, z, off, idx, &e)) {
+			if (len != afm_ze_size(e) + AFM_ZS_HDR)
+				return 1;
+			objs++;
+		}
+		off += len;
+	}
+	return objs != z->objs;
+}
+
 /**
  * afm_zs_test_audit() - counters against a recount (KUnit hook)
  * @pool: a zspage-store pool
@@ -2690,10 +2779,12 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
  *
  * Also checks what no counter shows: the descriptors' live bytes and
  * objects add up to the entries', the table's count of used entries
- * matches, every live entry lies below the fill offset of a live zspage,
- * every live zspage has a chain of AFM_ZS_PAGES pages pointing back to
- * it, directory pages count their table pages, and the hole cache's byte
- * count is the sum of its records.
+ * matches, every live entry lies below the fill offset of a live zspage
+ * and its header names its handle and extent length, every live zspage's
+ * extents tile it up to its fill offset with one object extent per live
+ * object, it is on the hole list its holes call for and has a chain of
+ * AFM_ZS_PAGES pages pointing back to it, directory pages count their
+ * table pages, and the hole cache's byte count is the sum of its records.
  *
  * Context: process context; takes the pool lock for the whole walk.
  * Return: the number of inconsistencies found (0 when all is well).
@@ -2703,8 +2794,8 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			       struct afm_zs_counters *rc)
 {
 	struct afm_zs_pool *zs = pool->store;
-	unsigned long pg, i, objs = 0, live = 0, rec = 0;
-	unsigned int bad = 0, b;
+	unsigned long pg, i, objs = 0, live = 0, rec = 0, idx;
+	unsigned int bad = 0, b, len;
 
 	memset(rc, 0, sizeof(*rc));
 	afm_zs_lock(zs);
@@ -2724,10 +2815,15 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			}
 			rc->zspages++;
 			if (z->id != pg * AFM_ZD_PER_PAGE + i ||
-			    z->tail > AFM_ZS_SIZE || z->live > z->tail)
+			    z->tail > AFM_ZS_SIZE ||
+			    z->live + z->objs * AFM_ZS_HDR > z->tail)
 				bad++;
+			if (z->hlist_nr != (z->flags == AFM_ZS_USED ?
+					    afm_zs_zholes(z) / AFM_ZS_MIN_HOLES : 0))
+				bad++;
+			bad += afm_zs_audit_extents(zs, z);
 			rc->tail_bytes += AFM_ZS_SIZE - z->tail;
-			rc->hole_bytes += z->tail - z->live;
+			rc->hole_bytes += afm_zs_zholes(z);
 			live += z->live;
 			objs += z->objs;
 			bad += afm_zs_audit_chain(z);
@@ -2746,7 +2842,17 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			rc->live_bytes += afm_ze_size(e);
 			z = afm_zs_desc(zs, afm_ze_id(e));
 			if (!z || (z->flags & ~AFM_ZS_VICTIM) != AFM_ZS_USED ||
-			    afm_ze_off(e) + afm_ze_size(e) > z->tail)
+			    afm_ze_off(e) < AFM_ZS_HDR ||
+			    afm_ze_off(e) + afm_ze_size(e) > z->tail) {
+				bad++;
+				continue;
+			}
+			/* The header names the handle and the extent. */
+			len = afm_zs_hdr_read(z, afm_ze_off(e) - AFM_ZS_HDR,
+					      &idx);
+			if (len != afm_ze_size(e) + AFM_ZS_HDR ||
+			    idx != ((pg * AFM_ZH_PER_PAGE + i + 1) &
+				    (BIT_ULL(zs->idx_bits) - 1)))
 				bad++;
 		}
 	}
@@ -3073,4 +3179,42 @@ unsigned int afm_zs_entry_bytes(void)
 	return sizeof(u64);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_entry_bytes);
+
+/**
+ * afm_zs_test_set_idx_bits() - fewer handle bits in headers (KUnit hook)
+ * @pool: an empty zspage-store pool
+ * @bits: 1 to the default (27 with 4 KiB pages)
+ *
+ * Handles then share header bits every 2^@bits handles, as handles above
+ * 2^27 do in a pool that large: compaction must tell them apart.
+ *
+ * Context: process context; takes the pool lock.
+ * Return: 0, or -EINVAL if @bits is out of range or the pool has objects.
+ */
+int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
+{
+	struct afm_zs_pool *zs = pool->store;
+	int ret = -EINVAL;
+
+	afm_zs_lock(zs);
+	if (bits && bits <= AFM_ZH_IDX_BITS && !zs->objects) {
+		zs->idx_bits = bits;
+		ret = 0;
+	}
+	afm_zs_unlock(zs);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
+
+/**
+ * afm_zs_header_bytes() - bytes of an object's header (KUnit hook)
+ *
+ * Context: any context.
+ * Return: the bytes each object's extent has before its data.
+ */
+unsigned int afm_zs_header_bytes(void)
+{
+	return AFM_ZS_HDR;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_header_bytes);
 #endif /* CONFIG_AFMALLOC_KUNIT_TEST */

@@ -41,6 +41,9 @@
  * @auto_runs: automatic compaction runs (worker).
  * @auto_freed: pages freed by those runs.
  * @passes: compaction passes, all callers.
+ * @moved: objects moved by compaction.
+ * @walked: extents (objects and holes) compaction looked at in its
+ *	victims: its work besides the copying, whatever the pool's size.
  * @hole_reused: objects placed in recorded holes (the hole cache).
  * @hole_recorded: bytes of the holes recorded in the hole cache now.
  */
@@ -63,6 +66,8 @@ struct afm_zs_counters {
 	unsigned long auto_runs;
 	unsigned long auto_freed;
 	unsigned long passes;
+	unsigned long moved;
+	unsigned long walked;
 	unsigned long hole_reused;
 	unsigned long hole_recorded;
 };
@@ -70,7 +75,8 @@ struct afm_zs_counters {
 /**
  * struct afm_zs_obj_info - where an object lives (KUnit hook)
  * @zspage_id: id of its zspage.
- * @offset: offset of its first byte in the zspage.
+ * @offset: offset of its first byte in the zspage (its header lies in
+ *	the afm_zs_header_bytes() bytes before it).
  * @size: its size.
  * @page: the page holding its first byte.
  * @pins: current pin count.
@@ -109,5 +115,7 @@ unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
 void afm_zs_set_auto_permille(unsigned int permille);
 unsigned int afm_zs_get_auto_permille(void);
 unsigned int afm_zs_entry_bytes(void);
+unsigned int afm_zs_header_bytes(void);
+int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits);
 
 #endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */
