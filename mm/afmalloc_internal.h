@@ -126,8 +126,8 @@ struct afm_store_ops {
  *	store fails its @fail_nth-th internal allocation from now on, then
  *	the hook disarms itself. See afm_should_fail().
  * @compact_hook: test hook (CONFIG_AFMALLOC_KUNIT_TEST): called by
- *	compaction while chunks are in flight (copied out, not yet back),
- *	with no lock held but &afm_pool.compact_lock.
+ *	compaction once a batch's destinations are allocated and before its
+ *	chunks move, with no lock held but &afm_pool.compact_lock.
  * @compact_hook_data: argument of @compact_hook.
  */
 struct afm_pool {

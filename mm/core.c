@@ -79,8 +79,8 @@
  * and per-node partial lists until kmem_cache_shrink() (afm_compact()
  * shrinks every cache of the pool); the tracker's own xarray nodes (shown
  * in debugfs as aux_bytes) and descriptor bitmaps (in meta_bytes); the
- * compaction buffer while a compaction runs. /proc/slabinfo of the pool's
- * caches therefore shows at least the tracked pages; after afm_compact()
+ * destinations compaction holds while a batch moves. /proc/slabinfo of
+ * the pool's caches therefore shows at least the tracked pages; after afm_compact()
  * the two agree up to slabs allocated concurrently. Note that slabinfo
  * multiplies slabs by the cache's preferred order, while the tracker counts
  * the real size of fallback lower-order slabs.
@@ -92,8 +92,8 @@
  *   afm_pool.compact_lock (mutex) one compaction per pool; may sleep.
  *   pool lock (xa_lock of afm_slab_pool.slabs, spinlock)
  *                                 slab tracker, descriptor bitmaps, class
- *                                 counters, the compaction buffer, and the
- *                                 chunk pointers of published descriptors.
+ *                                 counters, and the chunk pointers of
+ *                                 published descriptors.
  *                                 Taken by malloc, free, compaction and stats,
  *                                 not by map (except to check the handle with
  *                                 CONFIG_DEBUG_VM). Not IRQ or BH safe, hence
@@ -109,8 +109,7 @@
  *   afm_desc.state, taken with cmpxchg, spins while AFM_DESC_LOCKED is set;
  *   afm_read()/afm_write() pin without the local lock).
  * A pinned object is never moved: compaction's trylock fails on a non-zero
- * state and the chunk is left in place (or, if it is already in the
- * compaction buffer, compaction waits for the pin to go).
+ * state and the chunk is left in place; compaction never waits for a pin.
  *
  * Known limitations
  * -----------------
