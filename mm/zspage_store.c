@@ -62,10 +62,15 @@
  * Handle encoding
  * ---------------
  * A handle is 1 + the index of an 8-byte entry in the pool's handle table.
- * The table is a fixed top array (AFM_ZT_TOP pointers, in the pool) of
- * directory pages, each holding AFM_ZT_PTRS pointers to table pages of
- * PAGE_SIZE / 8 entries; every directory and table page is an order-0 page
- * owned by the pool and counted in afm_get_total_pages(). Free entries of a
+ * The table is a top array of directory pages, each holding AFM_ZT_PTRS
+ * pointers to table pages of PAGE_SIZE / 8 entries (262144 entries per
+ * directory with 4 KiB pages); every directory and table page is an
+ * order-0 page owned by the pool and counted in afm_get_total_pages(). The
+ * top array (kmalloc, shown in aux_bytes) starts with AFM_ZT_TOP_MIN
+ * directories and is replaced by one twice as large when allocation needs
+ * a directory beyond it (afm_zt_grow(), outside the pool lock; lockless
+ * lookups read it under RCU), so the table has no fixed capacity; empty
+ * table and directory pages go back to the page allocator. Free entries of a
  * table page are chained through the entries. Entries are taken from one
  * current table page until it is full; then the lowest-indexed table page
  * with at least a quarter of its entries free (or a missing one) becomes
@@ -76,12 +81,14 @@
  * A live entry packs, from bit 0: LIVE, LOCK (compaction is moving the
  * object), 6 bits of pin count, size - 1 (PAGE_SHIFT bits), the offset in
  * the zspage (PAGE_SHIFT + AFM_ZS_ORDER bits) and the zspage id (the rest:
- * 29 bits with 4 KiB pages). A free entry has LIVE clear and holds the
+ * 29 bits with 4 KiB pages: 2^29 zspages are 16 TiB, beyond any pool
+ * this is built for, and the descriptor table refuses more, so that is the
+ * only bound on a pool). A free entry has LIVE clear and holds the
  * index of the next free entry of its page. Zspage ids index a descriptor
  * table built the same way (72-byte slots, 56 per page). A descriptor
  * holds no page array: its first page and, in each data page's ->index,
  * the next one chain the pages (as zsmalloc does); migration relinks.
- * Error values are never valid handles: handles are below 2^27.
+ * Error values are never valid handles: handles stay below 2^63.
  *
  * Reverse map
  * -----------
@@ -237,10 +244,9 @@
 #define AFM_ZE_ID_BITS		(64 - AFM_ZE_ID_SHIFT)
 
 /* Slot tables (handles and descriptors). */
-#define AFM_ZT_TOP		256
+#define AFM_ZT_TOP_MIN		1	/* directories of a new top level */
 #define AFM_ZT_PTRS		(PAGE_SIZE / sizeof(unsigned long))
 #define AFM_ZT_OPEN		1UL	/* directory entry: page open for allocation */
-#define AFM_ZT_MAX_PAGES	(AFM_ZT_TOP * AFM_ZT_PTRS)
 #define AFM_ZH_PER_PAGE		(PAGE_SIZE / sizeof(u64))
 #define AFM_ZD_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zspage))
 
@@ -359,8 +365,24 @@ struct afm_zspage {
 };
 
 /**
+ * struct afm_zt_top - the top level of a slot table
+ * @rcu: frees it after a larger one replaced it (lockless lookups may still
+ *	be reading it).
+ * @size: entries in @dir.
+ * @dir: directory page addresses, NULL where there is none.
+ */
+struct afm_zt_top {
+	struct rcu_head rcu;
+	unsigned long size;
+	unsigned long *dir[];
+};
+
+/**
  * struct afm_zs_table - a table of fixed-size slots in pool-owned pages
- * @top: directory pages; a directory entry is a table page address, with
+ * @top: the top level: directory pages, replaced by one twice as large
+ *	when the table needs a directory beyond it (afm_zt_grow(); RCU for
+ *	lockless lookups, written under @lock). A directory entry is a table
+ *	page address, with
  *	AFM_ZT_OPEN set while at least @open_free of its slots are free. A
  *	directory page's struct page counts present table pages in ->private
  *	and open ones in ->index; a table page's counts its used slots in
@@ -377,12 +399,17 @@ struct afm_zspage {
  * @used: slots in use.
  * @pages: table pages.
  * @dirs: directory pages.
+ * @max_pages: table pages its slot numbers can address (the descriptor
+ *	table's: zspage ids must fit an entry); no limit for handles.
+ * @lock: the pool lock.
+ * @dshift: log2 of the table pages a directory page points to (AFM_ZT_PTRS;
+ *	fewer only in KUnit, afm_zs_test_small_dirs()).
  *
  * Everything is written under the pool lock; lookups of live slots are
  * lockless (the pages of live slots are not freed).
  */
 struct afm_zs_table {
-	unsigned long *top[AFM_ZT_TOP];
+	struct afm_zt_top __rcu *top;
 	unsigned int slot_size;
 	unsigned int per_page;
 	unsigned int open_free;
@@ -392,6 +419,9 @@ struct afm_zs_table {
 	unsigned long used;
 	unsigned long pages;
 	unsigned long dirs;
+	unsigned long max_pages;
+	spinlock_t *lock;	/* the pool lock, for lockdep */
+	unsigned int dshift;
 };
 
 /**
@@ -622,6 +652,40 @@ static inline unsigned long afm_zt_link_get(const void *slot)
 
 /* Slot tables */
 
+/* Directory of table page @pg of @t, and its entry in that directory. */
+static __always_inline unsigned long afm_zt_d(const struct afm_zs_table *t,
+					      unsigned long pg)
+{
+	return pg >> t->dshift;
+}
+
+static __always_inline unsigned long afm_zt_di(const struct afm_zs_table *t,
+					       unsigned long pg)
+{
+	return pg & ((1UL << t->dshift) - 1);
+}
+
+/* The top level of @t; pool lock held. */
+static struct afm_zt_top *afm_zt_top(const struct afm_zs_table *t)
+{
+	return rcu_dereference_protected(t->top, lockdep_is_held(t->lock));
+}
+
+/* Directory page @d of @t, or NULL. Any context, no lock needed. */
+static __always_inline unsigned long *afm_zt_dir(const struct afm_zs_table *t,
+						 unsigned long d)
+{
+	const struct afm_zt_top *top;
+	unsigned long *dir = NULL;
+
+	rcu_read_lock();
+	top = rcu_dereference(t->top);
+	if (likely(d < top->size))
+		dir = READ_ONCE(top->dir[d]);
+	rcu_read_unlock();
+	return dir;
+}
+
 static __always_inline void *afm_zt_lookup(const struct afm_zs_table *t,
 					   unsigned long idx,
 					   unsigned int size,
@@ -631,12 +695,10 @@ static __always_inline void *afm_zt_lookup(const struct afm_zs_table *t,
 	unsigned long *dir;
 	unsigned long ent;
 
-	if (unlikely(pg >= AFM_ZT_MAX_PAGES))
-		return NULL;
-	dir = READ_ONCE(t->top[pg / AFM_ZT_PTRS]);
+	dir = afm_zt_dir(t, afm_zt_d(t, pg));
 	if (unlikely(!dir))
 		return NULL;
-	ent = READ_ONCE(dir[pg % AFM_ZT_PTRS]) & ~AFM_ZT_OPEN;
+	ent = READ_ONCE(dir[afm_zt_di(t, pg)]) & ~AFM_ZT_OPEN;
 	if (unlikely(!ent))
 		return NULL;
 	return (void *)ent + (idx % per_page) * size;
@@ -645,14 +707,11 @@ static __always_inline void *afm_zt_lookup(const struct afm_zs_table *t,
 /* Base address of table page @pg, or NULL. */
 static void *afm_zt_page(const struct afm_zs_table *t, unsigned long pg)
 {
-	unsigned long *dir;
+	unsigned long *dir = afm_zt_dir(t, afm_zt_d(t, pg));
 
-	if (pg >= AFM_ZT_MAX_PAGES)
-		return NULL;
-	dir = READ_ONCE(t->top[pg / AFM_ZT_PTRS]);
 	if (!dir)
 		return NULL;
-	return (void *)(READ_ONCE(dir[pg % AFM_ZT_PTRS]) & ~AFM_ZT_OPEN);
+	return (void *)(READ_ONCE(dir[afm_zt_di(t, pg)]) & ~AFM_ZT_OPEN);
 }
 
 static inline atomic64_t *afm_zs_entry(struct afm_zs_pool *zs,
@@ -735,20 +794,23 @@ static void afm_zs_meta_page_free(struct afm_zs_pool *zs, void *addr)
 	atomic_long_dec(&zs->total_pages);
 }
 
-static bool afm_zt_dir_full(const unsigned long *dir)
+static bool afm_zt_dir_full(const struct afm_zs_table *t,
+			    const unsigned long *dir)
 {
 	const struct page *dp = virt_to_page(dir);
 
-	return page_private(dp) == AFM_ZT_PTRS && !dp->index;
+	return page_private(dp) == 1UL << t->dshift && !dp->index;
 }
 
 /*
  * Table page to take the next slot from: the current page while it has a
- * free slot, else the lowest open or missing page, which becomes current.
- * Pool lock held. Return: 0 and *@pgp, or -ENOSPC when the table is full.
+ * free slot, else the lowest open or missing page, which becomes current
+ * (it may lie beyond the top level: see afm_zt_short()). Pool lock held.
+ * Return: 0 and *@pgp, or -ENOSPC when slot numbers would not fit.
  */
 static int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
 {
+	struct afm_zt_top *top = afm_zt_top(t);
 	unsigned long pg;
 	void *base;
 
@@ -759,21 +821,23 @@ static int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
 			return 0;
 		}
 	}
-	for (pg = t->hint; pg < AFM_ZT_MAX_PAGES; pg++) {
-		unsigned long *dir = t->top[pg / AFM_ZT_PTRS];
-		unsigned long ent;
+	for (pg = t->hint; pg < t->max_pages; pg++) {
+		unsigned long *dir, ent;
 
+		if (afm_zt_d(t, pg) >= top->size)
+			break;
+		dir = top->dir[afm_zt_d(t, pg)];
 		if (!dir)
 			break;
-		if (afm_zt_dir_full(dir)) {
-			pg = round_up(pg + 1, AFM_ZT_PTRS) - 1;
+		if (afm_zt_dir_full(t, dir)) {
+			pg = round_up(pg + 1, 1UL << t->dshift) - 1;
 			continue;
 		}
-		ent = dir[pg % AFM_ZT_PTRS];
+		ent = dir[afm_zt_di(t, pg)];
 		if (!ent || (ent & AFM_ZT_OPEN))
 			break;
 	}
-	if (pg >= AFM_ZT_MAX_PAGES)
+	if (pg >= t->max_pages)
 		return -ENOSPC;
 	t->hint = pg;
 	t->cur = pg;
@@ -781,14 +845,62 @@ static int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
 	return 0;
 }
 
+/*
+ * Table page @pg lies beyond the top level: afm_zt_grow() first. Pool lock
+ * held.
+ */
+static bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg)
+{
+	return afm_zt_d(t, pg) >= afm_zt_top(t)->size;
+}
+
+/*
+ * Replace the top level of @t by one that reaches table page @pg, twice
+ * as large at least, allocated with @gfp outside the pool lock (held on
+ * neither entry nor return). The old one is freed after an RCU grace
+ * period. Return: 0 (also when someone else grew it meanwhile), or
+ * -ENOMEM.
+ */
+static int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		       unsigned long pg, gfp_t gfp)
+{
+	struct afm_zt_top *top, *old;
+	unsigned long size;
+
+	rcu_read_lock();
+	size = rcu_dereference(t->top)->size;
+	rcu_read_unlock();
+	size = max(2 * size, afm_zt_d(t, pg) + 1);
+	if (afm_should_fail(zs->pool))
+		return -ENOMEM;
+	top = kzalloc(struct_size(top, dir, size),
+		      gfp & ~(__GFP_HIGHMEM | __GFP_MOVABLE));
+	if (!top)
+		return -ENOMEM;
+	top->size = size;
+
+	afm_zs_lock(zs);
+	old = afm_zt_top(t);
+	if (old->size >= size) {
+		afm_zs_unlock(zs);
+		kfree(top);
+		return 0;
+	}
+	memcpy(top->dir, old->dir, old->size * sizeof(*old->dir));
+	rcu_assign_pointer(t->top, top);
+	afm_zs_unlock(zs);
+	kfree_rcu(old, rcu);
+	return 0;
+}
+
 /* Pages (directory, table) needed to take a slot in table page @pg. */
 static unsigned int afm_zt_need(const struct afm_zs_table *t, unsigned long pg)
 {
-	unsigned long *dir = t->top[pg / AFM_ZT_PTRS];
+	unsigned long *dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)];
 
 	if (!dir)
 		return 2;
-	return dir[pg % AFM_ZT_PTRS] ? 0 : 1;
+	return dir[afm_zt_di(t, pg)] ? 0 : 1;
 }
 
 /*
@@ -799,7 +911,8 @@ static unsigned int afm_zt_need(const struct afm_zs_table *t, unsigned long pg)
 static unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
 				 unsigned long pg, struct afm_zs_spare *sp)
 {
-	unsigned long *dir = t->top[pg / AFM_ZT_PTRS];
+	struct afm_zt_top *top = afm_zt_top(t);
+	unsigned long *dir = top->dir[afm_zt_d(t, pg)];
 	unsigned long ent, slot, i;
 	struct page *dp, *tp;
 	void *base;
@@ -807,11 +920,11 @@ static unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	if (!dir) {
 		dir = afm_zs_meta_page(zs, sp);
 		clear_page(dir);
-		WRITE_ONCE(t->top[pg / AFM_ZT_PTRS], dir);
+		WRITE_ONCE(top->dir[afm_zt_d(t, pg)], dir);
 		t->dirs++;
 	}
 	dp = virt_to_page(dir);
-	ent = dir[pg % AFM_ZT_PTRS];
+	ent = dir[afm_zt_di(t, pg)];
 	if (!ent) {
 		base = afm_zs_meta_page(zs, sp);
 		for (i = 0; i < t->per_page; i++) {
@@ -822,7 +935,7 @@ static unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		tp = virt_to_page(base);
 		tp->index = 1;
 		ent = (unsigned long)base | AFM_ZT_OPEN;
-		WRITE_ONCE(dir[pg % AFM_ZT_PTRS], ent);
+		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent);
 		set_page_private(dp, page_private(dp) + 1);
 		dp->index++;
 		t->pages++;
@@ -835,7 +948,7 @@ static unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	set_page_private(tp, page_private(tp) + 1);
 	if ((ent & AFM_ZT_OPEN) &&
 	    t->per_page - page_private(tp) < t->open_free) {
-		WRITE_ONCE(dir[pg % AFM_ZT_PTRS], ent & ~AFM_ZT_OPEN);
+		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent & ~AFM_ZT_OPEN);
 		dp->index--;
 	}
 	t->used++;
@@ -851,9 +964,10 @@ static void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		       unsigned long idx)
 {
 	unsigned long pg = idx / t->per_page, slot = idx % t->per_page;
-	unsigned long *dir = t->top[pg / AFM_ZT_PTRS];
+	struct afm_zt_top *top = afm_zt_top(t);
+	unsigned long *dir = top->dir[afm_zt_d(t, pg)];
 	struct page *dp = virt_to_page(dir);
-	unsigned long ent = dir[pg % AFM_ZT_PTRS];
+	unsigned long ent = dir[afm_zt_di(t, pg)];
 	void *base = (void *)(ent & ~AFM_ZT_OPEN);
 	struct page *tp = virt_to_page(base);
 
@@ -871,39 +985,44 @@ static void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		t->hint = min(t->hint, pg);
 	}
 	if (page_private(tp)) {
-		WRITE_ONCE(dir[pg % AFM_ZT_PTRS], ent);
+		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent);
 		return;
 	}
-	WRITE_ONCE(dir[pg % AFM_ZT_PTRS], 0);
+	WRITE_ONCE(dir[afm_zt_di(t, pg)], 0);
 	set_page_private(dp, page_private(dp) - 1);
 	dp->index--;
 	t->pages--;
 	afm_zs_meta_page_free(zs, base);
 	if (page_private(dp))
 		return;
-	WRITE_ONCE(t->top[pg / AFM_ZT_PTRS], NULL);
+	WRITE_ONCE(top->dir[afm_zt_d(t, pg)], NULL);
 	t->dirs--;
 	afm_zs_meta_page_free(zs, dir);
 }
 
-/* Free every page of a table, whatever its slots hold (pool teardown). */
+/*
+ * Free every page of a table, whatever its slots hold, and its top level
+ * (pool teardown: nobody else looks at it any more).
+ */
 static void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
 {
-	unsigned long top, d;
+	struct afm_zt_top *top = rcu_dereference_protected(t->top, true);
+	unsigned long i, d;
 
-	for (top = 0; top < AFM_ZT_TOP; top++) {
-		unsigned long *dir = t->top[top];
+	for (i = 0; top && i < top->size; i++) {
+		unsigned long *dir = top->dir[i];
 
 		if (!dir)
 			continue;
-		for (d = 0; d < AFM_ZT_PTRS; d++) {
+		for (d = 0; d < 1UL << t->dshift; d++) {
 			if (dir[d])
 				afm_zs_meta_page_free(zs, (void *)(dir[d] &
 							~AFM_ZT_OPEN));
 		}
 		afm_zs_meta_page_free(zs, dir);
-		t->top[top] = NULL;
 	}
+	RCU_INIT_POINTER(t->top, NULL);
+	kfree(top);
 	t->pages = 0;
 	t->dirs = 0;
 	t->used = 0;
@@ -1641,6 +1760,12 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		afm_zs_lock(zs);
 		if (afm_zt_find(&zs->htab, &hpg))
 			goto full;
+		if (afm_zt_short(&zs->htab, hpg)) {
+			afm_zs_unlock(zs);
+			if (afm_zt_grow(zs, &zs->htab, hpg, gfp))
+				goto nomem;
+			continue;
+		}
 		meta = afm_zt_need(&zs->htab, hpg);
 		data = 0;
 		hole = afm_zs_hole_find(zs, size + AFM_ZS_HDR);
@@ -1648,6 +1773,12 @@ static unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		if (!hole && !z) {
 			if (afm_zt_find(&zs->dtab, &dpg))
 				goto full;
+			if (afm_zt_short(&zs->dtab, dpg)) {
+				afm_zs_unlock(zs);
+				if (afm_zt_grow(zs, &zs->dtab, dpg, gfp))
+					goto nomem;
+				continue;
+			}
 			meta += afm_zt_need(&zs->dtab, dpg);
 			data = AFM_ZS_PAGES;
 		}
@@ -2019,6 +2150,16 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 
 			if (afm_zt_find(&zs->dtab, &dpg))
 				return -ENOMEM;
+			if (afm_zt_short(&zs->dtab, dpg)) {
+				int err;
+
+				afm_zs_unlock(zs);
+				err = afm_zt_grow(zs, &zs->dtab, dpg, gfp);
+				afm_zs_lock(zs);
+				if (err)
+					return -ENOMEM;
+				continue;
+			}
 			meta = afm_zt_need(&zs->dtab, dpg);
 			if (sp->nr_meta < meta || sp->nr_data < AFM_ZS_PAGES) {
 				int err;
@@ -2326,14 +2467,25 @@ static const struct movable_operations afm_zspage_mops = {
 
 /* Pool setup and queries */
 
+/* The first top level of table @t. Return: 0 or -ENOMEM. */
+static int afm_zt_init(struct afm_zs_table *t)
+{
+	struct afm_zt_top *top;
+
+	top = kzalloc(struct_size(top, dir, AFM_ZT_TOP_MIN), GFP_KERNEL);
+	if (!top)
+		return -ENOMEM;
+	top->size = AFM_ZT_TOP_MIN;
+	RCU_INIT_POINTER(t->top, top);
+	return 0;
+}
+
 static int afm_zs_create(struct afm_pool *pool)
 {
 	struct afm_zs_pool *zs;
 	unsigned int b;
 
-	BUILD_BUG_ON(AFM_ZE_ID_BITS < 1 ||
-		     AFM_ZT_MAX_PAGES * AFM_ZD_PER_PAGE > BIT_ULL(AFM_ZE_ID_BITS));
-	BUILD_BUG_ON(AFM_ZT_MAX_PAGES * AFM_ZH_PER_PAGE >= (1UL << 31));
+	BUILD_BUG_ON(AFM_ZE_ID_BITS < 1);
 	BUILD_BUG_ON(AFM_ZS_NR_BUCKETS >= AFM_ZS_NO_BUCKET);
 	BUILD_BUG_ON(AFM_ZS_HOLE_BUCKETS > 64 || AFM_ZS_HOLE_SLOTS > U8_MAX);
 	BUILD_BUG_ON(AFM_ZS_NR_HLISTS > 64 || AFM_ZS_HOLE_MIN < AFM_ZS_HDR);
@@ -2354,10 +2506,21 @@ static int afm_zs_create(struct afm_pool *pool)
 	zs->htab.per_page = AFM_ZH_PER_PAGE;
 	zs->htab.open_free = AFM_ZH_PER_PAGE / 4;
 	zs->htab.cur = ULONG_MAX;
+	/* Handles stay far below the error values. */
+	zs->htab.max_pages = (ULONG_MAX >> 1) / AFM_ZH_PER_PAGE;
+	zs->htab.lock = &zs->lock;
+	zs->htab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->dtab.slot_size = sizeof(struct afm_zspage);
 	zs->dtab.per_page = AFM_ZD_PER_PAGE;
 	zs->dtab.open_free = AFM_ZD_PER_PAGE / 4;
 	zs->dtab.cur = ULONG_MAX;
+	/* Zspage ids fit an entry and a u32. */
+	zs->dtab.max_pages = min_t(u64, BIT_ULL(AFM_ZE_ID_BITS), U32_MAX) /
+			     AFM_ZD_PER_PAGE;
+	zs->dtab.lock = &zs->lock;
+	zs->dtab.dshift = ilog2(AFM_ZT_PTRS);
+	if (afm_zt_init(&zs->htab) || afm_zt_init(&zs->dtab))
+		goto fail;
 	for (b = 0; b < AFM_ZS_NR_BUCKETS; b++)
 		INIT_LIST_HEAD(&zs->tails[b]);
 	for (b = 0; b < AFM_ZS_NR_HLISTS; b++)
@@ -2381,6 +2544,8 @@ static int afm_zs_create(struct afm_pool *pool)
 	return 0;
 
 fail:
+	kfree(rcu_dereference_protected(zs->htab.top, true));
+	kfree(rcu_dereference_protected(zs->dtab.top, true));
 	kvfree(zs->cand);
 	kvfree(zs);
 	return -ENOMEM;
@@ -2599,7 +2764,16 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 
 static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
 {
-	return sizeof(struct afm_zs_pool) +
+	struct afm_zs_pool *zs = pool->store;
+	unsigned long bytes;
+
+	rcu_read_lock();
+	bytes = struct_size_t(struct afm_zt_top, dir,
+			      rcu_dereference(zs->htab.top)->size) +
+		struct_size_t(struct afm_zt_top, dir,
+			      rcu_dereference(zs->dtab.top)->size);
+	rcu_read_unlock();
+	return bytes + sizeof(struct afm_zs_pool) +
 	       AFM_ZS_MAX_VICTIMS * sizeof(u32);
 }
 
@@ -2705,14 +2879,15 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
 static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 					unsigned int *bad)
 {
-	unsigned long top, d, pages = 0, n;
+	const struct afm_zt_top *top = afm_zt_top(t);
+	unsigned long i, d, pages = 0, n;
 
-	for (top = 0; top < AFM_ZT_TOP; top++) {
-		const unsigned long *dir = t->top[top];
+	for (i = 0; i < top->size; i++) {
+		const unsigned long *dir = top->dir[i];
 
 		if (!dir)
 			continue;
-		for (n = 0, d = 0; d < AFM_ZT_PTRS; d++)
+		for (n = 0, d = 0; d < 1UL << t->dshift; d++)
 			n += !!dir[d];
 		if (n != page_private(virt_to_page(dir)) || !n)
 			(*bad)++;
@@ -3205,6 +3380,36 @@ int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
+
+/**
+ * afm_zs_test_small_dirs() - directory pages with few entries (KUnit hook)
+ * @pool: an empty zspage-store pool (no directory pages)
+ * @shift: log2 of the table pages per directory, from 0 to the default
+ *	(9 with 4 KiB pages)
+ *
+ * The handle and descriptor tables then need a directory every 2^@shift
+ * table pages, so that a test reaches many directories, and the growth of
+ * the top level, with few objects.
+ *
+ * Context: process context; takes the pool lock.
+ * Return: 0, or -EINVAL if @shift is out of range or the pool has
+ * directory pages.
+ */
+int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift)
+{
+	struct afm_zs_pool *zs = pool->store;
+	int ret = -EINVAL;
+
+	afm_zs_lock(zs);
+	if (shift <= ilog2(AFM_ZT_PTRS) && !zs->htab.dirs && !zs->dtab.dirs) {
+		zs->htab.dshift = shift;
+		zs->dtab.dshift = shift;
+		ret = 0;
+	}
+	afm_zs_unlock(zs);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_small_dirs);
 
 /**
  * afm_zs_header_bytes() - bytes of an object's header (KUnit hook)

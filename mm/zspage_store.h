@@ -117,5 +117,6 @@ unsigned int afm_zs_get_auto_permille(void);
 unsigned int afm_zs_entry_bytes(void);
 unsigned int afm_zs_header_bytes(void);
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits);
+int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift);
 
 #endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */
