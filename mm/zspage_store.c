@@ -183,13 +183,17 @@
  *                                   Held with preemption (exclusive: and
  *                                   bottom halves) disabled, never across a
  *                                   sleep.
+ * The entry LOCK bit and pins, and the gate, are lockdep maps
+ * (afm_ze_map, afm_zg_map): shared sides as recursive read locks, LOCK and
+ * the exclusive gate as the trylocks they are.
  * Accessors pin the entry (a cmpxchg on the pin count, spinning while LOCK
  * is set), which fixes the object's location and keeps its zspage alive,
  * then take the gate shared. A pinned object is never moved: compaction
  * sets LOCK only with a cmpxchg from an unpinned entry and skips pinned
  * ones. Migration never waits for the pool lock; it takes the gate
- * exclusively with a trylock (MIGRATE_ASYNC) or a bounded wait that blocks
- * new accessors, and returns -EAGAIN when the zspage stays busy. Freeing a
+ * exclusively with a trylock (MIGRATE_ASYNC) or up to AFM_ZG_TRIES of them,
+ * preemptible between them, and returns -EAGAIN when the zspage stays
+ * busy; accessors never wait for a migrator that has not got it. Freeing a
  * zspage trylocks the gate and then every page lock (as zsmalloc's
  * trylock_zspage()), clears __PageMovable under the page lock and drops its
  * page reference; if any trylock fails the zspage goes to a worker that
@@ -276,12 +280,11 @@
 #define AFM_ZS_VICTIM		BIT(1)	/* being evacuated by compaction */
 #define AFM_ZS_DEAD		BIT(2)	/* empty, pages being freed */
 
-/* Zspage gate: shared count, then PENDING (blocks new sharers), EXCL. */
-#define AFM_ZG_PENDING		BIT(28)
+/* Zspage gate: shared count, EXCL. */
 #define AFM_ZG_EXCL		BIT(29)
-#define AFM_ZG_COUNT		(AFM_ZG_PENDING - 1)
-/* Longest wait of a synchronous migration for a busy zspage. */
-#define AFM_ZG_WAIT_NS		(100 * NSEC_PER_USEC)
+#define AFM_ZG_COUNT		(AFM_ZG_EXCL - 1)
+/* Attempts of a waiting exclusive gate, preemptible between attempts. */
+#define AFM_ZG_TRIES		1024
 
 /*
  * Object headers (see "Reverse map"): AFM_ZS_HDR bytes, little endian,
@@ -1032,14 +1035,29 @@ static void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
 
 /* Zspage gate */
 
+/*
+ * The gate and the entry LOCK bit are spinning locks of their own; these
+ * maps let lockdep check their order against the pool lock and each other
+ * (the shared side as a recursive read lock, the exclusive side as the
+ * trylock it is).
+ */
+#ifdef CONFIG_DEBUG_LOCK_ALLOC
+static struct lock_class_key afm_zg_key, afm_ze_key;
+static struct lockdep_map afm_zg_map =
+	STATIC_LOCKDEP_MAP_INIT("afm_zspage_gate", &afm_zg_key);
+static struct lockdep_map afm_ze_map =
+	STATIC_LOCKDEP_MAP_INIT("afm_zspage_entry", &afm_ze_key);
+#endif
+
 static void afm_zg_in(struct afm_zspage *z)
 {
 	int old;
 
 	preempt_disable();
+	lock_map_acquire_read(&afm_zg_map);
 	old = atomic_read(&z->gate);
 	do {
-		while (unlikely(old & (AFM_ZG_EXCL | AFM_ZG_PENDING))) {
+		while (unlikely(old & AFM_ZG_EXCL)) {
 			cpu_relax();
 			old = atomic_read(&z->gate);
 		}
@@ -1051,48 +1069,40 @@ static void afm_zg_out(struct afm_zspage *z)
 	int old = atomic_fetch_sub_release(1, &z->gate);
 
 	WARN_ON_ONCE(!(old & AFM_ZG_COUNT));
+	lock_map_release(&afm_zg_map);
 	preempt_enable();
 }
 
 /*
- * Take the gate exclusively, waiting at most @wait_ns while blocking new
- * sharers. On success, returns with bottom halves and preemption disabled
- * (so a sharer running in softirq on this CPU cannot spin on us).
+ * Take the gate exclusively: once, or with @wait up to AFM_ZG_TRIES times,
+ * preemptible and with bottom halves on between attempts (sharers are not
+ * held back meanwhile; they hold the gate for one access). On success,
+ * returns with bottom halves and preemption disabled (so a sharer running
+ * in softirq on this CPU cannot spin on us).
  */
-static bool afm_zg_lock(struct afm_zspage *z, u64 wait_ns)
+static bool afm_zg_lock(struct afm_zspage *z, bool wait)
 {
-	u64 deadline = 0;
-	int old = 0;
+	unsigned int tries = wait ? AFM_ZG_TRIES : 1;
+	int old;
 
-	afm_bh_off();
-	preempt_disable();
-	if (atomic_try_cmpxchg_acquire(&z->gate, &old, AFM_ZG_EXCL))
-		return true;
-	if (wait_ns) {
-		deadline = local_clock() + wait_ns;
-		for (;;) {
-			old = atomic_read(&z->gate);
-			if (!(old & (AFM_ZG_EXCL | AFM_ZG_COUNT))) {
-				if (atomic_try_cmpxchg_acquire(&z->gate, &old,
-							       AFM_ZG_EXCL))
-					return true;
-				continue;
-			}
-			if (!(old & AFM_ZG_PENDING))
-				atomic_or(AFM_ZG_PENDING, &z->gate);
-			if (local_clock() > deadline)
-				break;
-			cpu_relax();
+	while (tries--) {
+		afm_bh_off();
+		preempt_disable();
+		old = 0;
+		if (atomic_try_cmpxchg_acquire(&z->gate, &old, AFM_ZG_EXCL)) {
+			lock_map_acquire_try(&afm_zg_map);
+			return true;
 		}
-		atomic_andnot(AFM_ZG_PENDING, &z->gate);
+		preempt_enable();
+		afm_bh_on();
+		cpu_relax();
 	}
-	preempt_enable();
-	afm_bh_on();
 	return false;
 }
 
 static void afm_zg_unlock(struct afm_zspage *z)
 {
+	lock_map_release(&afm_zg_map);
 	atomic_fetch_andnot_release(AFM_ZG_EXCL, &z->gate);
 	preempt_enable();
 	afm_bh_on();
@@ -1109,19 +1119,24 @@ static bool afm_ze_pin(atomic64_t *ent, u64 *ep)
 {
 	s64 e = atomic64_read(ent);
 
+	lock_map_acquire_read(&afm_ze_map);
 	do {
 		if (unlikely(!(e & AFM_ZE_LIVE)))
-			return false;
+			goto dead;
 		while (unlikely((e & AFM_ZE_LOCK) ||
 				(e & AFM_ZE_PINS) == AFM_ZE_PINS)) {
 			cpu_relax();
 			e = atomic64_read(ent);
 			if (unlikely(!(e & AFM_ZE_LIVE)))
-				return false;
+				goto dead;
 		}
 	} while (!atomic64_try_cmpxchg_acquire(ent, &e, e + AFM_ZE_PIN_ONE));
 	*ep = e;
 	return true;
+
+dead:
+	lock_map_release(&afm_ze_map);
+	return false;
 }
 
 static void afm_ze_unpin(atomic64_t *ent)
@@ -1129,6 +1144,7 @@ static void afm_ze_unpin(atomic64_t *ent)
 	s64 old = atomic64_fetch_sub_release(AFM_ZE_PIN_ONE, ent);
 
 	WARN_ON_ONCE(!(old & AFM_ZE_PINS));
+	lock_map_release(&afm_ze_map);
 }
 
 /*
@@ -1601,7 +1617,7 @@ static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
 	struct page *pages[AFM_ZS_PAGES];
 	unsigned int i, locked;
 
-	if (!afm_zg_lock(z, 0))
+	if (!afm_zg_lock(z, false))
 		return false;
 	for (locked = 0; locked < AFM_ZS_PAGES; locked++) {
 		pages[locked] = locked ? (struct page *)pages[locked - 1]->index :
@@ -1659,7 +1675,7 @@ static struct page *afm_zs_lock_page(struct afm_zspage *z, unsigned int i)
 	struct page *page;
 
 	for (;;) {
-		if (!afm_zg_lock(z, AFM_ZG_WAIT_NS)) {
+		if (!afm_zg_lock(z, true)) {
 			cond_resched();
 			continue;
 		}
@@ -2075,12 +2091,14 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 		preempt_enable();
 		return false;
 	}
+	lock_map_acquire_try(&afm_ze_map);
 	doff = afm_zs_place(zs, d, size);
 	afm_zg_in(v);
 	afm_zg_in(d);
 	afm_zs_copy_zz(d, doff, v, off - AFM_ZS_HDR, size + AFM_ZS_HDR);
 	afm_zg_out(d);
 	afm_zg_out(v);
+	lock_map_release(&afm_ze_map);
 	atomic64_set_release(ent, afm_ze_make(d->id, doff + AFM_ZS_HDR, size));
 	preempt_enable();
 
@@ -2420,7 +2438,7 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	if (WARN_ON_ONCE(!z))
 		return -EINVAL;
 	zs = z->zs;
-	if (!afm_zg_lock(z, mode == MIGRATE_ASYNC ? 0 : AFM_ZG_WAIT_NS)) {
+	if (!afm_zg_lock(z, mode != MIGRATE_ASYNC)) {
 		atomic_long_inc(&zs->st.migrate_busy);
 		return -EAGAIN;
 	}
