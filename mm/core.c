@@ -166,6 +166,11 @@
 
 #include "afmalloc_internal.h"
 
+/* Kconfig excludes it; out-of-tree module builds do not read Kconfig. */
+#ifdef CONFIG_PREEMPT_RT
+#error "afmalloc does not support PREEMPT_RT (see its Kconfig entry)"
+#endif
+
 static const struct afm_store_ops *const afm_stores[] = {
 	[AFM_STORE_SLAB]	= &afm_slab_store_ops,
 	[AFM_STORE_ZSPAGE]	= &afm_zspage_store_ops,
