@@ -1,0 +1,466 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * afmalloc zspage store: compaction. A pass takes victims from the hole
+ * lists, walks their extents (the object headers) and moves their unpinned
+ * objects; the automatic worker, the rest run and the shrinker call it
+ * (see "Compaction" in zspage_store.c).
+ *
+ * Locking: &afm_pool.compact_lock (one pass at a time) -> pool lock
+ * (dropped every 256 extents or 16 moves, never with an object half moved)
+ * -> entry LOCK (trylock) -> zspage gates (shared).
+ */
+
+#define pr_fmt(fmt) "afmalloc: " fmt
+
+#include "zspage_internal.h"
+
+/*
+ * Automatic compaction starts when holes exceed this many thousandths of
+ * the live bytes (and AFM_ZS_AUTO_MIN zspages), and stops at half of it.
+ * 0 disables it (the shrinker and afm_compact() still work). A run copies
+ * at most 3 bytes per byte it frees (it takes zspages with a quarter of
+ * their bytes in holes; the rest run an eighth), so a lower trigger means
+ * more, smaller runs, not more copying per byte; under random overwrites
+ * the holes settle above the trigger, in zspages below that threshold.
+ */
+unsigned int afm_zs_auto_permille = 1;
+module_param_named(zspage_auto_permille, afm_zs_auto_permille, uint, 0644);
+MODULE_PARM_DESC(zspage_auto_permille,
+		 "zspage store: holes (per mille of live bytes) that start automatic compaction, 0 = off");
+
+/* Allocation and free */
+
+/* Hole bytes above which automatic compaction runs. Pool lock held. */
+static unsigned long afm_zs_trigger(const struct afm_zs_pool *zs)
+{
+	return max(zs->live_bytes / 1000 * READ_ONCE(afm_zs_auto_permille),
+		   (unsigned long)AFM_ZS_AUTO_MIN * AFM_ZS_SIZE);
+}
+
+/*
+ * Above the trigger, compaction runs now if the holes outside the hole
+ * cache are above it too (recorded holes are left to allocation until it
+ * stops) and a zspage has enough holes for an automatic pass, else at
+ * rest (afm_zs_late_work()). Pool lock held.
+ */
+int afm_zs_want_auto(struct afm_zs_pool *zs)
+{
+	unsigned long holes = afm_zs_holes(zs), trigger = afm_zs_trigger(zs);
+
+	lockdep_assert_held(&zs->lock);
+	if (!READ_ONCE(afm_zs_auto_permille) || zs->dying || holes <= trigger)
+		return AFM_ZS_AUTO_NO;
+	if (afm_zs_holes_unrecorded(zs) > trigger &&
+	    zs->hlist_map >> (AFM_ZS_AUTO_MIN_HOLES / AFM_ZS_MIN_HOLES))
+		return AFM_ZS_AUTO_NOW;
+	return AFM_ZS_AUTO_LATER;
+}
+
+/* Compaction */
+
+/*
+ * Drop the pool lock during a walk: every 256 entries looked at (a move
+ * counts 16), or sooner when someone waits for the lock or the CPU. Bounds
+ * the time spent with the lock held and bottom halves off, and lets RCU see
+ * a quiescent state on non-preemptible kernels.
+ */
+static bool afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
+{
+	if (*budget < 256 &&
+	    (*budget < 16 || (!need_resched() && !spin_is_contended(&zs->lock))))
+		return false;
+	*budget = 0;
+	afm_zs_unlock(zs);
+	cond_resched();
+	afm_zs_lock(zs);
+	return true;
+}
+
+/*
+ * Pick victims from the top hole lists down to the one of @min_holes, up
+ * to AFM_ZS_MAX_VICTIMS, until the bytes they would give back add up to
+ * @goal. Mark them victims: no allocation goes to them any more. Looks at
+ * the zspages it picks and at AFM_ZS_NR_HLISTS list heads, never at the
+ * rest of the pool. Return: the number of victims.
+ */
+static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
+				unsigned int min_holes)
+{
+	int n, low = max(1U, min_holes / AFM_ZS_MIN_HOLES);
+	unsigned long sum = 0;
+	unsigned int nv = 0;
+
+	afm_zs_lock(zs);
+	zs->victim_holes = 0;
+	for (n = AFM_ZS_NR_HLISTS - 1; n >= low; n--) {
+		while (sum < goal && nv < AFM_ZS_MAX_VICTIMS &&
+		       !list_empty(&zs->hlists[n])) {
+			struct afm_zspage *z = list_first_entry(&zs->hlists[n],
+						struct afm_zspage, hlist);
+
+			z->flags |= AFM_ZS_VICTIM;
+			afm_zs_hlist_update(zs, z);
+			afm_zs_unbucket(zs, z);
+			zs->victim_live += z->live;
+			zs->victim_holes += afm_zs_zholes(z);
+			sum += AFM_ZS_SIZE - z->live - z->objs * AFM_ZS_HDR;
+			zs->cand[nv++] = z->id;
+		}
+	}
+	zs->nr_cand = nv;
+	if (nv)
+		afm_zs_holes_forget(zs, NULL);
+	afm_zs_unlock(zs);
+	return nv;
+}
+
+/* Victim @z is empty: release it. Pool lock held. */
+static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int i;
+
+	for (i = 0; i < zs->nr_cand; i++) {
+		if (zs->cand[i] == z->id) {
+			zs->cand[i] = AFM_ZS_DONE;
+			break;
+		}
+	}
+	z->flags &= ~AFM_ZS_VICTIM;
+	zs->st.evacuated++;
+	afm_zs_release(zs, z);
+}
+
+/*
+ * Move the object of entry @ent (value @e, in victim @v) with its header
+ * to the end of zspage @d. Pool lock held. Return: false if it is pinned.
+ */
+static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
+			struct afm_zspage *v, struct afm_zspage *d)
+{
+	unsigned int size = afm_ze_size(e), off = afm_ze_off(e), doff;
+
+	lockdep_assert_held(&zs->lock);
+
+	/*
+	 * Pinners spin while LOCK is set: hold it with preemption off (also
+	 * on PREEMPT_RT) and, as the pool lock keeps bottom halves off, no
+	 * reader in softirq on this CPU can spin on it.
+	 */
+	preempt_disable();
+	if (!atomic64_try_cmpxchg_acquire(ent, &e, e | AFM_ZE_LOCK)) {
+		preempt_enable();
+		return false;
+	}
+	lock_map_acquire_try(&afm_ze_map);
+	doff = afm_zs_place(zs, d, size);
+	afm_zg_in(v);
+	afm_zg_in(d);
+	afm_zs_copy_zz(d, doff, v, off - AFM_ZS_HDR, size + AFM_ZS_HDR);
+	afm_zg_out(d);
+	afm_zg_out(v);
+	lock_map_release(&afm_ze_map);
+	atomic64_set_release(ent, afm_ze_make(d->id, doff + AFM_ZS_HDR, size));
+	preempt_enable();
+
+	afm_zs_unplace(zs, v, off, size);
+	zs->st.moved++;
+	return true;
+}
+
+/*
+ * The entry of the live object whose extent starts at @off of victim @v,
+ * given the handle bits of its header (@idx), or NULL when the extent is
+ * a hole (no live entry points there). Handles above 2^@zs->idx_bits
+ * share header bits with lower ones: each is looked at, one table lookup
+ * per 2^@zs->idx_bits handles in the table. Pool lock held.
+ */
+atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
+			 unsigned int off, unsigned long idx, s64 *ep)
+{
+	unsigned long end = zs->htab.end * AFM_ZH_PER_PAGE, h;
+
+	for (h = idx; h <= end; h += BIT_ULL(zs->idx_bits)) {
+		atomic64_t *ent = h ? afm_zs_entry(zs, h) : NULL;
+		s64 e = ent ? atomic64_read(ent) : 0;
+
+		if ((e & AFM_ZE_LIVE) && afm_ze_id(e) == v->id &&
+		    afm_ze_off(e) == off + AFM_ZS_HDR) {
+			*ep = e;
+			return ent;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Move every unpinned object of victim @v elsewhere, walking its extents
+ * from *@off (updated) to its fill offset. Pool lock held; may drop it.
+ * Return: 0, or -ENOMEM when no destination could be had (the walk stops).
+ */
+static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
+			   unsigned int *off, unsigned int *budget,
+			   struct afm_zs_spare *sp, gfp_t gfp)
+{
+	unsigned long dpg, idx;
+	struct afm_zspage *d;
+	unsigned int len;
+	atomic64_t *ent;
+	s64 e;
+
+	/* A victim's extents do not change: only frees reach it. */
+	while (v->objs && *off < v->tail) {
+		len = afm_zs_hdr_read(v, *off, &idx);
+		zs->st.walked++;
+		if (WARN_ONCE(len < AFM_ZS_HDR || *off + len > v->tail,
+			      "afmalloc: pool %s: bad extent at %u of zspage %u\n",
+			      zs->pool->name, *off, v->id))
+			return 0;	/* leave the rest of @v where it is */
+		ent = afm_zs_owner(zs, v, *off, idx, &e);
+		if (!ent || (e & (AFM_ZE_PINS | AFM_ZE_LOCK))) {
+			*off += len;
+			(*budget)++;
+			afm_zs_breathe(zs, budget);
+			continue;
+		}
+		d = afm_zs_fit(zs, len);
+		if (!d) {
+			unsigned int meta;
+
+			if (afm_zt_find(&zs->dtab, &dpg))
+				return -ENOMEM;
+			if (afm_zt_short(&zs->dtab, dpg)) {
+				int err;
+
+				afm_zs_unlock(zs);
+				err = afm_zt_grow(zs, &zs->dtab, dpg, gfp);
+				afm_zs_lock(zs);
+				if (err)
+					return -ENOMEM;
+				continue;
+			}
+			meta = afm_zt_need(&zs->dtab, dpg);
+			if (sp->nr_meta < meta || sp->nr_data < AFM_ZS_PAGES) {
+				int err;
+
+				afm_zs_unlock(zs);
+				err = fatal_signal_pending(current) ? -EINTR :
+				      afm_zs_spare_fill(zs, sp, meta,
+							AFM_ZS_PAGES, gfp);
+				afm_zs_lock(zs);
+				if (err)
+					return -ENOMEM;
+				continue;	/* read the extent again */
+			}
+			d = afm_zs_new(zs, dpg, sp);
+		}
+		if (!afm_zs_move(zs, ent, e, v, d) && !d->objs)
+			afm_zs_release(zs, d);
+		*off += len;
+		*budget += 16;
+		afm_zs_breathe(zs, budget);
+	}
+	return 0;
+}
+
+/*
+ * One compaction pass: pick victims, walk each victim's extents moving its
+ * unpinned objects, release the emptied victims. Its cost is the objects
+ * it moves and the extents of its victims, whatever the size of the pool.
+ * Caller holds &afm_pool.compact_lock. Return: the number of victims.
+ */
+static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
+				unsigned int min_holes, gfp_t gfp)
+{
+	struct afm_zs_spare sp = { };
+	unsigned int budget = 0, i, nv, off;
+	int err = 0;
+
+	lockdep_assert_held(&zs->pool->compact_lock);
+
+	nv = afm_zs_pick(zs, goal, min_holes);
+	if (!nv)
+		return 0;
+	zs->st.passes++;
+
+	afm_zs_lock(zs);
+	for (i = 0; i < zs->nr_cand && !err; i++) {
+		struct afm_zspage *v = afm_zs_desc(zs, zs->cand[i]);
+
+		off = 0;
+		err = afm_zs_evacuate(zs, v, &off, &budget, &sp, gfp);
+		if (!v->objs)
+			afm_zs_victim_done(zs, v);
+	}
+
+	/* Victims left: pinned objects, or the pass stopped early. */
+	for (i = 0; i < zs->nr_cand; i++) {
+		struct afm_zspage *z;
+
+		if (zs->cand[i] == AFM_ZS_DONE)
+			continue;
+		z = afm_zs_desc(zs, zs->cand[i]);
+		zs->cand[i] = AFM_ZS_DONE;
+		z->flags &= ~AFM_ZS_VICTIM;
+		zs->victim_live -= z->live;
+		if (!z->objs) {
+			zs->st.evacuated++;
+			afm_zs_release(zs, z);
+		} else {
+			afm_zs_rebucket(zs, z);
+			afm_zs_hlist_update(zs, z);
+		}
+	}
+	WARN_ON_ONCE(zs->victim_live);
+	zs->victim_live = 0;
+	afm_zs_unlock(zs);
+
+	afm_zs_spare_drain(&sp);
+	return nv;
+}
+
+/*
+ * Compact zspages with at least @min_holes bytes of holes until holes drop
+ * by @goal bytes (ULONG_MAX: as far as it goes) or a pass frees nothing.
+ * Caller holds &afm_pool.compact_lock. Return: pages freed.
+ */
+static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
+					 unsigned long goal,
+					 unsigned int min_holes, gfp_t gfp)
+{
+	long before = atomic_long_read(&zs->total_pages), prev = before, now;
+	unsigned long holes, done = 0;
+	unsigned int pass;
+
+	for (pass = 0; pass < AFM_ZS_MAX_PASSES && done < goal; pass++) {
+		afm_zs_lock(zs);
+		holes = afm_zs_holes(zs);
+		afm_zs_unlock(zs);
+		if (!afm_zs_pass(zs, goal - done, min_holes, gfp))
+			break;
+		now = atomic_long_read(&zs->total_pages);
+		if (now >= prev)
+			break;
+		prev = now;
+		afm_zs_lock(zs);
+		if (holes > afm_zs_holes(zs))
+			done += holes - afm_zs_holes(zs);
+		afm_zs_unlock(zs);
+		if (fatal_signal_pending(current))
+			break;
+	}
+	now = atomic_long_read(&zs->total_pages);
+	zs->st.freed += before > now ? before - now : 0;
+	return before > now ? before - now : 0;
+}
+
+/* Compaction allocates destination zspages only without reclaim. */
+#define AFM_ZS_COMPACT_GFP	(GFP_NOWAIT | __GFP_NOWARN | __GFP_HIGHMEM | \
+				 __GFP_MOVABLE)
+
+void afm_zs_compact(struct afm_pool *pool)
+{
+	afm_zs_compact_goal(pool->store, ULONG_MAX, AFM_ZS_MIN_HOLES,
+			    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+}
+
+/*
+ * An automatic run: bring the holes (@rest: all of them, else those not in
+ * the hole cache) down to half the trigger, taking zspages with at least
+ * @min_holes bytes of holes.
+ */
+static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
+			unsigned int min_holes)
+{
+	unsigned long holes, trigger, freed;
+
+	mutex_lock(&zs->pool->compact_lock);
+	afm_zs_lock(zs);
+	trigger = afm_zs_trigger(zs);
+	holes = rest ? afm_zs_holes(zs) : afm_zs_holes_unrecorded(zs);
+	afm_zs_unlock(zs);
+	if (holes > trigger / 2 && !zs->dying) {
+		freed = afm_zs_compact_goal(zs, holes - trigger / 2, min_holes,
+					    AFM_ZS_COMPACT_GFP);
+		zs->st.auto_runs++;
+		zs->st.auto_freed += freed;
+	}
+	mutex_unlock(&zs->pool->compact_lock);
+}
+
+void afm_zs_compact_work(struct work_struct *work)
+{
+	afm_zs_auto(container_of(work, struct afm_zs_pool, compact_work),
+		    false, AFM_ZS_AUTO_MIN_HOLES);
+}
+
+/*
+ * The rest run: AFM_ZS_LATE after the last allocation, count the recorded
+ * holes too (nothing is about to reuse them) and take zspages with an
+ * eighth of their bytes in holes.
+ */
+void afm_zs_late_work(struct work_struct *work)
+{
+	struct afm_zs_pool *zs = container_of(to_delayed_work(work),
+					      struct afm_zs_pool, late_work);
+	unsigned long now = jiffies, due = READ_ONCE(zs->last_alloc) +
+					   AFM_ZS_LATE;
+
+	if (!READ_ONCE(zs->late_force) && time_before(now, due)) {
+		queue_delayed_work(system_unbound_wq, &zs->late_work,
+				   due - now);
+		return;
+	}
+	afm_zs_auto(zs, true, AFM_ZS_REST_MIN_HOLES);
+}
+
+/*
+ * Pages compaction could give back: the hole bytes of the zspages on the
+ * hole lists (at least AFM_ZS_MIN_HOLES each, what afm_zs_scan() takes),
+ * counted by list, rounded down.
+ */
+unsigned long afm_zs_count(struct afm_zs_pool *zs)
+{
+	unsigned long holes = 0;
+	unsigned int n;
+
+	afm_zs_lock(zs);
+	for (n = 1; n < AFM_ZS_NR_HLISTS; n++)
+		holes += zs->hlist_count[n] * n * AFM_ZS_MIN_HOLES;
+	afm_zs_unlock(zs);
+	return holes >= AFM_ZS_SIZE ? holes >> PAGE_SHIFT : SHRINK_EMPTY;
+}
+
+unsigned long afm_zs_scan(struct afm_zs_pool *zs,
+			  unsigned long nr_pages)
+{
+	unsigned long freed;
+
+	if (!mutex_trylock(&zs->pool->compact_lock))
+		return SHRINK_STOP;
+	freed = afm_zs_compact_goal(zs, nr_pages << PAGE_SHIFT,
+				    AFM_ZS_MIN_HOLES, AFM_ZS_COMPACT_GFP);
+	zs->st.shrink_scans++;
+	zs->st.shrink_freed += freed;
+	mutex_unlock(&zs->pool->compact_lock);
+	return freed ? freed : SHRINK_STOP;
+}
+
+unsigned long afm_zs_count_objects(struct shrinker *shrinker,
+				   struct shrink_control *sc)
+{
+	struct afm_zs_pool *zs = shrinker->private_data;
+
+	if (afm_zs_quiet(zs, AFM_ZS_QUIET_SHRINKER))
+		return SHRINK_EMPTY;
+	return afm_zs_count(zs);
+}
+
+unsigned long afm_zs_scan_objects(struct shrinker *shrinker,
+				  struct shrink_control *sc)
+{
+	struct afm_zs_pool *zs = shrinker->private_data;
+
+	if (afm_zs_quiet(zs, AFM_ZS_QUIET_SHRINKER))
+		return SHRINK_STOP;
+	return afm_zs_scan(zs, sc->nr_to_scan);
+}

@@ -1,0 +1,741 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * afmalloc zspage store internals, shared by its files (the design, the
+ * handle encoding and the lock order are in the map at the top of
+ * zspage_store.c): constants, the pool, zspage and table structures, the
+ * inline helpers of the hot paths (entries, table lookups, pins, the shared
+ * gate) and what each file offers the others.
+ *
+ *   zspage_table.c    handle and descriptor tables (slot tables), spares
+ *   zspage_pages.c    zspages: exclusive gate, copies, object headers, hole
+ *                     lists, tail buckets, creation and freeing
+ *   zspage_alloc.c    hole cache, placement, malloc, free, map, read, write
+ *   zspage_compact.c  compaction passes, automatic runs, the shrinker
+ *   zspage_migrate.c  page migration callbacks
+ *   zspage_store.c    pool setup and teardown, statistics, KUnit hooks
+ */
+#ifndef _MM_AFMALLOC_ZSPAGE_INTERNAL_H
+#define _MM_AFMALLOC_ZSPAGE_INTERNAL_H
+
+#include <linux/atomic.h>
+#include <linux/bitmap.h>
+#include <linux/bitops.h>
+#include <linux/bottom_half.h>
+#include <linux/gfp.h>
+#include <linux/highmem.h>
+#include <linux/list.h>
+#include <linux/lockdep.h>
+#include <linux/migrate.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/pagemap.h>
+#include <linux/percpu.h>
+#include <linux/preempt.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/workqueue.h>
+
+#include <kunit/visibility.h>
+
+#include "zspage_store.h"
+
+/* Entries: see "Handle encoding" above. */
+#define AFM_ZE_LIVE		BIT_ULL(0)
+#define AFM_ZE_LOCK		BIT_ULL(1)
+#define AFM_ZE_PIN_SHIFT	2
+#define AFM_ZE_PIN_BITS		6
+#define AFM_ZE_PIN_ONE		BIT_ULL(AFM_ZE_PIN_SHIFT)
+#define AFM_ZE_PINS		GENMASK_ULL(AFM_ZE_PIN_SHIFT + AFM_ZE_PIN_BITS - 1, \
+					    AFM_ZE_PIN_SHIFT)
+#define AFM_ZE_SIZE_SHIFT	(AFM_ZE_PIN_SHIFT + AFM_ZE_PIN_BITS)
+#define AFM_ZE_OFF_SHIFT	(AFM_ZE_SIZE_SHIFT + PAGE_SHIFT)
+#define AFM_ZE_ID_SHIFT		(AFM_ZE_OFF_SHIFT + PAGE_SHIFT + AFM_ZS_ORDER)
+#define AFM_ZE_ID_BITS		(64 - AFM_ZE_ID_SHIFT)
+
+/* Slot tables (handles and descriptors). */
+#define AFM_ZT_TOP_MIN		1	/* directories of a new top level */
+#define AFM_ZT_PTRS		(PAGE_SIZE / sizeof(unsigned long))
+#define AFM_ZT_OPEN		1UL	/* directory entry: page open for allocation */
+#define AFM_ZH_PER_PAGE		(PAGE_SIZE / sizeof(u64))
+#define AFM_ZD_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zspage))
+
+/* Tail buckets: AFM_ZS_GRAIN wide below PAGE_SIZE, one per page above. */
+#define AFM_ZS_SMALL_BUCKETS	128
+#define AFM_ZS_GRAIN		(PAGE_SIZE / AFM_ZS_SMALL_BUCKETS)
+#define AFM_ZS_NR_BUCKETS	(AFM_ZS_SMALL_BUCKETS + AFM_ZS_PAGES)
+#define AFM_ZS_NO_BUCKET	U8_MAX
+/* Entries of the best-fitting bucket tried before taking a larger one. */
+#define AFM_ZS_FIT_TRIES	4
+
+/*
+ * Hole cache (see "Placement"): up to AFM_ZS_HOLE_SLOTS recent holes per
+ * AFM_ZS_HOLE_WIDTH bytes of hole size (8 KiB per pool with 4 KiB pages).
+ * Holes smaller than AFM_ZS_HOLE_MIN are not recorded. The sizes were
+ * chosen by simulating random replacement with the untar benchmark's LZ4
+ * size distribution: 4 slots of 64 rows left 17% of the bytes written to
+ * go to tails (so to compaction), 32 of 32 rows 3%.
+ */
+#define AFM_ZS_HOLE_BUCKETS	32
+#define AFM_ZS_HOLE_WIDTH	(PAGE_SIZE / AFM_ZS_HOLE_BUCKETS)
+#define AFM_ZS_HOLE_SLOTS	32
+#define AFM_ZS_HOLE_MIN		16
+
+/* Zspage flags, under the pool lock. */
+#define AFM_ZS_USED		BIT(0)	/* descriptor slot in use */
+#define AFM_ZS_VICTIM		BIT(1)	/* being evacuated by compaction */
+#define AFM_ZS_DEAD		BIT(2)	/* empty, pages being freed */
+
+/* Zspage gate: shared count, EXCL. */
+#define AFM_ZG_EXCL		BIT(29)
+#define AFM_ZG_COUNT		(AFM_ZG_EXCL - 1)
+/* Attempts of a waiting exclusive gate, preemptible between attempts. */
+#define AFM_ZG_TRIES		1024
+
+/*
+ * Object headers (see "Reverse map"): AFM_ZS_HDR bytes, little endian,
+ * holding the extent length in the low AFM_ZH_LEN_BITS bits and the
+ * handle, modulo 2^AFM_ZH_IDX_BITS, above them.
+ */
+#define AFM_ZS_HDR		5
+#define AFM_ZH_LEN_BITS		(PAGE_SHIFT + 1)
+#define AFM_ZH_IDX_BITS		(AFM_ZS_HDR * BITS_PER_BYTE - AFM_ZH_LEN_BITS)
+
+/* Compaction. */
+#define AFM_ZS_MAX_VICTIMS	512
+/*
+ * Smallest hole total of a victim: on request (afm_compact(), shrinker)
+ * any zspage with an eighth of a page of holes; automatic runs only take
+ * zspages with a quarter of their bytes in holes, so that they never copy
+ * more than 3 bytes per byte they give back (thin, evenly spread holes are
+ * left to the shrinker, to afm_compact() and to the frees that follow).
+ */
+#define AFM_ZS_MIN_HOLES	(PAGE_SIZE / 8)
+#define AFM_ZS_AUTO_MIN_HOLES	(AFM_ZS_SIZE / 4)
+/* Holes before an automatic run, in zspages (a batch worth a pass). */
+#define AFM_ZS_AUTO_MIN		4
+/*
+ * The rest run (see "Compaction") comes this long after the last
+ * allocation and also takes zspages with an eighth of their bytes in holes
+ * (at most 7 bytes copied per byte freed, once, instead of leaving the
+ * thin holes for good).
+ */
+#define AFM_ZS_LATE		HZ
+#define AFM_ZS_REST_MIN_HOLES	(AFM_ZS_SIZE / 8)
+#define AFM_ZS_MAX_PASSES	64
+#define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
+/*
+ * Hole lists: zspages by hole bytes, AFM_ZS_MIN_HOLES wide; list 0 (fewer
+ * holes than that) is not kept, so compaction never looks at such zspages.
+ */
+#define AFM_ZS_NR_HLISTS	(AFM_ZS_SIZE / AFM_ZS_MIN_HOLES)
+
+#if PAGE_SHIFT + AFM_ZS_ORDER <= 15
+typedef u16 afm_zs_off_t;
+#else
+typedef u32 afm_zs_off_t;
+#endif
+
+/**
+ * struct afm_zspage - zspage descriptor, a slot of the descriptor table
+ * @first: its first page; each data page's ->index points to the next one
+ *	(0 after the last), as in zsmalloc, so that the descriptor does not
+ *	carry a page array. The chain (this pointer and the ->index links) is
+ *	changed by migration under the exclusive gate and read by holders of
+ *	the gate (shared or exclusive).
+ * @zs: the zspage store pool it belongs to (for the migration callbacks).
+ * @list: entry in the tail bucket @bucket, or in the pool's dead list.
+ *	Under the pool lock.
+ * @hlist: entry in hole list @hlist_nr. Under the pool lock.
+ * @gate: accessors and exclusive owner, see AFM_ZG_* and the file comment.
+ * @id: index of this descriptor in the descriptor table.
+ * @live: bytes of live objects. Under the pool lock (as are the next four).
+ * @tail: fill offset: objects lie below it, bytes from it to AFM_ZS_SIZE
+ *	are free and reusable.
+ * @objs: live objects.
+ * @flags: AFM_ZS_USED, AFM_ZS_VICTIM, AFM_ZS_DEAD.
+ * @bucket: tail bucket, AFM_ZS_NO_BUCKET when on no tail list.
+ * @hlist_nr: hole list (hole bytes / AFM_ZS_MIN_HOLES), 0 when on none:
+ *	fewer holes than that, or not a live zspage (victim, dead).
+ */
+struct afm_zspage {
+	struct page *first;
+	struct afm_zs_pool *zs;
+	struct list_head list;
+	struct list_head hlist;
+	atomic_t gate;
+	u32 id;
+	afm_zs_off_t live;
+	afm_zs_off_t tail;
+	afm_zs_off_t objs;
+	u8 flags;
+	u8 bucket;
+	u8 hlist_nr;
+};
+
+/**
+ * struct afm_zt_top - the top level of a slot table
+ * @rcu: frees it after a larger one replaced it (lockless lookups may still
+ *	be reading it).
+ * @size: entries in @dir.
+ * @dir: directory page addresses, NULL where there is none.
+ */
+struct afm_zt_top {
+	struct rcu_head rcu;
+	unsigned long size;
+	unsigned long *dir[];
+};
+
+/**
+ * struct afm_zs_table - a table of fixed-size slots in pool-owned pages
+ * @top: the top level: directory pages, replaced by one twice as large
+ *	when the table needs a directory beyond it (afm_zt_grow(); RCU for
+ *	lockless lookups, written under @lock). A directory entry is a table
+ *	page address, with
+ *	AFM_ZT_OPEN set while at least @open_free of its slots are free. A
+ *	directory page's struct page counts present table pages in ->private
+ *	and open ones in ->index; a table page's counts its used slots in
+ *	->private and holds 1 + its first free slot (0: none) in ->index.
+ * @slot_size: bytes per slot (8 or sizeof(struct afm_zspage)).
+ * @per_page: slots per table page.
+ * @open_free: free slots that make a table page open (a quarter).
+ * @cur: table page slots are taken from while it has any free, else
+ *	ULONG_MAX. When it fills up, the lowest open or missing page becomes
+ *	current: slots allocated together share pages (and tend to be freed
+ *	together, giving pages back), while nearly full pages are left alone.
+ * @hint: no table page below this one is open or missing.
+ * @end: one past the highest table page number ever present.
+ * @used: slots in use.
+ * @pages: table pages.
+ * @dirs: directory pages.
+ * @max_pages: table pages its slot numbers can address (the descriptor
+ *	table's: zspage ids must fit an entry); no limit for handles.
+ * @lock: the pool lock.
+ * @dshift: log2 of the table pages a directory page points to (AFM_ZT_PTRS;
+ *	fewer only in KUnit, afm_zs_test_small_dirs()).
+ *
+ * Everything is written under the pool lock; lookups of live slots are
+ * lockless (the pages of live slots are not freed).
+ */
+struct afm_zs_table {
+	struct afm_zt_top __rcu *top;
+	unsigned int slot_size;
+	unsigned int per_page;
+	unsigned int open_free;
+	unsigned long cur;
+	unsigned long hint;
+	unsigned long end;
+	unsigned long used;
+	unsigned long pages;
+	unsigned long dirs;
+	unsigned long max_pages;
+	spinlock_t *lock;	/* the pool lock, for lockdep */
+	unsigned int dshift;
+};
+
+/**
+ * struct afm_zs_hole - a recorded hole, see "Placement"
+ * @id: its zspage.
+ * @off: its first byte.
+ * @size: its length.
+ */
+struct afm_zs_hole {
+	u32 id;
+	afm_zs_off_t off;
+	afm_zs_off_t size;
+};
+
+/**
+ * struct afm_zs_pool - zspage store state of a pool
+ * @pool: the generic pool.
+ * @lock: the pool lock, see the file comment.
+ * @htab: handle table.
+ * @dtab: descriptor table.
+ * @tails: tail buckets: zspages by the size of their tail.
+ * @tail_map: non-empty tail buckets.
+ * @dead: empty zspages whose pages wait for afm_zs_free_work().
+ * @total_pages: every page held; written under @lock, read locklessly.
+ * @objects: live objects.
+ * @live_bytes: sum of their sizes.
+ * @tail_bytes: sum of the tails of the zspages in @zspages.
+ * @zspages: zspages not dead.
+ * @dead_zspages: zspages on @dead or being freed from it.
+ * @victim_live: live bytes left in the victims of the running pass.
+ * @victim_holes: hole bytes of its victims when they were picked.
+ * @hlists: hole lists: live, non-victim zspages with at least
+ *	AFM_ZS_MIN_HOLES bytes of holes, by hole bytes (list n: n to n + 1
+ *	times AFM_ZS_MIN_HOLES); compaction takes its victims from the top.
+ * @hlist_map: non-empty hole lists.
+ * @hlist_count: zspages on each hole list.
+ * @holes: the hole cache: recent holes by size, AFM_ZS_HOLE_WIDTH bytes of
+ *	size per row. A zspage's records are dropped when it is released or
+ *	picked as a victim, so that a record always describes free bytes of
+ *	a live, non-victim zspage below its fill offset.
+ * @nr_holes: records in each row of @holes.
+ * @hole_map: rows of @holes with any record.
+ * @hole_rec_bytes: the sum of the recorded holes' sizes.
+ * @last_alloc: jiffies of the last allocation (the rest run waits until
+ *	AFM_ZS_LATE after it).
+ * @late_force: the rest run may not wait (afm_zs_flush_work()).
+ * @dying: the pool is being destroyed: no more automatic compaction.
+ * @free_work: frees the zspages of @dead.
+ * @compact_work: automatic compaction.
+ * @late_work: the rest run: automatic compaction counting the recorded
+ *	holes and taking thinner ones, AFM_ZS_LATE after the last
+ *	allocation, queued by a free that leaves holes above the trigger.
+ * @shrinker: the pool's shrinker, NULL if it could not be allocated.
+ * @cand: ids of the victims of the running pass (AFM_ZS_DONE once
+ *	released), under &afm_pool.compact_lock.
+ * @nr_cand: number of them.
+ * @idx_bits: handle bits in an object header: AFM_ZH_IDX_BITS, fewer
+ *	only in KUnit (afm_zs_test_set_idx_bits()), so that handles that
+ *	share header bits are tested without 2^27 objects.
+ * @st: statistics, see afm_zs_class_stats(); counters written under @lock
+ *	or &afm_pool.compact_lock, migration counters atomic. @st.migrated
+ *	counts only pages whose contents moved to a new page; an isolated
+ *	page put back counts in @st.putback, one whose zspage was freed
+ *	while it was isolated (the migration core then frees it without
+ *	calling afm_zs_migrate_page()) in @st.isolated_freed.
+ * @test_quiet: KUnit hook, afm_zs_test_quiet(): AFM_ZS_QUIET_SHRINKER
+ *	keeps the kernel's shrink_slab() away from the pool (count and scan
+ *	report nothing), AFM_ZS_QUIET_MIGRATION the kernel's page migration
+ *	(isolation refused); the KUnit hooks still reach both.
+ */
+struct afm_zs_pool {
+	struct afm_pool *pool;
+	spinlock_t lock;	/* pool lock, see "Locking" above */
+	struct afm_zs_table htab;
+	struct afm_zs_table dtab;
+	struct list_head tails[AFM_ZS_NR_BUCKETS];
+	DECLARE_BITMAP(tail_map, AFM_ZS_NR_BUCKETS);
+	struct list_head dead;
+	atomic_long_t total_pages;
+	unsigned long objects;
+	unsigned long live_bytes;
+	unsigned long tail_bytes;
+	unsigned long zspages;
+	unsigned long dead_zspages;
+	unsigned long victim_live;
+	unsigned long victim_holes;
+	struct list_head hlists[AFM_ZS_NR_HLISTS];
+	u64 hlist_map;
+	unsigned long hlist_count[AFM_ZS_NR_HLISTS];
+	struct afm_zs_hole holes[AFM_ZS_HOLE_BUCKETS][AFM_ZS_HOLE_SLOTS];
+	u8 nr_holes[AFM_ZS_HOLE_BUCKETS];
+	u64 hole_map;
+	unsigned long hole_rec_bytes;
+	unsigned long last_alloc;
+	bool late_force;
+	bool dying;
+	struct work_struct free_work;
+	struct work_struct compact_work;
+	struct delayed_work late_work;
+	struct shrinker *shrinker;
+	u32 *cand;
+	unsigned int nr_cand;
+	unsigned int idx_bits;
+	struct {
+		atomic_long_t migrated;
+		atomic_long_t migrate_busy;
+		atomic_long_t isolated;
+		atomic_long_t putback;
+		atomic_long_t isolated_freed;
+		unsigned long deferred_frees;
+		unsigned long hole_reused;
+		unsigned long hole_bytes;
+		unsigned long moved;
+		unsigned long walked;
+		unsigned long evacuated;
+		unsigned long passes;
+		unsigned long freed;
+		unsigned long auto_runs;
+		unsigned long auto_freed;
+		unsigned long shrink_scans;
+		unsigned long shrink_freed;
+	} st;
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	unsigned int test_quiet;
+#endif
+};
+
+/*
+ * Bottom halves and the pool lock. The pool lock and the exclusive gate
+ * are held with bottom halves off, so that free may run in softirq context.
+ * Free is also called with hardirqs off: zram's slot_free_notify runs under
+ * the swap slots cache's spin_lock_irq() (free_swap_slot() ->
+ * swapcache_free_entries() -> zram_slot_free_notify() -> afm_free()). No
+ * softirq can run on this CPU then, and local_bh_enable() must not be
+ * called with hardirqs off (it warns), so these leave bottom halves alone
+ * when hardirqs are off. Nothing in this file changes the hardirq state
+ * between taking and dropping, so the check agrees at both ends.
+ */
+static __always_inline void afm_bh_off(void)
+{
+	if (!irqs_disabled())
+		local_bh_disable();
+}
+
+static __always_inline void afm_bh_on(void)
+{
+	if (!irqs_disabled())
+		local_bh_enable();
+}
+
+static __always_inline void afm_zs_lock(struct afm_zs_pool *zs)
+	__acquires(&zs->lock)
+{
+	afm_bh_off();
+	spin_lock(&zs->lock);
+}
+
+static __always_inline void afm_zs_unlock(struct afm_zs_pool *zs)
+	__releases(&zs->lock)
+{
+	spin_unlock(&zs->lock);
+	afm_bh_on();
+}
+
+/* KUnit: what the kernel may not do to a pool, see afm_zs_test_quiet(). */
+static inline bool afm_zs_quiet(const struct afm_zs_pool *zs, unsigned int what)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	return READ_ONCE(zs->test_quiet) & what;
+#else
+	return false;
+#endif
+}
+
+/* Entries */
+
+static inline u64 afm_ze_make(u32 id, unsigned int off, unsigned int size)
+{
+	return AFM_ZE_LIVE | (u64)(size - 1) << AFM_ZE_SIZE_SHIFT |
+	       (u64)off << AFM_ZE_OFF_SHIFT | (u64)id << AFM_ZE_ID_SHIFT;
+}
+
+static inline unsigned int afm_ze_size(u64 e)
+{
+	return ((e >> AFM_ZE_SIZE_SHIFT) & (PAGE_SIZE - 1)) + 1;
+}
+
+static inline unsigned int afm_ze_off(u64 e)
+{
+	return (e >> AFM_ZE_OFF_SHIFT) & (AFM_ZS_SIZE - 1);
+}
+
+static inline u32 afm_ze_id(u64 e)
+{
+	return e >> AFM_ZE_ID_SHIFT;
+}
+
+/* Free-slot link, in the first 8 bytes of a free slot: LIVE stays clear. */
+static inline void afm_zt_link_set(void *slot, unsigned long next1)
+{
+	WRITE_ONCE(*(u64 *)slot, (u64)next1 << 1);
+}
+
+static inline unsigned long afm_zt_link_get(const void *slot)
+{
+	return READ_ONCE(*(const u64 *)slot) >> 1;
+}
+
+/* Slot tables */
+
+/* Directory of table page @pg of @t, and its entry in that directory. */
+static __always_inline unsigned long afm_zt_d(const struct afm_zs_table *t,
+					      unsigned long pg)
+{
+	return pg >> t->dshift;
+}
+
+static __always_inline unsigned long afm_zt_di(const struct afm_zs_table *t,
+					       unsigned long pg)
+{
+	return pg & ((1UL << t->dshift) - 1);
+}
+
+/* The top level of @t; pool lock held. */
+static inline struct afm_zt_top *afm_zt_top(const struct afm_zs_table *t)
+{
+	return rcu_dereference_protected(t->top, lockdep_is_held(t->lock));
+}
+
+/* Directory page @d of @t, or NULL. Any context, no lock needed. */
+static __always_inline unsigned long *afm_zt_dir(const struct afm_zs_table *t,
+						 unsigned long d)
+{
+	const struct afm_zt_top *top;
+	unsigned long *dir = NULL;
+
+	rcu_read_lock();
+	top = rcu_dereference(t->top);
+	if (likely(d < top->size))
+		dir = READ_ONCE(top->dir[d]);
+	rcu_read_unlock();
+	return dir;
+}
+
+static __always_inline void *afm_zt_lookup(const struct afm_zs_table *t,
+					   unsigned long idx,
+					   unsigned int size,
+					   unsigned int per_page)
+{
+	unsigned long pg = idx / per_page;
+	unsigned long *dir;
+	unsigned long ent;
+
+	dir = afm_zt_dir(t, afm_zt_d(t, pg));
+	if (unlikely(!dir))
+		return NULL;
+	ent = READ_ONCE(dir[afm_zt_di(t, pg)]) & ~AFM_ZT_OPEN;
+	if (unlikely(!ent))
+		return NULL;
+	return (void *)ent + (idx % per_page) * size;
+}
+
+/* Base address of table page @pg, or NULL. */
+static inline void *afm_zt_page(const struct afm_zs_table *t, unsigned long pg)
+{
+	unsigned long *dir = afm_zt_dir(t, afm_zt_d(t, pg));
+
+	if (!dir)
+		return NULL;
+	return (void *)(READ_ONCE(dir[afm_zt_di(t, pg)]) & ~AFM_ZT_OPEN);
+}
+
+static inline atomic64_t *afm_zs_entry(struct afm_zs_pool *zs,
+				       unsigned long handle)
+{
+	return afm_zt_lookup(&zs->htab, handle - 1, sizeof(u64),
+			     AFM_ZH_PER_PAGE);
+}
+
+static inline struct afm_zspage *afm_zs_desc(struct afm_zs_pool *zs, u32 id)
+{
+	return afm_zt_lookup(&zs->dtab, id, sizeof(struct afm_zspage),
+			     AFM_ZD_PER_PAGE);
+}
+
+/**
+ * struct afm_zs_spare - pages allocated ahead, outside the pool lock
+ * @meta: table and directory pages (never highmem, never movable).
+ * @nr_meta: number of them.
+ * @data: zspage pages (the caller's gfp).
+ * @nr_data: number of them.
+ */
+struct afm_zs_spare {
+	struct page *meta[4];
+	unsigned int nr_meta;
+	struct page *data[AFM_ZS_PAGES];
+	unsigned int nr_data;
+};
+
+/* Zspage gate */
+
+/*
+ * The gate and the entry LOCK bit are spinning locks of their own; these
+ * maps let lockdep check their order against the pool lock and each other
+ * (the shared side as a recursive read lock, the exclusive side as the
+ * trylock it is).
+ */
+#ifdef CONFIG_DEBUG_LOCK_ALLOC
+extern struct lockdep_map afm_zg_map, afm_ze_map;
+#endif
+
+static inline void afm_zg_in(struct afm_zspage *z)
+{
+	int old;
+
+	preempt_disable();
+	lock_map_acquire_read(&afm_zg_map);
+	old = atomic_read(&z->gate);
+	do {
+		while (unlikely(old & AFM_ZG_EXCL)) {
+			cpu_relax();
+			old = atomic_read(&z->gate);
+		}
+	} while (!atomic_try_cmpxchg_acquire(&z->gate, &old, old + 1));
+}
+
+static inline void afm_zg_out(struct afm_zspage *z)
+{
+	int old = atomic_fetch_sub_release(1, &z->gate);
+
+	WARN_ON_ONCE(!(old & AFM_ZG_COUNT));
+	lock_map_release(&afm_zg_map);
+	preempt_enable();
+}
+
+/* Entry pins */
+
+/*
+ * Pin the live object of @ent: its location cannot change and its zspage
+ * cannot go away until afm_ze_unpin(). Spins while compaction moves it.
+ * Return: false if the entry is not live (invalid handle).
+ */
+static inline bool afm_ze_pin(atomic64_t *ent, u64 *ep)
+{
+	s64 e = atomic64_read(ent);
+
+	lock_map_acquire_read(&afm_ze_map);
+	do {
+		if (unlikely(!(e & AFM_ZE_LIVE)))
+			goto dead;
+		while (unlikely((e & AFM_ZE_LOCK) ||
+				(e & AFM_ZE_PINS) == AFM_ZE_PINS)) {
+			cpu_relax();
+			e = atomic64_read(ent);
+			if (unlikely(!(e & AFM_ZE_LIVE)))
+				goto dead;
+		}
+	} while (!atomic64_try_cmpxchg_acquire(ent, &e, e + AFM_ZE_PIN_ONE));
+	*ep = e;
+	return true;
+
+dead:
+	lock_map_release(&afm_ze_map);
+	return false;
+}
+
+static inline void afm_ze_unpin(atomic64_t *ent)
+{
+	s64 old = atomic64_fetch_sub_release(AFM_ZE_PIN_ONE, ent);
+
+	WARN_ON_ONCE(!(old & AFM_ZE_PINS));
+	lock_map_release(&afm_ze_map);
+}
+
+/*
+ * Page @nr of zspage @z, following the chain from its first page. Caller
+ * holds the zspage gate (shared or exclusive), which keeps the chain stable.
+ */
+static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int nr)
+{
+	struct page *page = READ_ONCE(z->first);
+
+	while (nr--)
+		page = (struct page *)READ_ONCE(page->index);
+	return page;
+}
+
+/* Bytes of @z below its fill offset not held by live objects' extents. */
+static inline unsigned int afm_zs_zholes(const struct afm_zspage *z)
+{
+	return z->tail - z->live - z->objs * AFM_ZS_HDR;
+}
+
+static inline unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
+{
+	return zs->zspages * AFM_ZS_SIZE - zs->live_bytes -
+	       zs->objects * AFM_ZS_HDR - zs->tail_bytes;
+}
+
+/* Holes not in the hole cache: what allocation will not reuse soon. */
+static inline unsigned long afm_zs_holes_unrecorded(const struct afm_zs_pool *zs)
+{
+	unsigned long holes = afm_zs_holes(zs);
+
+	return holes - min(holes, zs->hole_rec_bytes);
+}
+
+#ifdef CONFIG_COMPACTION
+extern const struct movable_operations afm_zspage_mops;
+#endif
+
+/* Automatic compaction wanted: now, at rest (the rest run), no. */
+enum { AFM_ZS_AUTO_NO, AFM_ZS_AUTO_NOW, AFM_ZS_AUTO_LATER };
+
+/* Automatic compaction trigger, module parameter (zspage_compact.c). */
+extern unsigned int afm_zs_auto_permille;
+
+/* zspage_table.c */
+int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
+		      unsigned int meta, unsigned int data, gfp_t gfp);
+void afm_zs_spare_drain(struct afm_zs_spare *sp);
+int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp);
+bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg);
+int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		unsigned long pg, gfp_t gfp);
+unsigned int afm_zt_need(const struct afm_zs_table *t, unsigned long pg);
+unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
+			  unsigned long pg, struct afm_zs_spare *sp);
+void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		unsigned long idx);
+void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t);
+int afm_zt_init(struct afm_zs_table *t);
+
+/* zspage_pages.c */
+bool afm_zg_lock(struct afm_zspage *z, bool wait);
+void afm_zg_unlock(struct afm_zspage *z);
+void afm_zs_copy_out(struct afm_zspage *z, unsigned int off, void *dst,
+		     unsigned int len);
+void afm_zs_copy_in(struct afm_zspage *z, unsigned int off,
+		    const void *src, unsigned int len);
+void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
+		    struct afm_zspage *s, unsigned int soff,
+		    unsigned int len);
+void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
+		      unsigned int len, unsigned long handle);
+unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
+			     unsigned long *idx);
+void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z);
+void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z);
+void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z);
+struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size);
+struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
+			      unsigned long dpg, struct afm_zs_spare *sp);
+void afm_zs_reset_page(struct page *page);
+void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z);
+void afm_zs_free_dead(struct afm_zs_pool *zs);
+void afm_zs_free_work(struct work_struct *work);
+
+/* zspage_alloc.c */
+unsigned int afm_zs_hole_bucket(unsigned int size);
+void afm_zs_holes_forget(struct afm_zs_pool *zs, struct afm_zspage *z);
+unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
+			  unsigned int size);
+void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
+		    unsigned int off, unsigned int size);
+unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
+			    gfp_t gfp);
+void afm_zs_free(struct afm_pool *pool, unsigned long handle);
+struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
+			      unsigned long handle, atomic64_t **entp,
+			      u64 *ep);
+void afm_zs_put(struct afm_zspage *z, atomic64_t *ent);
+void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
+		 enum afm_mapmode mm, void *bounce);
+void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,
+		  enum afm_mapmode mm, void *bounce);
+size_t afm_zs_read(struct afm_pool *pool, unsigned long handle,
+		   void *dst);
+int afm_zs_write(struct afm_pool *pool, unsigned long handle,
+		 const void *src, size_t len);
+size_t afm_zs_obj_size(struct afm_pool *pool, unsigned long handle);
+
+/* zspage_compact.c */
+int afm_zs_want_auto(struct afm_zs_pool *zs);
+atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
+			 unsigned int off, unsigned long idx, s64 *ep);
+void afm_zs_compact(struct afm_pool *pool);
+void afm_zs_compact_work(struct work_struct *work);
+void afm_zs_late_work(struct work_struct *work);
+unsigned long afm_zs_count(struct afm_zs_pool *zs);
+unsigned long afm_zs_scan(struct afm_zs_pool *zs,
+			  unsigned long nr_pages);
+unsigned long afm_zs_count_objects(struct shrinker *shrinker,
+				   struct shrink_control *sc);
+unsigned long afm_zs_scan_objects(struct shrinker *shrinker,
+				  struct shrink_control *sc);
+
+/* zspage_migrate.c */
+bool afm_zs_isolate(struct page *page, bool kernel);
+
+#endif /* _MM_AFMALLOC_ZSPAGE_INTERNAL_H */

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * afmalloc zspage store: page migration. The movable_operations of zspage
+ * pages: isolate, migrate (replace one page of a zspage under its
+ * exclusive gate), putback.
+ *
+ * Locking: called by the migration core with the page locked; never takes
+ * the pool lock; the exclusive gate is a trylock (a bounded number of them
+ * for synchronous migration), -EAGAIN when the zspage stays busy.
+ */
+
+#define pr_fmt(fmt) "afmalloc: " fmt
+
+#include "zspage_internal.h"
+
+/* Page migration */
+
+#ifdef CONFIG_COMPACTION
+bool afm_zs_isolate(struct page *page, bool kernel)
+{
+	/* Page locked and movable: its zspage is not freed under us. */
+	struct afm_zspage *z = (struct afm_zspage *)page_private(page);
+	struct afm_zs_pool *zs;
+
+	if (!z || (READ_ONCE(z->flags) & AFM_ZS_DEAD))
+		return false;
+	zs = z->zs;
+	if (kernel && afm_zs_quiet(zs, AFM_ZS_QUIET_MIGRATION))
+		return false;
+	atomic_long_inc(&zs->st.isolated);
+	return true;
+}
+
+static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
+{
+	return afm_zs_isolate(page, true);
+}
+
+static int afm_zs_migrate_page(struct page *dst, struct page *src,
+			       enum migrate_mode mode)
+{
+	struct afm_zspage *z = (struct afm_zspage *)page_private(src);
+	struct afm_zs_pool *zs;
+	struct page *prev = NULL, *p;
+
+	if (WARN_ON_ONCE(!z))
+		return -EINVAL;
+	zs = z->zs;
+	if (!afm_zg_lock(z, mode != MIGRATE_ASYNC)) {
+		atomic_long_inc(&zs->st.migrate_busy);
+		return -EAGAIN;
+	}
+	/* Find the link to @src: the descriptor's or its predecessor's. */
+	for (p = z->first; p && p != src; p = (struct page *)p->index)
+		prev = p;
+	if (WARN_ON_ONCE(!p)) {
+		afm_zg_unlock(z);
+		return -EINVAL;
+	}
+	copy_highpage(dst, src);
+	set_page_private(dst, (unsigned long)z);
+	dst->index = src->index;
+	__SetPageMovable(dst, &afm_zspage_mops);
+	if (prev)
+		WRITE_ONCE(prev->index, (unsigned long)dst);
+	else
+		WRITE_ONCE(z->first, dst);
+	afm_zg_unlock(z);
+
+	/* The zspage's reference moves to @dst; the core frees @src. */
+	get_page(dst);
+	afm_zs_reset_page(src);
+	put_page(src);
+	atomic_long_inc(&zs->st.migrated);
+	return MIGRATEPAGE_SUCCESS;
+}
+
+/* Page locked, still movable: its zspage is alive. */
+static void afm_zs_putback_page(struct page *page)
+{
+	struct afm_zspage *z = (struct afm_zspage *)page_private(page);
+
+	if (!WARN_ON_ONCE(!z))
+		atomic_long_inc(&z->zs->st.putback);
+}
+
+const struct movable_operations afm_zspage_mops = {
+	.isolate_page	= afm_zs_isolate_page,
+	.migrate_page	= afm_zs_migrate_page,
+	.putback_page	= afm_zs_putback_page,
+};
+#endif /* CONFIG_COMPACTION */

@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * afmalloc zspage store: zspages. The exclusive side of the zspage gate,
+ * copies between zspages and buffers, object headers (the reverse map),
+ * hole lists and tail buckets, making zspages and freeing them (at once or
+ * through the dead list and its worker).
+ *
+ * Locking: hole lists, tail buckets and zspage state under the pool lock;
+ * copies and header accesses under the gate (shared), which callers of
+ * the copy helpers hold and the header helpers take; the exclusive gate
+ * and page locks around freeing (see "Locking" in zspage_store.c).
+ */
+
+#define pr_fmt(fmt) "afmalloc: " fmt
+
+#include "zspage_internal.h"
+
+#ifdef CONFIG_DEBUG_LOCK_ALLOC
+static struct lock_class_key afm_zg_key, afm_ze_key;
+struct lockdep_map afm_zg_map =
+	STATIC_LOCKDEP_MAP_INIT("afm_zspage_gate", &afm_zg_key);
+struct lockdep_map afm_ze_map =
+	STATIC_LOCKDEP_MAP_INIT("afm_zspage_entry", &afm_ze_key);
+#endif
+
+/*
+ * Take the gate exclusively: once, or with @wait up to AFM_ZG_TRIES times,
+ * preemptible and with bottom halves on between attempts (sharers are not
+ * held back meanwhile; they hold the gate for one access). On success,
+ * returns with bottom halves and preemption disabled (so a sharer running
+ * in softirq on this CPU cannot spin on us).
+ */
+bool afm_zg_lock(struct afm_zspage *z, bool wait)
+{
+	unsigned int tries = wait ? AFM_ZG_TRIES : 1;
+	int old;
+
+	while (tries--) {
+		afm_bh_off();
+		preempt_disable();
+		old = 0;
+		if (atomic_try_cmpxchg_acquire(&z->gate, &old, AFM_ZG_EXCL)) {
+			lock_map_acquire_try(&afm_zg_map);
+			return true;
+		}
+		preempt_enable();
+		afm_bh_on();
+		cpu_relax();
+	}
+	return false;
+}
+
+void afm_zg_unlock(struct afm_zspage *z)
+{
+	lock_map_release(&afm_zg_map);
+	atomic_fetch_andnot_release(AFM_ZG_EXCL, &z->gate);
+	preempt_enable();
+	afm_bh_on();
+}
+
+/* Copies between zspages and linear buffers */
+
+void afm_zs_copy_out(struct afm_zspage *z, unsigned int off, void *dst,
+		     unsigned int len)
+{
+	while (len) {
+		unsigned int po = offset_in_page(off);
+		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - po);
+
+		memcpy_from_page(dst, afm_zs_page(z, off >> PAGE_SHIFT), po, n);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+}
+
+void afm_zs_copy_in(struct afm_zspage *z, unsigned int off,
+		    const void *src, unsigned int len)
+{
+	while (len) {
+		unsigned int po = offset_in_page(off);
+		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - po);
+
+		memcpy_to_page(afm_zs_page(z, off >> PAGE_SHIFT), po, src, n);
+		src += n;
+		off += n;
+		len -= n;
+	}
+}
+
+void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
+		    struct afm_zspage *s, unsigned int soff,
+		    unsigned int len)
+{
+	while (len) {
+		unsigned int sp = offset_in_page(soff), dp = offset_in_page(doff);
+		unsigned int n = min3(len, (unsigned int)PAGE_SIZE - sp,
+				      (unsigned int)PAGE_SIZE - dp);
+		void *src = kmap_local_page(afm_zs_page(s, soff >> PAGE_SHIFT));
+		void *dst = kmap_local_page(afm_zs_page(d, doff >> PAGE_SHIFT));
+
+		memcpy(dst + dp, src + sp, n);
+		kunmap_local(dst);
+		kunmap_local(src);
+		soff += n;
+		doff += n;
+		len -= n;
+	}
+}
+
+/* Object headers (see "Reverse map") */
+
+/*
+ * Write the header of the extent of @len bytes at @off of @z: an object's
+ * (@handle) or a hole's (@handle 0). Pool lock held; takes the gate.
+ */
+void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
+		      unsigned int len, unsigned long handle)
+{
+	u64 v = len | (u64)(handle & (BIT_ULL(z->zs->idx_bits) - 1)) <<
+		      AFM_ZH_LEN_BITS;
+	u8 buf[AFM_ZS_HDR];
+	unsigned int i;
+
+	for (i = 0; i < AFM_ZS_HDR; i++, v >>= BITS_PER_BYTE)
+		buf[i] = v;
+	afm_zg_in(z);
+	afm_zs_copy_in(z, off, buf, AFM_ZS_HDR);
+	afm_zg_out(z);
+}
+
+/*
+ * Read the header at @off of @z. Pool lock held; takes the gate. Return:
+ * the extent length; *@idx: the handle bits (see afm_zs_hdr_write()).
+ */
+unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
+			     unsigned long *idx)
+{
+	u8 buf[AFM_ZS_HDR];
+	unsigned int i;
+	u64 v = 0;
+
+	afm_zg_in(z);
+	afm_zs_copy_out(z, off, buf, AFM_ZS_HDR);
+	afm_zg_out(z);
+	for (i = AFM_ZS_HDR; i--; )
+		v = v << BITS_PER_BYTE | buf[i];
+	*idx = v >> AFM_ZH_LEN_BITS;
+	return v & (BIT(AFM_ZH_LEN_BITS) - 1);
+}
+
+/*
+ * Put @z on the hole list matching its holes, or on none when it has
+ * fewer than AFM_ZS_MIN_HOLES or is not a live non-victim zspage. Called
+ * after every change of its holes or flags. Pool lock held.
+ */
+void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int n = 0;
+
+	lockdep_assert_held(&zs->lock);
+	if (z->flags == AFM_ZS_USED)
+		n = afm_zs_zholes(z) / AFM_ZS_MIN_HOLES;
+	if (n == z->hlist_nr)
+		return;
+	if (z->hlist_nr) {
+		list_del_init(&z->hlist);
+		if (!--zs->hlist_count[z->hlist_nr])
+			zs->hlist_map &= ~BIT_ULL(z->hlist_nr);
+	}
+	z->hlist_nr = n;
+	if (!n)
+		return;
+	list_add_tail(&z->hlist, &zs->hlists[n]);
+	zs->hlist_count[n]++;
+	zs->hlist_map |= BIT_ULL(n);
+}
+
+/* Tail buckets and placement */
+
+static unsigned int afm_zs_bucket(unsigned int tail)
+{
+	if (tail < PAGE_SIZE)
+		return tail / AFM_ZS_GRAIN;
+	return AFM_ZS_SMALL_BUCKETS + (tail >> PAGE_SHIFT) - 1;
+}
+
+void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	if (z->bucket == AFM_ZS_NO_BUCKET)
+		return;
+	list_del_init(&z->list);
+	if (list_empty(&zs->tails[z->bucket]))
+		__clear_bit(z->bucket, zs->tail_map);
+	z->bucket = AFM_ZS_NO_BUCKET;
+}
+
+/* Put @z on the tail list matching its tail (none when full). */
+void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int tail = AFM_ZS_SIZE - z->tail;
+	unsigned int b = tail ? afm_zs_bucket(tail) : AFM_ZS_NO_BUCKET;
+
+	if (b == z->bucket)
+		return;
+	afm_zs_unbucket(zs, z);
+	if (b == AFM_ZS_NO_BUCKET)
+		return;
+	list_add(&z->list, &zs->tails[b]);
+	__set_bit(b, zs->tail_map);
+	z->bucket = b;
+}
+
+/* The zspage with the smallest tail that fits @size, or NULL. */
+struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
+{
+	unsigned int b = afm_zs_bucket(size), n = 0;
+	struct afm_zspage *z;
+
+	lockdep_assert_held(&zs->lock);
+
+	list_for_each_entry(z, &zs->tails[b], list) {
+		if (AFM_ZS_SIZE - z->tail >= size)
+			return z;
+		if (++n >= AFM_ZS_FIT_TRIES)
+			break;
+	}
+	b = find_next_bit(zs->tail_map, AFM_ZS_NR_BUCKETS, b + 1);
+	if (b >= AFM_ZS_NR_BUCKETS)
+		return NULL;
+	return list_first_entry(&zs->tails[b], struct afm_zspage, list);
+}
+
+/* Zspages */
+
+/*
+ * Make a zspage of the data pages of @sp, with a descriptor in table page
+ * @dpg (afm_zt_find() of the descriptor table). Pool lock held.
+ */
+struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
+			      unsigned long dpg, struct afm_zs_spare *sp)
+{
+	unsigned long id = afm_zt_take(zs, &zs->dtab, dpg, sp);
+	struct afm_zspage *z = afm_zs_desc(zs, id);
+	struct page *next = NULL, *page, *pages[AFM_ZS_PAGES];
+	unsigned int i;
+
+	memset(z, 0, sizeof(*z));
+	z->id = id;
+	z->zs = zs;
+	z->bucket = AFM_ZS_NO_BUCKET;
+	INIT_LIST_HEAD(&z->list);
+	INIT_LIST_HEAD(&z->hlist);
+	/* Chain the pages from the last one back to the first. */
+	for (i = AFM_ZS_PAGES; i--; ) {
+		page = sp->data[--sp->nr_data];
+		set_page_private(page, (unsigned long)z);
+		page->index = (unsigned long)next;
+		pages[i] = page;
+		next = page;
+	}
+	z->first = next;
+	z->flags = AFM_ZS_USED;
+	/*
+	 * Movable only once the descriptor is complete. Once a page is
+	 * movable and unlocked, migration may replace it: its ->index is not
+	 * followed any more, the pages come from the local array.
+	 */
+#ifdef CONFIG_COMPACTION
+	for (i = 0; i < AFM_ZS_PAGES; i++) {
+		/* A fresh page: nobody else can hold its lock. */
+		if (WARN_ON_ONCE(!trylock_page(pages[i])))
+			continue;
+		__SetPageMovable(pages[i], &afm_zspage_mops);
+		unlock_page(pages[i]);
+	}
+#endif
+	zs->zspages++;
+	zs->tail_bytes += AFM_ZS_SIZE;
+	atomic_long_add(AFM_ZS_PAGES, &zs->total_pages);
+	afm_zs_rebucket(zs, z);
+	return z;
+}
+
+/* Undo the page setup of afm_zs_new(); page lock held if it was movable. */
+void afm_zs_reset_page(struct page *page)
+{
+#ifdef CONFIG_COMPACTION
+	if (READ_ONCE(page->mapping))
+		__ClearPageMovable(page);
+#endif
+	set_page_private(page, 0);
+	page->index = 0;
+}
+
+/*
+ * Page @page of a zspage being freed, page lock held: if the migration core
+ * has it isolated, it will find it released and free it (see "Locking").
+ */
+static void afm_zs_count_isolated_freed(struct afm_zs_pool *zs,
+					struct page *page)
+{
+#ifdef CONFIG_COMPACTION
+	if (PageIsolated(page))
+		atomic_long_inc(&zs->st.isolated_freed);
+#endif
+}
+
+/*
+ * Free the pages of dead zspage @z if the gate and all page locks can be
+ * had without waiting. Any context. Return: true if freed.
+ */
+static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	struct page *pages[AFM_ZS_PAGES];
+	unsigned int i, locked;
+
+	if (!afm_zg_lock(z, false))
+		return false;
+	for (locked = 0; locked < AFM_ZS_PAGES; locked++) {
+		pages[locked] = locked ? (struct page *)pages[locked - 1]->index :
+					 z->first;
+		if (!trylock_page(pages[locked]))
+			break;
+	}
+	if (locked < AFM_ZS_PAGES) {
+		while (locked--)
+			unlock_page(pages[locked]);
+		afm_zg_unlock(z);
+		return false;
+	}
+	for (i = 0; i < AFM_ZS_PAGES; i++) {
+		struct page *page = pages[i];
+
+		afm_zs_count_isolated_freed(zs, page);
+		afm_zs_reset_page(page);
+		unlock_page(page);
+		put_page(page);
+	}
+	afm_zg_unlock(z);
+	atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
+	return true;
+}
+
+/*
+ * Give back empty zspage @z (not a victim): free it now, or queue it for
+ * afm_zs_free_work(). Pool lock held.
+ */
+void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	lockdep_assert_held(&zs->lock);
+	WARN_ON_ONCE(z->live || z->objs || (z->flags & AFM_ZS_VICTIM));
+
+	afm_zs_holes_forget(zs, z);
+	afm_zs_unbucket(zs, z);
+	zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
+	zs->zspages--;
+	z->flags |= AFM_ZS_DEAD;
+	afm_zs_hlist_update(zs, z);
+	if (afm_zs_try_free_pages(zs, z)) {
+		afm_zt_put(zs, &zs->dtab, z->id);
+		return;
+	}
+	zs->dead_zspages++;
+	zs->st.deferred_frees++;
+	list_add_tail(&z->list, &zs->dead);
+	queue_work(system_wq, &zs->free_work);
+}
+
+/* Lock page @i of dead zspage @z, sleeping if needed. */
+static struct page *afm_zs_lock_page(struct afm_zspage *z, unsigned int i)
+{
+	struct page *page;
+
+	for (;;) {
+		if (!afm_zg_lock(z, true)) {
+			cond_resched();
+			continue;
+		}
+		page = afm_zs_page(z, i);
+		if (trylock_page(page)) {
+			afm_zg_unlock(z);
+			return page;
+		}
+		/* Migration may hold it; wait without the gate. */
+		get_page(page);
+		afm_zg_unlock(z);
+		wait_on_page_locked(page);
+		put_page(page);
+	}
+}
+
+/* Free the pages and descriptors of the zspages on the dead list. */
+void afm_zs_free_dead(struct afm_zs_pool *zs)
+{
+	struct afm_zspage *z, *tmp;
+	struct page *pages[AFM_ZS_PAGES];
+	LIST_HEAD(list);
+	unsigned int i;
+
+	afm_zs_lock(zs);
+	list_splice_init(&zs->dead, &list);
+	afm_zs_unlock(zs);
+
+	list_for_each_entry_safe(z, tmp, &list, list) {
+		list_del_init(&z->list);
+		/* Once a page is locked, migration cannot replace it. */
+		for (i = 0; i < AFM_ZS_PAGES; i++)
+			pages[i] = afm_zs_lock_page(z, i);
+		for (i = 0; i < AFM_ZS_PAGES; i++) {
+			afm_zs_count_isolated_freed(zs, pages[i]);
+			afm_zs_reset_page(pages[i]);
+			unlock_page(pages[i]);
+			put_page(pages[i]);
+		}
+		/* With the pool lock: the page counts add up under it. */
+		afm_zs_lock(zs);
+		atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
+		zs->dead_zspages--;
+		afm_zt_put(zs, &zs->dtab, z->id);
+		afm_zs_unlock(zs);
+		cond_resched();
+	}
+}
+
+void afm_zs_free_work(struct work_struct *work)
+{
+	afm_zs_free_dead(container_of(work, struct afm_zs_pool, free_work));
+}

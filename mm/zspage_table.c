@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * afmalloc zspage store: slot tables. The handle table (8-byte entries)
+ * and the descriptor table (struct afm_zspage) are pages of slots behind
+ * directory pages behind a top array that grows (see "Handle encoding" in
+ * zspage_store.c); pages for them are allocated ahead, outside the pool
+ * lock, into a struct afm_zs_spare.
+ *
+ * Locking: everything here is written under the pool lock (asserted where
+ * it is taken for a slot); afm_zt_grow() allocates without it and swaps
+ * the top array under it; lookups (zspage_internal.h) are lockless, RCU
+ * for the top array.
+ */
+
+#define pr_fmt(fmt) "afmalloc: " fmt
+
+#include "zspage_internal.h"
+
+int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
+		      unsigned int meta, unsigned int data, gfp_t gfp)
+{
+	gfp_t mgfp = gfp & ~(__GFP_HIGHMEM | __GFP_MOVABLE);
+	struct page *page;
+
+	while (sp->nr_meta < meta) {
+		if (afm_should_fail(zs->pool))
+			return -ENOMEM;
+		page = alloc_page(mgfp);
+		if (!page)
+			return -ENOMEM;
+		sp->meta[sp->nr_meta++] = page;
+	}
+	while (sp->nr_data < data) {
+		if (afm_should_fail(zs->pool))
+			return -ENOMEM;
+		page = alloc_page(gfp);
+		if (!page)
+			return -ENOMEM;
+		sp->data[sp->nr_data++] = page;
+	}
+	return 0;
+}
+
+void afm_zs_spare_drain(struct afm_zs_spare *sp)
+{
+	while (sp->nr_meta)
+		__free_page(sp->meta[--sp->nr_meta]);
+	while (sp->nr_data)
+		__free_page(sp->data[--sp->nr_data]);
+}
+
+static void *afm_zs_meta_page(struct afm_zs_pool *zs, struct afm_zs_spare *sp)
+{
+	struct page *page = sp->meta[--sp->nr_meta];
+
+	page->index = 0;
+	set_page_private(page, 0);
+	atomic_long_inc(&zs->total_pages);
+	return page_address(page);
+}
+
+static void afm_zs_meta_page_free(struct afm_zs_pool *zs, void *addr)
+{
+	struct page *page = virt_to_page(addr);
+
+	page->index = 0;
+	set_page_private(page, 0);
+	__free_page(page);
+	atomic_long_dec(&zs->total_pages);
+}
+
+static bool afm_zt_dir_full(const struct afm_zs_table *t,
+			    const unsigned long *dir)
+{
+	const struct page *dp = virt_to_page(dir);
+
+	return page_private(dp) == 1UL << t->dshift && !dp->index;
+}
+
+/*
+ * Table page to take the next slot from: the current page while it has a
+ * free slot, else the lowest open or missing page, which becomes current
+ * (it may lie beyond the top level: see afm_zt_short()). Pool lock held.
+ * Return: 0 and *@pgp, or -ENOSPC when slot numbers would not fit.
+ */
+int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
+{
+	struct afm_zt_top *top = afm_zt_top(t);
+	unsigned long pg;
+	void *base;
+
+	if (t->cur != ULONG_MAX) {
+		base = afm_zt_page(t, t->cur);
+		if (base && virt_to_page(base)->index) {
+			*pgp = t->cur;
+			return 0;
+		}
+	}
+	for (pg = t->hint; pg < t->max_pages; pg++) {
+		unsigned long *dir, ent;
+
+		if (afm_zt_d(t, pg) >= top->size)
+			break;
+		dir = top->dir[afm_zt_d(t, pg)];
+		if (!dir)
+			break;
+		if (afm_zt_dir_full(t, dir)) {
+			pg = round_up(pg + 1, 1UL << t->dshift) - 1;
+			continue;
+		}
+		ent = dir[afm_zt_di(t, pg)];
+		if (!ent || (ent & AFM_ZT_OPEN))
+			break;
+	}
+	if (pg >= t->max_pages)
+		return -ENOSPC;
+	t->hint = pg;
+	t->cur = pg;
+	*pgp = pg;
+	return 0;
+}
+
+/*
+ * Table page @pg lies beyond the top level: afm_zt_grow() first. Pool lock
+ * held.
+ */
+bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg)
+{
+	return afm_zt_d(t, pg) >= afm_zt_top(t)->size;
+}
+
+/*
+ * Replace the top level of @t by one that reaches table page @pg, twice
+ * as large at least, allocated with @gfp outside the pool lock (held on
+ * neither entry nor return). The old one is freed after an RCU grace
+ * period. Return: 0 (also when someone else grew it meanwhile), or
+ * -ENOMEM.
+ */
+int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		unsigned long pg, gfp_t gfp)
+{
+	struct afm_zt_top *top, *old;
+	unsigned long size;
+
+	rcu_read_lock();
+	size = rcu_dereference(t->top)->size;
+	rcu_read_unlock();
+	size = max(2 * size, afm_zt_d(t, pg) + 1);
+	if (afm_should_fail(zs->pool))
+		return -ENOMEM;
+	top = kzalloc(struct_size(top, dir, size),
+		      gfp & ~(__GFP_HIGHMEM | __GFP_MOVABLE));
+	if (!top)
+		return -ENOMEM;
+	top->size = size;
+
+	afm_zs_lock(zs);
+	old = afm_zt_top(t);
+	if (old->size >= size) {
+		afm_zs_unlock(zs);
+		kfree(top);
+		return 0;
+	}
+	memcpy(top->dir, old->dir, old->size * sizeof(*old->dir));
+	rcu_assign_pointer(t->top, top);
+	afm_zs_unlock(zs);
+	kfree_rcu(old, rcu);
+	return 0;
+}
+
+/* Pages (directory, table) needed to take a slot in table page @pg. */
+unsigned int afm_zt_need(const struct afm_zs_table *t, unsigned long pg)
+{
+	unsigned long *dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)];
+
+	if (!dir)
+		return 2;
+	return dir[afm_zt_di(t, pg)] ? 0 : 1;
+}
+
+/*
+ * Take a free slot of table page @pg (from afm_zt_find()), adding the
+ * directory and table pages from @sp as needed (afm_zt_need() of them).
+ * Pool lock held. Return: the slot index.
+ */
+unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
+			  unsigned long pg, struct afm_zs_spare *sp)
+{
+	struct afm_zt_top *top = afm_zt_top(t);
+	unsigned long *dir = top->dir[afm_zt_d(t, pg)];
+	unsigned long ent, slot, i;
+	struct page *dp, *tp;
+	void *base;
+
+	if (!dir) {
+		dir = afm_zs_meta_page(zs, sp);
+		clear_page(dir);
+		WRITE_ONCE(top->dir[afm_zt_d(t, pg)], dir);
+		t->dirs++;
+	}
+	dp = virt_to_page(dir);
+	ent = dir[afm_zt_di(t, pg)];
+	if (!ent) {
+		base = afm_zs_meta_page(zs, sp);
+		for (i = 0; i < t->per_page; i++) {
+			memset(base + i * t->slot_size, 0, t->slot_size);
+			afm_zt_link_set(base + i * t->slot_size,
+					i + 1 < t->per_page ? i + 2 : 0);
+		}
+		tp = virt_to_page(base);
+		tp->index = 1;
+		ent = (unsigned long)base | AFM_ZT_OPEN;
+		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent);
+		set_page_private(dp, page_private(dp) + 1);
+		dp->index++;
+		t->pages++;
+		t->end = max(t->end, pg + 1);
+	}
+	base = (void *)(ent & ~AFM_ZT_OPEN);
+	tp = virt_to_page(base);
+	slot = tp->index - 1;
+	tp->index = afm_zt_link_get(base + slot * t->slot_size);
+	set_page_private(tp, page_private(tp) + 1);
+	if ((ent & AFM_ZT_OPEN) &&
+	    t->per_page - page_private(tp) < t->open_free) {
+		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent & ~AFM_ZT_OPEN);
+		dp->index--;
+	}
+	t->used++;
+	return pg * t->per_page + slot;
+}
+
+/*
+ * Free slot @idx (its content is cleared), giving back its table page when
+ * it was the page's last used slot, and the directory page with it. Pool
+ * lock held.
+ */
+void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		unsigned long idx)
+{
+	unsigned long pg = idx / t->per_page, slot = idx % t->per_page;
+	struct afm_zt_top *top = afm_zt_top(t);
+	unsigned long *dir = top->dir[afm_zt_d(t, pg)];
+	struct page *dp = virt_to_page(dir);
+	unsigned long ent = dir[afm_zt_di(t, pg)];
+	void *base = (void *)(ent & ~AFM_ZT_OPEN);
+	struct page *tp = virt_to_page(base);
+
+	lockdep_assert_held(&zs->lock);
+
+	memset(base + slot * t->slot_size, 0, t->slot_size);
+	afm_zt_link_set(base + slot * t->slot_size, tp->index);
+	tp->index = slot + 1;
+	set_page_private(tp, page_private(tp) - 1);
+	t->used--;
+	if (!(ent & AFM_ZT_OPEN) &&
+	    t->per_page - page_private(tp) >= t->open_free) {
+		ent |= AFM_ZT_OPEN;
+		dp->index++;
+		t->hint = min(t->hint, pg);
+	}
+	if (page_private(tp)) {
+		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent);
+		return;
+	}
+	WRITE_ONCE(dir[afm_zt_di(t, pg)], 0);
+	set_page_private(dp, page_private(dp) - 1);
+	dp->index--;
+	t->pages--;
+	afm_zs_meta_page_free(zs, base);
+	if (page_private(dp))
+		return;
+	WRITE_ONCE(top->dir[afm_zt_d(t, pg)], NULL);
+	t->dirs--;
+	afm_zs_meta_page_free(zs, dir);
+}
+
+/*
+ * Free every page of a table, whatever its slots hold, and its top level
+ * (pool teardown: nobody else looks at it any more).
+ */
+void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
+{
+	struct afm_zt_top *top = rcu_dereference_protected(t->top, true);
+	unsigned long i, d;
+
+	for (i = 0; top && i < top->size; i++) {
+		unsigned long *dir = top->dir[i];
+
+		if (!dir)
+			continue;
+		for (d = 0; d < 1UL << t->dshift; d++) {
+			if (dir[d])
+				afm_zs_meta_page_free(zs, (void *)(dir[d] &
+							~AFM_ZT_OPEN));
+		}
+		afm_zs_meta_page_free(zs, dir);
+	}
+	RCU_INIT_POINTER(t->top, NULL);
+	kfree(top);
+	t->pages = 0;
+	t->dirs = 0;
+	t->used = 0;
+	t->hint = 0;
+	t->cur = ULONG_MAX;
+}
+
+/* The first top level of table @t. Return: 0 or -ENOMEM. */
+int afm_zt_init(struct afm_zs_table *t)
+{
+	struct afm_zt_top *top;
+
+	top = kzalloc(struct_size(top, dir, AFM_ZT_TOP_MIN), GFP_KERNEL);
+	if (!top)
+		return -ENOMEM;
+	top->size = AFM_ZT_TOP_MIN;
+	RCU_INIT_POINTER(t->top, top);
+	return 0;
+}
