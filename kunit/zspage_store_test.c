@@ -746,6 +746,65 @@ static void afm_zs_test_auto_compact(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.auto_runs, 1);
 }
 
+static size_t afm_zs_size1000(unsigned int i)
+{
+	return 1000;
+}
+
+/*
+ * At rest, thin holes go too: objects of 1000 bytes (32 a zspage) of which
+ * one in 16 is freed leave every zspage with about 6% of its bytes in
+ * holes, too few for a run while writes go on (an eighth), so a free past
+ * the trigger queues the rest run; once it has run (afm_zs_flush_work()
+ * runs it as if the pool were at rest) the holes are below the trigger
+ * and the pages are back.
+ */
+static void afm_zs_test_rest_compact(struct kunit *test)
+{
+	const unsigned int n = 32 * 256, permille = 10;
+	struct afm_zs_counters frag, after;
+	unsigned long pages, trigger;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	afm_zs_flush_work(ts->pool);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size1000(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   afm_zs_size1000(i), buf, i);
+	}
+	for (i = 1; i < n; i += 16) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &frag);
+	pages = afm_get_total_pages(ts->pool);
+	trigger = max(frag.live_bytes / 1000 * permille, 4UL * AFM_ZS_SIZE);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2 * trigger);
+	/* No zspage has an eighth of its bytes in holes. */
+	KUNIT_ASSERT_LT(test, frag.hole_bytes / frag.zspages, AFM_ZS_SIZE / 8);
+
+	afm_zs_set_auto_permille(permille);
+	afm_free(ts->pool, ts->h[n - 1]);
+	ts->h[n - 1] = 0;
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	kunit_info(test, "rest run: %lu -> %lu pages, %lu -> %lu hole bytes (trigger %lu)\n",
+		   pages, afm_get_total_pages(ts->pool), frag.hole_bytes,
+		   after.hole_bytes, trigger);
+	KUNIT_EXPECT_EQ(test, after.auto_runs, frag.auto_runs + 1);
+	/* It aims at half the trigger; its last pass may stop short. */
+	KUNIT_EXPECT_LE(test, after.hole_bytes, trigger);
+	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size1000,
+						0), 0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 /*
  * The shrinker counts reclaimable pages and frees them when asked. The
  * pool is quiet: the kernel's shrink_slab() (drop_caches loops in the debug
@@ -2143,6 +2202,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_compact_cost),
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
 	KUNIT_CASE(afm_zs_test_auto_compact),
+	KUNIT_CASE(afm_zs_test_rest_compact),
 	KUNIT_CASE(afm_zs_test_shrinker),
 	KUNIT_CASE(afm_zs_test_migrate),
 	KUNIT_CASE(afm_zs_test_migrate_counters),

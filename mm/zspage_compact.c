@@ -17,11 +17,12 @@
 /*
  * Automatic compaction starts when holes exceed this many thousandths of
  * the live bytes (and AFM_ZS_AUTO_MIN zspages), and stops at half of it.
- * 0 disables it (the shrinker and afm_compact() still work). A run copies
- * at most 3 bytes per byte it frees (it takes zspages with a quarter of
- * their bytes in holes; the rest run an eighth), so a lower trigger means
- * more, smaller runs, not more copying per byte; under random overwrites
- * the holes settle above the trigger, in zspages below that threshold.
+ * 0 disables it (the shrinker and afm_compact() still work). A run while
+ * writes go on copies at most 7 bytes per byte it frees (it takes zspages
+ * with an eighth of their bytes in holes), so a lower trigger means more,
+ * smaller runs, not more copying per byte; under random overwrites the
+ * holes settle above the trigger, in zspages below that threshold, until
+ * the rest run takes them.
  */
 unsigned int afm_zs_auto_permille = 1;
 module_param_named(zspage_auto_permille, afm_zs_auto_permille, uint, 0644);
@@ -395,8 +396,8 @@ void afm_zs_compact_work(struct work_struct *work)
 
 /*
  * The rest run: AFM_ZS_LATE after the last allocation, count the recorded
- * holes too (nothing is about to reuse them) and take zspages with an
- * eighth of their bytes in holes.
+ * holes too (nothing is about to reuse them) and take every zspage with
+ * AFM_ZS_MIN_HOLES of holes.
  */
 void afm_zs_late_work(struct work_struct *work)
 {

@@ -140,13 +140,13 @@
  * runs queued by free. When holes exceed the trigger (zspage_auto_permille
  * thousandths of the live bytes, default 1, and AFM_ZS_AUTO_MIN zspages),
  * the holes outside the hole cache are above it too (the recorded ones are
- * about to be reused) and some zspage has a quarter of its bytes in holes,
- * the worker runs at once: down to half the trigger, taking zspages with a
- * quarter of their bytes in holes (at most 3 bytes copied per byte given
+ * about to be reused) and some zspage has an eighth of its bytes in holes,
+ * the worker runs at once: down to half the trigger, taking zspages with
+ * an eighth of their bytes in holes (at most 7 bytes copied per byte given
  * back). Otherwise, above the trigger, the rest run comes AFM_ZS_LATE
- * after the last allocation: it counts every hole and also takes zspages
- * with an eighth of their bytes in holes (AFM_ZS_REST_MIN_HOLES), so that
- * once writes stop, thin holes come down too.
+ * after the last allocation: it counts every hole and takes every zspage
+ * with AFM_ZS_MIN_HOLES of holes (AFM_ZS_REST_MIN_HOLES), so that once
+ * writes stop, thin holes come down too.
  *
  * Files
  * -----
