@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests of compaction (mm/zspage_compact.c): manual compaction with
+ * every width of handle bits in headers, its cost against the pool size,
+ * pinned objects left in place, the automatic worker, the rest run and the
+ * shrinker.
+ */
+
+#include "zspage_test.h"
+
+/*
+ * Handle bits in object headers: the default, and fewer, so that many
+ * handles share the bits of each header, as handles above 2^27 do in a
+ * pool that large (compaction must still find every object).
+ */
+static const unsigned int afm_zs_idx_bits[] = { 0, 8, 1 };
+
+static void afm_zs_idx_bits_desc(const unsigned int *bits, char *desc)
+{
+	if (*bits)
+		snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%u handle bits", *bits);
+	else
+		snprintf(desc, KUNIT_PARAM_DESC_SIZE, "default handle bits");
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_idx_bits, afm_zs_idx_bits, afm_zs_idx_bits_desc);
+
+/*
+ * Manual compaction of a pool where three of four objects were freed:
+ * pages drop, overhead falls, holes go, every byte stays.
+ */
+static void afm_zs_test_compact(struct kunit *test)
+{
+	const unsigned int *bits = test->param_value;
+	struct afm_test_set *ts;
+	struct afm_zs_counters before, after;
+	unsigned long pages, freed, oh_before, oh_after;
+	void *buf = afm_zs_buf(test);
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
+	if (*bits) {
+		KUNIT_ASSERT_EQ(test, afm_zs_test_set_idx_bits(ts->pool, *bits),
+				0);
+		KUNIT_EXPECT_EQ(test, afm_zs_test_set_idx_bits(ts->pool, 0),
+				-EINVAL);
+	}
+	afm_zs_fragment(test, ts, buf);
+	/* Only an empty pool changes its header format. */
+	KUNIT_EXPECT_EQ(test, afm_zs_test_set_idx_bits(ts->pool, 8), -EINVAL);
+	afm_zs_get_counters(ts->pool, &before);
+	pages = afm_get_total_pages(ts->pool);
+	oh_before = afm_zs_overhead_pm(ts->pool);
+	KUNIT_ASSERT_GT(test, before.hole_bytes, 0);
+
+	freed = afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	oh_after = afm_zs_overhead_pm(ts->pool);
+	kunit_info(test, "pages %lu -> %lu, overhead %lu -> %lu per mille, holes %lu -> %lu\n",
+		   pages, afm_get_total_pages(ts->pool), oh_before, oh_after,
+		   before.hole_bytes, after.hole_bytes);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	KUNIT_EXPECT_EQ(test, pages - freed, afm_get_total_pages(ts->pool));
+	/* Three quarters of the data went: most pages should too. */
+	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages / 2);
+	KUNIT_EXPECT_LT(test, oh_after, oh_before);
+	KUNIT_EXPECT_LT(test, oh_after, 60);
+	KUNIT_EXPECT_LT(test, after.hole_bytes, before.hole_bytes / 8);
+	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
+	KUNIT_EXPECT_GT(test, after.passes, before.passes);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* Nothing left to gain: a second run frees nothing. */
+	KUNIT_EXPECT_EQ(test, afm_compact(ts->pool), 0);
+}
+
+/*
+ * One run of afm_zs_test_compact_cost(): a pool of @filler dense objects
+ * (whole zspages, no holes, tails too small for anything) and then
+ * AFM_ZS_COST_ZSPAGES zspages of which three objects in four are freed;
+ * afm_compact(). Sets the extents compaction walked, the objects it moved
+ * and the pages it freed; checks the survivors' bytes.
+ */
+#define AFM_ZS_COST_SIZE	16
+#define AFM_ZS_COST_ZSPAGES	16
+
+static void afm_zs_cost_run(struct kunit *test, unsigned int filler,
+			    unsigned long *walked, unsigned long *moved,
+			    unsigned long *freed)
+{
+	const unsigned int ext = AFM_ZS_COST_SIZE + afm_zs_header_bytes();
+	const unsigned int per = AFM_ZS_SIZE / ext;
+	const unsigned int frag = AFM_ZS_COST_ZSPAGES * per;
+	struct afm_zs_counters before, after;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+
+	/* The filler's handles after the fragmented zspages' ones. */
+	ts = afm_zs_set(test, frag + filler);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, filler % per, 0);
+	for (i = frag; i < frag + filler; i++)
+		ts->h[i] = afm_test_malloc(test, ts->pool, AFM_ZS_COST_SIZE);
+	for (i = 0; i < frag; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, AFM_ZS_COST_SIZE);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   AFM_ZS_COST_SIZE, buf, 0);
+	}
+	for (i = 0; i < frag; i++) {
+		if (i % 4) {
+			afm_free(ts->pool, ts->h[i]);
+			ts->h[i] = 0;
+		}
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	*freed = afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	*walked = after.walked - before.walked;
+	*moved = after.moved - before.moved;
+	for (i = 0; i < frag; i += 4)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, AFM_ZS_COST_SIZE, buf,
+						     i & 1));
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
+ * Compaction's cost is the work it does, not the pool's size: the same
+ * fragmented zspages compacted in a pool of about 25 thousand and of about
+ * 1.6 million objects make compaction walk exactly the same extents (at
+ * most those of the fragmented zspages) and move the same objects.
+ */
+static void afm_zs_test_compact_cost(struct kunit *test)
+{
+	const unsigned int per = AFM_ZS_SIZE /
+				 (AFM_ZS_COST_SIZE + afm_zs_header_bytes());
+	unsigned long walked[2], moved[2], freed[2];
+
+	afm_zs_permille(test, 0);
+	afm_zs_cost_run(test, per, &walked[0], &moved[0], &freed[0]);
+	afm_zs_cost_run(test, 1024 * per, &walked[1], &moved[1], &freed[1]);
+	kunit_info(test, "pool of %u objects: %lu extents walked, %lu moved, %lu pages freed; of %u: %lu, %lu, %lu\n",
+		   (1 + AFM_ZS_COST_ZSPAGES) * per, walked[0], moved[0],
+		   freed[0], (1024 + AFM_ZS_COST_ZSPAGES) * per, walked[1],
+		   moved[1], freed[1]);
+	KUNIT_EXPECT_GT(test, freed[0], 0);
+	KUNIT_EXPECT_EQ(test, freed[1], freed[0]);
+	KUNIT_EXPECT_GT(test, moved[0], 0);
+	KUNIT_EXPECT_EQ(test, moved[1], moved[0]);
+	KUNIT_EXPECT_EQ(test, walked[1], walked[0]);
+	KUNIT_EXPECT_LE(test, walked[0], AFM_ZS_COST_ZSPAGES * per);
+}
+
+/*
+ * A pinned object (as mapped) is never moved; once unpinned, it is. The
+ * rest of its zspage is evacuated around it.
+ */
+static void afm_zs_test_compact_pinned(struct kunit *test)
+{
+	struct afm_zs_obj_info pinned, info;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i, p = 0;
+	unsigned long misuses;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 2000);
+	afm_zs_quiet(ts);
+	afm_zs_fragment(test, ts, buf);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p], &pinned), 0);
+	KUNIT_ASSERT_TRUE(test, afm_zs_test_pin(ts->pool, ts->h[p]));
+
+	afm_compact(ts->pool);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p], &info), 0);
+	KUNIT_EXPECT_EQ(test, info.zspage_id, pinned.zspage_id);
+	KUNIT_EXPECT_EQ(test, info.offset, pinned.offset);
+	KUNIT_EXPECT_EQ(test, info.pins, 1);
+	/* Freeing a pinned object is refused (and warns). */
+	afm_test_expect_warnings(test);
+	kunit_info(test, "expect one afmalloc free-of-mapped-object warning\n");
+	misuses = afm_test_misuse_count();
+	afm_free(ts->pool, ts->h[p]);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 1);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[p]), afm_zs_size(p));
+	/* Other objects of that zspage moved away. */
+	for (i = 4; i < ts->n; i += 4) {
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_EXPECT_NE(test, info.zspage_id, pinned.zspage_id);
+	}
+	afm_zs_test_unpin(ts->pool, ts->h[p]);
+
+	afm_compact(ts->pool);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p], &info), 0);
+	KUNIT_EXPECT_EQ(test, info.pins, 0);
+	KUNIT_EXPECT_TRUE(test, info.zspage_id != pinned.zspage_id ||
+			  info.offset != pinned.offset);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
+ * Automatic compaction: a free that takes holes past the trigger queues a
+ * worker that gives pages back without any afm_compact() call; with the
+ * trigger off, frees queue nothing.
+ */
+static void afm_zs_test_auto_compact(struct kunit *test)
+{
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_drive_auto(test, ts, buf, 10);
+	afm_zs_get_counters(ts->pool, &c);
+	/* The drive's frees with the trigger off queued nothing. */
+	KUNIT_EXPECT_EQ(test, c.auto_runs, 1);
+}
+
+/*
+ * At rest, thin holes go too: objects of 1000 bytes (32 a zspage) of which
+ * one in 16 is freed leave every zspage with about 6% of its bytes in
+ * holes, too few for a run while writes go on (an eighth), so a free past
+ * the trigger queues the rest run; once it has run (afm_zs_flush_work()
+ * runs it as if the pool were at rest) the holes are below the trigger
+ * and the pages are back.
+ */
+static void afm_zs_test_rest_compact(struct kunit *test)
+{
+	const unsigned int n = 32 * 256, permille = 10;
+	struct afm_zs_counters frag, after;
+	unsigned long pages, trigger;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	afm_zs_flush_work(ts->pool);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size1000(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   afm_zs_size1000(i), buf, i);
+	}
+	for (i = 1; i < n; i += 16) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &frag);
+	pages = afm_get_total_pages(ts->pool);
+	trigger = max(frag.live_bytes / 1000 * permille, 4UL * AFM_ZS_SIZE);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2 * trigger);
+	/* No zspage has an eighth of its bytes in holes. */
+	KUNIT_ASSERT_LT(test, frag.hole_bytes / frag.zspages, AFM_ZS_SIZE / 8);
+
+	afm_zs_set_auto_permille(permille);
+	afm_free(ts->pool, ts->h[n - 1]);
+	ts->h[n - 1] = 0;
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	kunit_info(test, "rest run: %lu -> %lu pages, %lu -> %lu hole bytes (trigger %lu)\n",
+		   pages, afm_get_total_pages(ts->pool), frag.hole_bytes,
+		   after.hole_bytes, trigger);
+	KUNIT_EXPECT_EQ(test, after.auto_runs, frag.auto_runs + 1);
+	/* It aims at half the trigger; its last pass may stop short. */
+	KUNIT_EXPECT_LE(test, after.hole_bytes, trigger);
+	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size1000,
+						0), 0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
+ * The shrinker counts reclaimable pages and frees them when asked. The
+ * pool is quiet: the kernel's shrink_slab() (drop_caches loops in the debug
+ * guest) does not get to its holes first; the stress and destroy cases
+ * race with it.
+ */
+static void afm_zs_test_shrinker(struct kunit *test)
+{
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long count, freed, pages, after;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
+	KUNIT_EXPECT_EQ(test, afm_zs_shrinker_count(ts->pool), SHRINK_EMPTY);
+	afm_zs_fragment(test, ts, buf);
+	pages = afm_get_total_pages(ts->pool);
+	count = afm_zs_shrinker_count(ts->pool);
+	KUNIT_EXPECT_GT(test, count, 0);
+	KUNIT_EXPECT_NE(test, count, SHRINK_EMPTY);
+	KUNIT_EXPECT_LT(test, count, pages);
+
+	freed = afm_zs_shrinker_scan(ts->pool, count);
+	KUNIT_EXPECT_NE(test, freed, SHRINK_STOP);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages - freed);
+	/* What is left is under a zspage's worth: nothing to count. */
+	after = afm_zs_shrinker_count(ts->pool);
+	KUNIT_EXPECT_TRUE(test, after == SHRINK_EMPTY || after < count);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+static struct kunit_case afm_zspage_compact_test_cases[] = {
+	KUNIT_CASE_PARAM(afm_zs_test_compact, afm_zs_idx_bits_gen_params),
+	KUNIT_CASE(afm_zs_test_compact_pinned),
+	KUNIT_CASE_SLOW(afm_zs_test_compact_cost),
+	KUNIT_CASE(afm_zs_test_auto_compact),
+	KUNIT_CASE(afm_zs_test_rest_compact),
+	KUNIT_CASE(afm_zs_test_shrinker),
+	{}
+};
+
+static struct kunit_suite afm_zspage_compact_test_suite = {
+	.name = "afmalloc_zspage_compact",
+	.test_cases = afm_zspage_compact_test_cases,
+};
+
+kunit_test_suite(afm_zspage_compact_test_suite);

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests of page migration (mm/zspage_migrate.c): the movable_operations
+ * callbacks as the migration core calls them, busy zspages, and the
+ * migration counters.
+ */
+
+#include "zspage_test.h"
+
+#ifdef CONFIG_COMPACTION
+/*
+ * Migrate the page holding @h's first byte as the migration core would:
+ * isolate under the page lock, then lock both and call migrate_page, and
+ * put the page back if that fails. With @hold, @h's zspage is held (as by
+ * a mapping) meanwhile. The pool must be quiet for migration. Returns the
+ * migrate_page result; *@dstp is the new page on success.
+ */
+static int afm_zs_migrate(struct kunit *test, struct afm_pool *pool,
+			  unsigned long h, enum migrate_mode mode, bool hold,
+			  struct page **dstp)
+{
+	const struct movable_operations *mops = NULL;
+	struct page *src, *dst;
+	int rc = -EINVAL;
+
+	src = afm_zs_test_get_page(pool, h);
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	dst = alloc_page(GFP_KERNEL);
+	if (!dst) {
+		put_page(src);
+		kunit_skip(test, "no memory for a destination page");
+	}
+	lock_page(src);
+	if (__PageMovable(src))
+		mops = page_movable_ops(src);
+	KUNIT_EXPECT_NOT_NULL(test, mops);
+	/* The pool is quiet: the kernel's compaction cannot have it. */
+	KUNIT_EXPECT_FALSE(test, PageIsolated(src));
+	if (!mops || PageIsolated(src) || !afm_zs_test_isolate_page(src)) {
+		KUNIT_FAIL(test, "page not movable or not isolated");
+		unlock_page(src);
+		goto out;
+	}
+	SetPageIsolated(src);
+	lock_page(dst);
+	if (hold && !afm_zs_test_hold_zspage(pool, h)) {
+		KUNIT_FAIL(test, "cannot enter the zspage");
+		hold = false;
+	}
+	rc = mops->migrate_page(dst, src, mode);
+	if (hold)
+		afm_zs_test_release_zspage(pool, h);
+	if (rc == MIGRATEPAGE_SUCCESS) {
+		/* The old page was handed back to us. */
+		KUNIT_EXPECT_NULL(test, page_movable_ops(src));
+		KUNIT_EXPECT_TRUE(test, __PageMovable(dst));
+		KUNIT_EXPECT_PTR_EQ(test, page_movable_ops(dst), mops);
+		if (dstp)
+			*dstp = dst;
+	} else {
+		mops->putback_page(src);
+	}
+	ClearPageIsolated(src);
+	unlock_page(dst);
+	unlock_page(src);
+out:
+	put_page(dst);
+	put_page(src);
+	return rc;
+}
+
+/*
+ * Migration replaces one page of a zspage: content copied, handles still
+ * reach the same bytes, page counts unchanged; a busy zspage refuses.
+ */
+static void afm_zs_test_migrate(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 200);
+	struct afm_zs_counters before, after;
+	struct afm_zs_obj_info info, moved;
+	void *buf = afm_zs_buf(test);
+	unsigned long pages;
+	struct page *dst = NULL;
+	unsigned long seen = 0;
+	unsigned int i, x = 0;
+	void *a;
+	int rc;
+
+	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
+	for (i = 0; i < ts->n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, afm_zs_size(i),
+				   buf, i);
+	}
+	/* An object crossing into the next page, so two pages matter. */
+	for (i = 0; i < ts->n; i++) {
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		if (offset_in_page(info.offset) + info.size > PAGE_SIZE) {
+			x = i;
+			break;
+		}
+	}
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[x], &info), 0);
+	afm_zs_get_counters(ts->pool, &before);
+	pages = afm_get_total_pages(ts->pool);
+	a = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	memcpy_from_page(a, info.page, 0, PAGE_SIZE);
+
+	rc = afm_zs_migrate(test, ts->pool, ts->h[x], MIGRATE_SYNC, false, &dst);
+	KUNIT_ASSERT_EQ(test, rc, MIGRATEPAGE_SUCCESS);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[x], &moved), 0);
+	KUNIT_EXPECT_PTR_EQ(test, moved.page, dst);
+	KUNIT_EXPECT_PTR_NE(test, moved.page, info.page);
+	KUNIT_EXPECT_EQ(test, moved.zspage_id, info.zspage_id);
+	KUNIT_EXPECT_EQ(test, moved.offset, info.offset);
+	buf = afm_zs_buf(test);
+	memcpy_from_page(buf, dst, 0, PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, memcmp(a, buf, PAGE_SIZE), 0);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.migrated, before.migrated + 1);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+
+	/* Migrated again, and written through the new page. */
+	KUNIT_ASSERT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+					     MIGRATE_ASYNC, false, NULL),
+			MIGRATEPAGE_SUCCESS);
+	afm_zs_put_pattern(test, ts->pool, ts->h[x], 5555, afm_zs_size(x), buf,
+			   1);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[x], 5555,
+					     afm_zs_size(x), buf, false));
+
+	/* A zspage in use (an object mapped) refuses, then accepts. */
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+					     MIGRATE_ASYNC, true, NULL),
+			-EAGAIN);
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+					     MIGRATE_SYNC, true, NULL),
+			-EAGAIN);
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+					     MIGRATE_SYNC, false, NULL),
+			MIGRATEPAGE_SUCCESS);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[x], 5555,
+					     afm_zs_size(x), buf, true));
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.migrated, before.migrated + 3);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
+
+	/*
+	 * Every page of that zspage, so that the first, middle and last links
+	 * of its page chain are all replaced; every object still reads back.
+	 */
+	for (i = 0; i < ts->n; i++) {
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &moved),
+				0);
+		if (moved.zspage_id != info.zspage_id ||
+		    (seen & BIT(moved.offset >> PAGE_SHIFT)))
+			continue;
+		seen |= BIT(moved.offset >> PAGE_SHIFT);
+		KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[i],
+						     MIGRATE_SYNC, false, &dst),
+				MIGRATEPAGE_SUCCESS);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &moved),
+				0);
+		KUNIT_EXPECT_PTR_EQ(test, moved.page, dst);
+	}
+	KUNIT_EXPECT_GE(test, hweight_long(seen), 3);
+	KUNIT_EXPECT_TRUE(test, seen & BIT(AFM_ZS_PAGES - 1));
+	afm_zs_put_pattern(test, ts->pool, ts->h[x], x, afm_zs_size(x), buf, x);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_put_pattern(test, ts->pool, ts->h[x], 5555, afm_zs_size(x), buf,
+			   1);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* Compaction and free work on migrated pages. */
+	for (i = 0; i < ts->n; i++) {
+		if (i % 3 && i != x) {
+			afm_free(ts->pool, ts->h[i]);
+			ts->h[i] = 0;
+		}
+	}
+	afm_compact(ts->pool);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[x], 5555,
+					     afm_zs_size(x), buf, false));
+	/* Checked with its own seed: not part of the sweep below. */
+	afm_free(ts->pool, ts->h[x]);
+	ts->h[x] = 0;
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	for (i = 0; i < ts->n; i++) {
+		if (ts->h[i])
+			afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	/* Every page back, those that replaced migrated ones included. */
+	afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
+/*
+ * Isolate the page holding @h's first byte as the migration core does;
+ * it is returned locked, referenced and isolated, or NULL (test failed).
+ */
+static struct page *afm_zs_isolate(struct kunit *test, struct afm_pool *pool,
+				   unsigned long h)
+{
+	struct page *page = afm_zs_test_get_page(pool, h);
+
+	if (!page) {
+		KUNIT_FAIL(test, "no page for handle %#lx", h);
+		return NULL;
+	}
+	lock_page(page);
+	if (PageIsolated(page) || !afm_zs_test_isolate_page(page)) {
+		KUNIT_FAIL(test, "page of handle %#lx not isolated", h);
+		unlock_page(page);
+		put_page(page);
+		return NULL;
+	}
+	SetPageIsolated(page);
+	return page;
+}
+
+/* Undo afm_zs_isolate() as the core does once it is done with the page. */
+static void afm_zs_unisolate(struct page *page)
+{
+	ClearPageIsolated(page);
+	unlock_page(page);
+	put_page(page);
+}
+
+/*
+ * The migration counters say what happened to each isolated page:
+ * migrating N pages moves "migrated" (and "isolated") by exactly N; a
+ * migration refused because the zspage is busy counts as refused and put
+ * back, a page isolated and put back as put back, a page whose zspage is
+ * freed while it is isolated (the core then frees it without calling
+ * migrate_page) as freed while isolated: none of them as migrated.
+ */
+static void afm_zs_test_migrate_counters(struct kunit *test)
+{
+	const unsigned int n = 3 * AFM_ZS_PAGES;
+	struct afm_test_set *ts = afm_zs_set(test, n);
+	struct afm_zs_counters b, a;
+	void *buf = afm_zs_buf(test);
+	unsigned long pages;
+	struct page *page;
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
+	/* Page-sized extents: one per page, in three zspages. */
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size_page(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   afm_zs_size_page(i), buf, i);
+	}
+	afm_zs_get_counters(ts->pool, &b);
+	KUNIT_ASSERT_EQ(test, b.zspages, 3);
+	pages = b.total_pages;
+
+	/* Quiet: the kernel's isolation (the callback) is refused. */
+	page = afm_zs_test_get_page(ts->pool, ts->h[0]);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	lock_page(page);
+	KUNIT_EXPECT_FALSE(test, page_movable_ops(page)->isolate_page(page, 0));
+	unlock_page(page);
+	put_page(page);
+
+	/* Every page once, so N = n. */
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[i],
+						     i & 1 ? MIGRATE_SYNC :
+						     MIGRATE_ASYNC, false, NULL),
+				MIGRATEPAGE_SUCCESS);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated + n);
+	KUNIT_EXPECT_EQ(test, a.isolated, b.isolated + n);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback);
+	KUNIT_EXPECT_EQ(test, a.migrate_busy, b.migrate_busy);
+	KUNIT_EXPECT_EQ(test, a.isolated_freed, b.isolated_freed);
+	KUNIT_EXPECT_EQ(test, a.total_pages, pages);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_page,
+						0), 0);
+
+	/* Refused: the zspage is in use; the page is put back. */
+	b = a;
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[0],
+					     MIGRATE_ASYNC, true, NULL),
+			-EAGAIN);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);
+	KUNIT_EXPECT_EQ(test, a.migrate_busy, b.migrate_busy + 1);
+	KUNIT_EXPECT_EQ(test, a.isolated, b.isolated + 1);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback + 1);
+
+	/* Isolated, then put back without a migration attempt. */
+	b = a;
+	page = afm_zs_isolate(test, ts->pool, ts->h[1]);
+	if (page) {
+		page_movable_ops(page)->putback_page(page);
+		afm_zs_unisolate(page);
+	}
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);
+	KUNIT_EXPECT_EQ(test, a.migrate_busy, b.migrate_busy);
+	KUNIT_EXPECT_EQ(test, a.isolated, b.isolated + 1);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback + 1);
+
+	/*
+	 * Isolated and unlocked (the core's state between isolation and
+	 * migration) while every object of its zspage is freed.
+	 */
+	b = a;
+	page = afm_zs_isolate(test, ts->pool, ts->h[2 * AFM_ZS_PAGES]);
+	if (page)
+		unlock_page(page);
+	for (i = 2 * AFM_ZS_PAGES; i < n; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	if (page) {
+		lock_page(page);
+		/* Released: the core frees it instead of migrating it. */
+		KUNIT_EXPECT_NULL(test, page_movable_ops(page));
+		afm_zs_unisolate(page);
+	}
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback);
+	KUNIT_EXPECT_EQ(test, a.isolated, b.isolated + 1);
+	KUNIT_EXPECT_EQ(test, a.isolated_freed, b.isolated_freed + 1);
+	KUNIT_EXPECT_EQ(test, a.total_pages, pages - AFM_ZS_PAGES);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_page,
+						0), 0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+#else
+static void afm_zs_test_migrate(struct kunit *test)
+{
+	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
+}
+
+static void afm_zs_test_migrate_counters(struct kunit *test)
+{
+	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
+}
+#endif
+
+static struct kunit_case afm_zspage_migrate_test_cases[] = {
+	KUNIT_CASE(afm_zs_test_migrate),
+	KUNIT_CASE(afm_zs_test_migrate_counters),
+	{}
+};
+
+static struct kunit_suite afm_zspage_migrate_test_suite = {
+	.name = "afmalloc_zspage_migrate",
+	.test_cases = afm_zspage_migrate_test_cases,
+};
+
+kunit_test_suite(afm_zspage_migrate_test_suite);

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests of the slot tables (mm/zspage_table.c): a handle table that grows
+ * past what a fixed top level held, and gives every page back.
+ */
+
+#include "zspage_test.h"
+
+/*
+ * The handle table has no fixed capacity: with two table pages per
+ * directory (afm_zs_test_small_dirs()), a pool takes more objects than 256
+ * directories hold (the fixed top level the table used to have) while its
+ * top level grows from one directory to hundreds; every object keeps its
+ * bytes, compaction works across the directories, and freeing everything
+ * gives every table, directory and zspage page back.
+ */
+static void afm_zs_test_table_growth(struct kunit *test)
+{
+	const unsigned long per_dir = 2 * (PAGE_SIZE / sizeof(u64));
+	const unsigned int n = 256 * per_dir + per_dir / 2;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long maxh = 0;
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 1), 0);
+	/*
+	 * About 12 MiB are needed: with far more available, a failed
+	 * allocation is the table refusing, a failure, not a skip.
+	 */
+	if (si_mem_available() < (64UL << 20) >> PAGE_SHIFT)
+		kunit_skip(test, "less than 64 MiB available");
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_malloc(ts->pool, afm_zs_size16(i), GFP_KERNEL);
+		KUNIT_ASSERT_TRUE_MSG(test, afm_test_handle_ok(ts->h[i]),
+				      "object %u: %ld", i, (long)ts->h[i]);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   afm_zs_size16(i), buf, 0);
+		maxh = max(maxh, ts->h[i]);
+	}
+	/* Only a pool without directories changes their size. */
+	KUNIT_EXPECT_EQ(test, afm_zs_test_small_dirs(ts->pool, 2), -EINVAL);
+	KUNIT_EXPECT_GT(test, maxh, 256 * per_dir);
+	afm_zs_get_counters(ts->pool, &c);
+	/* Table pages, and a directory for every two of them. */
+	KUNIT_EXPECT_EQ(test, c.table_pages,
+			DIV_ROUND_UP(n, PAGE_SIZE / sizeof(u64)) +
+			DIV_ROUND_UP(n, per_dir));
+	afm_zs_expect_consistent(test, ts->pool);
+
+	for (i = 0; i < n; i++) {
+		if (i % 4) {
+			afm_free(ts->pool, ts->h[i]);
+			ts->h[i] = 0;
+		}
+	}
+	KUNIT_EXPECT_GT(test, afm_compact(ts->pool), 0);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size16,
+						0), 0);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	for (i = 0; i < n; i++) {
+		if (ts->h[i])
+			afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.desc_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.total_pages, 0);
+}
+
+static struct kunit_case afm_zspage_table_test_cases[] = {
+	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
+	{}
+};
+
+static struct kunit_suite afm_zspage_table_test_suite = {
+	.name = "afmalloc_zspage_table",
+	.test_cases = afm_zspage_table_test_cases,
+};
+
+kunit_test_suite(afm_zspage_table_test_suite);
