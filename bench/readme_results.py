@@ -5,6 +5,8 @@
 usage: bench/readme_results.py           rewrite both files from bench/results/
        bench/readme_results.py --check   rewrite nothing; fail if anything is stale
        bench/readme_results.py --collect-check [CACHE_TIMINGS_DIR]
+       ... [--results DIR] [--readme FILE]   another results folder and README
+                                             (a copy to try the script on)
 
 bench/results/README.md is generated whole: an index of the folders of
 bench/results/ and one section per folder, in name order. A folder holds
@@ -12,7 +14,9 @@ what bench/run.sh writes (steps.csv, meta.json, overhead.png, the
 fragmentation tests' CSVs and frag.png; with --runs N, run-K folders and
 summary.md), bench/speed.sh's speed.csv, bench/fio.sh's fio.csv,
 bench/zswap-time.sh's zswap-time.csv, a make bench-zswap log (zswap.log),
-a make check or make demo record of scripts/timed.sh (check.tsv or demo.tsv; folders
+bench/churn/run.sh's swap-churn run (samples.csv, progress.csv, meta.json;
+skipped with a note on stderr while meta.json is missing: a run still
+going), a make check or make demo record of scripts/timed.sh (check.tsv or demo.tsv; folders
 make-check, make-demo: warm caches, make-check-cold, make-demo-cold: cold
 caches on a fresh machine), or logs of make check's steps (*.log): the
 summary lines of tests/vm/fault-inject.sh ("fault-inject: alloc=...")
@@ -22,7 +26,8 @@ one Reliability table.
 
 In README.md only the text between '<!-- generated: NAME -->' and
 '<!-- end: NAME -->' is replaced: the summary against zsmalloc (read from
-the runs named in SUMMARY), the measured times of make demo and make
+the runs named in SUMMARY; for swap churn, rows stating issue 16's targets
+met or missed), the measured times of make demo and make
 check, and the benchmark's run times. Every figure of the README is in
 those blocks: --check fails on a percentage, an x-ratio or a duration
 outside them. bench/plot_summary.py draws bench/results/summary.png from
@@ -45,9 +50,12 @@ It refuses a record with a failed step. Nothing else is touched: run the
 script again without options to regenerate the READMEs.
 """
 import argparse
+import contextlib
 import difflib
 import glob
 import hashlib
+import importlib.util
+import io
 import json
 import os
 import re
@@ -60,6 +68,18 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
+
+
+def _load_churn_report():
+    """bench/churn/report.py as a module (its name clashes with bench/report.py)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "churn", "report.py")
+    spec = importlib.util.spec_from_file_location("churn_report", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+churn_report = _load_churn_report()
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(TOP, "bench", "results")
@@ -82,6 +102,9 @@ SUMMARY = {
     "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots-hole-cache"),
     "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel
     "zswap_stock": "zswap-stock",           # zswap on Debian's kernel
+    # Swap churn (bench/churn/), a row group each; one still running (no
+    # meta.json) or missing is left out with a note.
+    "churn": ("churn-zram-lz4",),
 }
 
 # The zspage store's hole cache: runs whose kernel predates it are labelled.
@@ -161,6 +184,9 @@ def run_source(name):
     src = meta.get("source")
     if src and git().full(src):
         return src, "meta.json"
+    if src and src.endswith("-dirty") and git().full(src[:-len("-dirty")]):
+        # git describe --dirty: built from that commit with uncommitted changes.
+        return src[:-len("-dirty")], "meta.json, dirty"
     if name in KERNEL_SOURCE:
         return KERNEL_SOURCE[name], "commit message"
     return None, ""
@@ -243,6 +269,337 @@ def med(xs):
 
 def by_position(vals, pos):
     return [v for _, p, v in vals if p == pos]
+
+
+# --- swap churn (bench/churn/) ---------------------------------------------------
+#
+# A churn folder holds what bench/churn/run.sh writes: samples.csv (a row per
+# second, allocator and run: bench/churn/sample.py), progress.csv (the
+# workload's rows), one log per run, guest.log and console.log; at the very
+# end meta.json, then report.md and overhead.png. A folder without meta.json
+# is a run still going (or one that failed): it is skipped with a note. The
+# per-run, per-phase figures are bench/churn/report.py's own, read from the
+# tables of the report it makes from the folder, so that both say the same;
+# this script only takes medians over runs and pairs the samples of
+# afmalloc/zspage and zsmalloc.
+
+CHURN_SKIPPED = set()
+
+
+def is_churn(name):
+    return os.path.isfile(os.path.join(rdir(name), "samples.csv"))
+
+
+def churn_done(name):
+    """Whether a churn folder holds a finished run (meta.json, written last
+    but for the report); notes on stderr, once, a folder that does not."""
+    if os.path.isfile(os.path.join(rdir(name), "meta.json")):
+        if not os.path.isfile(os.path.join(rdir(name), "progress.csv")):
+            fail(f"{rdir(name)} has meta.json but no progress.csv")
+        return True
+    if name not in CHURN_SKIPPED:
+        CHURN_SKIPPED.add(name)
+        print(f"readme_results: note: {rdir(name)} has no meta.json yet (a churn run in "
+              "progress, or one that failed): skipped", file=sys.stderr)
+    return False
+
+
+def md_tables(text):
+    """The Markdown tables of a text, each a list of {header: cell} rows."""
+    out, lines = [], text.splitlines()
+    for i, ln in enumerate(lines[:-1]):
+        if ln.startswith("|") and lines[i + 1].startswith("|---") and \
+                (i == 0 or not lines[i - 1].startswith("|")):
+            head = [c.strip() for c in ln.strip().strip("|").split("|")]
+            rows = []
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                rows.append(dict(zip(head, (c.strip() for c in row.strip().strip("|").split("|")))))
+            out.append((head, rows))
+    return out
+
+
+def cnum(cell):
+    """A number of a report table cell, None for '-'."""
+    return churn_report.num(cell) if cell not in ("", "-") else None
+
+
+CHURN_CACHE = {}
+# report.py's columns this script reads (a renamed column fails loudly).
+CHURN_PHASE_COLS = ("allocator", "run", "phase", "s", "pages/s", "fault p99 us",
+                    "overhead mean", "max", "swap-outs", "swap-ins")
+CHURN_REST_COLS = ("allocator", "run", "after 5 s", "after 60 s")
+
+
+def churn(name):
+    """Everything the README and bench/results/README.md say of a churn run:
+    {"meta", "text" (bench/churn/report.py's report), "allocs", "runs",
+    "phases", "phase": {(alloc, phase): {column: [per run]}}, "rest":
+    {alloc: {"5": [...], "60": [...]}}, "rest_at": None or the seconds into
+    the rest of the samples read instead of report.py's "after 60 s",
+    "pairs": {phase or None (all): (pairs, afmalloc held more, zsmalloc held
+    more, most MiB afmalloc held beyond zsmalloc, pairs with overhead ratios,
+    afmalloc's higher, zsmalloc's higher)}}."""
+    d = rdir(name)
+    if d in CHURN_CACHE:
+        return CHURN_CACHE[d]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        churn_report.report(d, None, None)
+    text = buf.getvalue()
+    tables = md_tables(text)
+    pt = [rows for head, rows in tables if all(c in head for c in CHURN_PHASE_COLS)]
+    rt = [rows for head, rows in tables if all(c in head for c in CHURN_REST_COLS)]
+    if len(pt) != 1 or len(rt) != 1:
+        fail(f"bench/churn/report.py's report of {d} lacks its per-phase table (columns "
+             f"{', '.join(CHURN_PHASE_COLS)}) or its rest table ({', '.join(CHURN_REST_COLS)})")
+    samples = churn_report.load(os.path.join(d, "samples.csv"))
+    progress = churn_report.load(os.path.join(d, "progress.csv"))
+    phases = churn_report.phase_order(progress)
+    allocs = list(dict.fromkeys(r["alloc"] for r in samples))
+    runs = sorted({int(r["run"]) for r in samples})
+    per = {}
+    for r in pt[0]:
+        c = per.setdefault((r["allocator"], r["phase"]), {})
+        secs = cnum(r["s"])
+        c.setdefault("run", []).append(int(r["run"]))
+        for col in CHURN_PHASE_COLS[3:]:
+            c.setdefault(col, []).append(cnum(r[col]))
+        for col in ("swap-outs", "swap-ins"):
+            v = cnum(r[col])
+            c.setdefault(col + "/s", []).append(v / secs if v is not None and secs else None)
+    rest = {}
+    for r in rt[0]:
+        c = rest.setdefault(r["allocator"], {"5": [], "60": []})
+        c["5"].append(cnum(r["after 5 s"]))
+        c["60"].append(cnum(r["after 60 s"]))
+    rest_at = None
+    if any(x is None for v in rest.values() for x in v["60"]):
+        # report.py's "after 60 s" is the first sample at or after 60 s into
+        # the rest, which a rest of 60 s ends before: take instead the last
+        # sample at most 60 s into it, with report.py's filter (stored()).
+        rest_at = []
+        for a in rest:
+            rest[a]["60"] = []
+            for run in runs:
+                s_run = [r for r in samples if churn_report.key(r) == (a, run)]
+                if not s_run:
+                    continue
+                floor = 0.01 * max((churn_report.num(r["compr_bytes"]) or 0) for r in s_run)
+                last = [r for r in s_run if r["phase"] == "rest" and churn_report.stored(r, floor)
+                        and (churn_report.num(r["phase_t_s"]) or 1e9) <= 60]
+                last = max(last, key=lambda r: churn_report.num(r["phase_t_s"]), default=None)
+                rest[a]["60"].append(churn_report.num(last["overhead_ratio"]) if last else None)
+                if last:
+                    rest_at.append(churn_report.num(last["phase_t_s"]))
+    # Pairs: each allocator runs alone, so samples are matched by run, phase
+    # and whole second into the phase (the last sample of that second).
+    # Held: every sample; overhead ratio: samples report.py counts (stored()).
+    held, ratio, peak = {}, {}, {}
+    for r in samples:
+        c = churn_report.num(r["compr_bytes"]) or 0
+        peak[churn_report.key(r)] = max(peak.get(churn_report.key(r), 0), c)
+    for r in samples:
+        t, h = churn_report.num(r["phase_t_s"]), churn_report.num(r["held_pages"])
+        if r["phase"] in phases and t is not None and h is not None:
+            k = (r["run"], r["phase"], int(t))
+            held.setdefault(r["alloc"], {})[k] = h
+            if churn_report.stored(r, 0.01 * peak[churn_report.key(r)]):
+                ratio.setdefault(r["alloc"], {})[k] = churn_report.num(r["overhead_ratio"])
+            else:
+                ratio.setdefault(r["alloc"], {}).pop(k, None)
+    pairs = {}
+    if AF in held and ZS in held:
+        for ph in phases + [None]:
+            ks = [k for k in held[AF] if k in held[ZS] and (ph is None or k[1] == ph)]
+            diff = [held[AF][k] - held[ZS][k] for k in ks]
+            rk = [k for k in ks if k in ratio.get(AF, {}) and k in ratio.get(ZS, {})]
+            pairs[ph] = (len(ks), sum(x > 0 for x in diff), sum(x < 0 for x in diff),
+                         max([x for x in diff if x > 0], default=0) * churn_report.PAGE / 2**20,
+                         len(rk), sum(ratio[AF][k] > ratio[ZS][k] for k in rk),
+                         sum(ratio[AF][k] < ratio[ZS][k] for k in rk))
+    out = {"meta": report.load_meta(d), "text": text, "allocs": allocs, "runs": runs,
+           "phases": phases, "phase": per, "rest": rest, "rest_at": rest_at, "pairs": pairs}
+    CHURN_CACHE[d] = out
+    return out
+
+
+def cmed(xs):
+    """Median of the known values, None if there is none."""
+    xs = [x for x in xs if x is not None]
+    return med(xs) if xs else None
+
+
+def cpct(ratio):
+    return "-" if ratio is None else pct(100 * ratio)
+
+
+def frac(k, n):
+    return f"{k} of {n} ({100 * k / n:.1f}%)" if n else "no pairs"
+
+
+CHURN_HALF = 0.5      # issue 16: mean overhead per phase at most half of zsmalloc's
+CHURN_REST = 0.02     # issue 16: within 60 s of rest, overhead at most 2%
+
+
+def rest_label(c):
+    """How the overhead '60 s into the rest' was read (see churn())."""
+    if not c["rest_at"]:
+        return "60 s into the rest"
+    at = span(c["rest_at"], lambda t: f"{t:.0f}")
+    return f"at the end of the rest, its last sample {at} s in"
+
+
+def churn_targets(c):
+    """Issue 16's targets for afmalloc/zspage on a churn run, each a dict:
+    short (a few words), what (the target), met (True, False, None: not
+    measured), measured (the figures)."""
+    out = []
+    n, more, _, most, rn, rmore, _ = c["pairs"].get(None, (0,) * 7)
+    worst = max((ph for ph in c["phases"] if ph in c["pairs"]),
+                key=lambda ph: c["pairs"][ph][3], default=None)
+    out.append({"short": "never more memory than zsmalloc",
+                "what": "at every one-second sample no more memory than zsmalloc (paired "
+                        "samples: neither more pages held nor a higher overhead ratio)",
+                "met": None if not n else more == 0 and rmore == 0,
+                "measured": f"more pages held in {frac(more, n)} of the pairs"
+                + (f", by up to {most:.1f} MiB (in the {worst} phase)" if more else "")
+                + f"; a higher overhead ratio in {frac(rmore, rn)}"})
+    over = []
+    for ph in c["phases"]:
+        a = cmed(c["phase"].get((AF, ph), {}).get("overhead mean", []))
+        z = cmed(c["phase"].get((ZS, ph), {}).get("overhead mean", []))
+        if a is not None and z:
+            over.append((ph, a / z))
+    missed = [f"{ph} {r:.2f}x" for ph, r in over if r > CHURN_HALF]
+    out.append({"short": "mean overhead per phase at most half of zsmalloc's",
+                "what": "mean overhead in every phase at most half of zsmalloc's (medians "
+                        "of runs)",
+                "met": None if not over else not missed,
+                "measured": "no phase with figures of both" if not over else
+                ("over half of zsmalloc's in " + ", ".join(missed)) if missed else
+                f"at most {max(r for _, r in over):.2f}x zsmalloc's"})
+    r60 = c["rest"].get(AF, {}).get("60", [])
+    known = [x for x in r60 if x is not None]
+    out.append({"short": f"at most {pct(100 * CHURN_REST)} within 60 s of rest",
+                "what": f"overhead at most {pct(100 * CHURN_REST)} within 60 s of rest, in "
+                        f"every run ({rest_label(c)})",
+                "met": None if not known or len(known) < len(r60) else
+                max(known) <= CHURN_REST,
+                "measured": f"{span([100 * x for x in known], pct)} in {len(known)} of "
+                f"{len(r60)} runs" if known else "no sample in the rest"})
+    tput = per_run_ratios(c, "churn", "pages/s")
+    lat = per_run_ratios(c, "churn", "fault p99 us")
+    out.append({"short": "churn throughput at least 1.0x, fault p99 no worse",
+                "what": "in the churn phase, pages touched per second at least 1.0x "
+                        "zsmalloc's and fault p99 latency no worse (medians of the per-run "
+                        "ratios)",
+                "met": None if not (tput and lat) else med(tput) >= 1 and med(lat) <= 1,
+                "measured": f"throughput {xr(med(tput))}, fault p99 {xr(med(lat))}"
+                if tput and lat else "no run of both"})
+    return out
+
+
+def targets_line(n, c):
+    """One line of issue 16's targets met and missed on a churn run."""
+    t = churn_targets(c)
+    parts = [f"{w} " + "; ".join(f"{x['short']} ({x['measured']})" for x in t
+                                  if x["met"] is v)
+             for w, v in (("**missed:**", False), ("met:", True), ("not measured:", None))
+             if any(x["met"] is v for x in t)]
+    m = c["meta"]
+    return (f"**Issue 16's swap-churn targets, {m.get('target', '?')} "
+            f"({m.get('compressor', '?')}), {link(n)}:** " + "; ".join(parts) + ".")
+
+
+def churn_section(name):
+    """bench/results/README.md's section of a churn run."""
+    c = churn(name)
+    m = c["meta"]
+    nr = len(c["runs"])
+    src = m.get("source", "?")
+    out = [f"Reproduce: `{m.get('command', 'bench/churn/run.sh')}`", "",
+           f"Swap churn on {m.get('target', '?')}, {m.get('compressor', '?')}: "
+           f"{', '.join(c['allocs'])}; {nr} run(s) in one boot, the allocator order "
+           f"reversed on every other run (first run {m.get('order', '?')}). Kernel "
+           f"{m.get('kernel', '?')} built from {src}"
+           + (" (uncommitted changes in the checkout)" if src.endswith("-dirty") else "")
+           + f", {m.get('accelerator', '?')}, guest {m.get('guest_memory', '?')} / "
+           f"{m.get('guest_cpus', '?')} CPUs (`{m.get('boot_args', '')}`), cgroup memory.max "
+           f"{m.get('memory_max_percent', '?')}% of the working set; workload "
+           f"`{m.get('workload', '?')}`; host {m.get('host_cpus', '?')} CPUs, shared, 1-min "
+           f"load {m.get('host_load1_start', '?')} at the start, {m.get('host_load1_end', '?')} "
+           f"at the end; {m.get('date', '?')}.", "",
+           f"### Medians of the {nr} runs", "",
+           "Per phase, the median over runs of bench/churn/report.py's per-run figures "
+           "(below): overhead = (pages held x 4096 - compressed bytes) / compressed bytes, "
+           "pages held counting every page of the allocator, metadata included "
+           "(bench/churn/sample.py), mean and max over the phase's one-second samples that "
+           "hold at least 1% of the run's peak compressed bytes; pages/s: pages the workload "
+           "touched per second; swap-outs/s and swap-ins/s: "
+           + ("zram device writes and reads" if m.get("target") == "zram" else
+              "the cgroup's zswpout and zswpin") + " per second of the phase; fault p99: "
+           "the workload's first touches of at least 2.048 us (histogram bucket edges).", "",
+           "| phase | allocator | s | overhead mean | overhead max | pages/s | swap-outs/s "
+           "| swap-ins/s | fault p99 us |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for ph in c["phases"]:
+        for a in c["allocs"]:
+            v = c["phase"].get((a, ph))
+            if not v:
+                continue
+            out.append("| " + " | ".join([ph, a, fmt1(cmed(v["s"]), "%.1f"),
+                                          cpct(cmed(v["overhead mean"])), cpct(cmed(v["max"])),
+                                          fmt1(cmed(v["pages/s"]), "%.0f"),
+                                          fmt1(cmed(v["swap-outs/s"]), "%.0f"),
+                                          fmt1(cmed(v["swap-ins/s"]), "%.0f"),
+                                          fmt1(cmed(v["fault p99 us"]), "%.0f")]) + " |")
+    out += ["", "Overhead at rest (the workload idle, its data swapped out), median of the runs: "
+            "after 5 s, the first sample at or after 5 s into the rest phase (report.py's); "
+            + ("after 60 s, the first sample at or after 60 s (report.py's)." if not c["rest_at"]
+               else "within 60 s, the last sample at most 60 s into it (report.py's first "
+               "sample at or after 60 s does not exist: the rest phase ended before it; the "
+               f"samples taken were {span(c['rest_at'], lambda t: f'{t:.1f}')} s in)."), "",
+            "| allocator | after 5 s | " + ("after 60 s" if not c["rest_at"] else "within 60 s")
+            + " |", "|---|---:|---:|"]
+    for a in c["allocs"]:
+        r = c["rest"].get(a, {"5": [], "60": []})
+        out.append(f"| {a} | {cpct(cmed(r['5']))} | {cpct(cmed(r['60']))} |")
+    if c["pairs"]:
+        out += ["", f"### {AF} against {ZS}, sample by sample", "",
+                "Each allocator runs alone in the boot, so samples are not aligned in time: "
+                f"each one-second sample of {AF} is paired with {ZS}'s of the same run, phase "
+                "and whole second into the phase (phases last about as long for both; the "
+                "fill, the exits' refills and the verification end when their work is done). "
+                "Held: every page the allocator holds, metadata included. The two need not "
+                "store the same data at the same second (the fill and the refills run at "
+                "their own speed), so the last column compares the overhead ratios of the "
+                "pairs where both samples count in report.py's figures (at least 1% of the "
+                "run's peak compressed bytes).", "",
+                f"| phase | pairs | {AF} held more | by at most | {ZS} held more "
+                f"| pairs with overhead ratios | {AF}'s ratio higher |",
+                "|---|---:|---:|---:|---:|---:|---:|"]
+        for ph in c["phases"] + [None]:
+            if ph not in c["pairs"]:
+                continue
+            n, more, less, most, rn, rmore, _ = c["pairs"][ph]
+            out.append(f"| {ph or '**all**'} | {n} | {frac(more, n)} | "
+                       f"{f'{most:.1f} MiB' if more else '-'} | {frac(less, n)} | {rn} "
+                       f"| {frac(rmore, rn)} |")
+        out += ["", f"Issue 16's targets for {AF} under swap churn:", ""]
+        for t in churn_targets(c):
+            verdict = {True: "met", False: "**missed**", None: "not measured"}[t["met"]]
+            out.append(f"- {t['what']}: {verdict} ({t['measured']}).")
+    out += ["", "Per run, as bench/churn/report.py gives it:", "",
+            demote(demote(c["text"].rstrip()))]
+    if os.path.isfile(os.path.join(rdir(name), "overhead.png")):
+        out += ["", f"![overhead ratio over time]({name}/overhead.png)"]
+    return out + [""]
+
+
+def fmt1(v, spec):
+    return "-" if v is None else spec % v
 
 
 # --- the README's summary against zsmalloc ----------------------------------
@@ -358,6 +715,14 @@ def summary_data():
     if not m:
         fail(f"bench/results/{SUMMARY['zswap_stock']}/zswap.log has no effective ratio line")
     d["zswap_stock"] = [float(x) for x in m.groups()]
+    # Swap churn: the finished runs.
+    d["churn"] = {}
+    for name in SUMMARY["churn"]:
+        if not os.path.isdir(rdir(name)):
+            print(f"readme_results: note: no {rdir(name)}: the summary has no row for it",
+                  file=sys.stderr)
+        elif churn_done(name):
+            d["churn"][name] = churn(name)
     return d
 
 
@@ -422,6 +787,8 @@ def summary_rows(d):
         f"{pct(z[AF]['untar'])} / {pct(z[AF]['worst'])}",
         all(z[AF][k] < min(v[k] for a, v in z.items() if a != AF) for k in ("untar", "worst")),
         link(n), "overhead with zstd")
+    for n, c in d["churn"].items():
+        churn_rows(n, c, add)
     n = SUMMARY["fio"]
     fm = d["fio_mem"]
     mib = 1048576.0
@@ -525,6 +892,99 @@ def summary_rows(d):
     return rows
 
 
+def per_run_ratios(c, phase, col):
+    """afmalloc/zspage's value of a report column over zsmalloc's, per run."""
+    a = c["phase"].get((AF, phase), {})
+    z = c["phase"].get((ZS, phase), {})
+    zr = dict(zip(z.get("run", []), z.get(col, [])))
+    return [v / zr[r] for r, v in zip(a.get("run", []), a.get(col, []))
+            if v is not None and zr.get(r)]
+
+
+def churn_ok(n, c, note=False):
+    """Whether a churn run has both afmalloc/zspage and zsmalloc in its churn phase."""
+    ok = bool(c["phase"].get((AF, "churn")) and c["phase"].get((ZS, "churn")))
+    if not ok and note:
+        print(f"readme_results: note: {rdir(n)} lacks {AF} or {ZS}: no summary row",
+              file=sys.stderr)
+    return ok
+
+
+def churn_rows(n, c, add):
+    """The summary rows of a swap-churn run, each stating issue 16's target."""
+    m = c["meta"]
+    if not churn_ok(n, c, note=True):
+        return
+    targets = churn_targets(c)
+    verdict = {True: "met", False: "**missed**", None: "not measured"}
+
+    def target(k, what):
+        return f"issue 16's target ({what}): {verdict[targets[k]['met']]}"
+
+    nr = len(c["runs"])
+    where = f"{m.get('target', '?')} ({m.get('compressor', '?')})"
+    phases = [ph for ph in c["phases"]
+              if c["phase"].get((AF, ph)) and c["phase"].get((ZS, ph))]
+    mean = {a: [cmed(c["phase"][(a, ph)]["overhead mean"]) for ph in phases] for a in (ZS, AF)}
+    lower = sum(x < z for x, z in zip(mean[AF], mean[ZS]))
+    better = ("afmalloc" if lower == len(phases) else "**zsmalloc**" if lower == 0 else
+              f"neither: afmalloc lower in {lower} of {len(phases)} phases")
+    add(f"Swap churn on {where}, {nr} runs in one boot{before(n)}: mean overhead per phase "
+        f"({' / '.join(phases)}), median of runs",
+        " / ".join(cpct(x) for x in mean[ZS]), " / ".join(cpct(x) for x in mean[AF]), None,
+        link(n), f"mean overhead under swap churn on {where} ("
+        + ", ".join(f"{ph} {cpct(x)}" for ph, x, z in zip(phases, mean[AF], mean[ZS]) if x > z)
+        + ")",
+        better=f"{better}; " + target(1, "at most half of zsmalloc's in every phase")
+        + (f", {targets[1]['measured']}" if targets[1]["met"] is False else ""))
+    pn, more, less, most, rn, rmore, rless = c["pairs"][None]
+    held_b = "afmalloc" if more < less else "**zsmalloc**" if more > less else "neither"
+    ratio_b = "afmalloc" if rmore < rless else "**zsmalloc**" if rmore > rless else "neither"
+    better = held_b if held_b == ratio_b else \
+        f"neither: {held_b.strip('*')} by pages held, {ratio_b.strip('*')} by overhead ratio"
+    add("... one-second samples, paired by run, phase and second into the phase: "
+        "more pages held than the other allocator / a higher overhead ratio",
+        f"{100 * less / pn:.1f}% of {pn} / {100 * rless / rn:.1f}% of {rn}"
+        if pn and rn else "-",
+        f"{100 * more / pn:.1f}% / {100 * rmore / rn:.1f}%" if pn and rn else "-",
+        None, link(n),
+        f"memory held under swap churn on {where} (more than zsmalloc in "
+        f"{100 * more / pn:.1f}% of the paired samples)" if pn else "",
+        better=f"{better}; " + target(0, "never more than zsmalloc"))
+    rest = {a: [x for x in c["rest"].get(a, {}).get("60", []) if x is not None]
+            for a in (ZS, AF)}
+    if rest[ZS] and rest[AF]:
+        a60, z60 = med(rest[AF]), med(rest[ZS])
+        add(f"... overhead {rest_label(c)}, workload idle, median of runs (range)",
+            f"{pct(100 * z60)} ({span([100 * x for x in rest[ZS]], pct)})",
+            f"{pct(100 * a60)} ({span([100 * x for x in rest[AF]], pct)})", None, link(n),
+            f"overhead at rest after swap churn on {where} ({pct(100 * a60)})",
+            better=("afmalloc" if a60 < z60 else "**zsmalloc**" if a60 > z60 else "neither")
+            + "; " + target(2, f"at most {pct(100 * CHURN_REST)} in every run"))
+    tput = per_run_ratios(c, "churn", "pages/s")
+    lat = per_run_ratios(c, "churn", "fault p99 us")
+    if tput and lat:
+        def verdict_of(ratios):
+            return "equal" if all(r == 1 for r in ratios) else runs_verdict(ratios)
+
+        def why(v, k):
+            return {"mixed": " (runs disagree)", "equal": " (the same in every run)"}.get(
+                v, f" (all {k} runs)" if k > 1 else " (one run)")
+        tv, lv = verdict_of(tput), verdict_of([1 / x for x in lat])
+        word = {"slower": "**zsmalloc**", "faster": "afmalloc", "mixed": "neither",
+                "equal": "neither"}
+        parts = [word[tv] + " for throughput" + why(tv, len(tput)),
+                 word[lv] + " for latency" + why(lv, len(lat))]
+        parts.sort(key=lambda p: not p.startswith("**zsmalloc**"))
+        slow = ([f"churn throughput {xr(med(tput))}"] if tv == "slower" else []) + \
+            ([f"fault p99 {xr(med(lat))}"] if lv == "slower" else [])
+        add("... churn phase: pages the workload touched per second / fault p99 latency "
+            "(first touches of at least 2.048 us), afmalloc's over zsmalloc's, median of the "
+            "per-run ratios", "1.00x / 1.00x", f"{xr(med(tput))} / {xr(med(lat))}", None,
+            link(n), f"swap churn on {where}: " + ", ".join(slow),
+            better="; ".join(parts) + "; " + target(3, "throughput at least 1.0x, p99 no worse"))
+
+
 def least_everywhere():
     """(runs, boots, [where afmalloc/zspage did not hold the least]) over
     every untar/remove run of bench/results."""
@@ -563,7 +1023,9 @@ def summary_block(d):
                  "afmalloc/zspage did not hold the least memory after: "
                  + ", ".join(beaten) + ".")]
     out += ["", "**Where zsmalloc is better:** " + ("; ".join(losses) if losses else
-                                                    "nowhere in these runs") + ".", "",
+                                                    "nowhere in these runs") + "."]
+    out += [x for n, c in d["churn"].items() if churn_ok(n, c) for x in ("", targets_line(n, c))]
+    out += ["",
             "![afmalloc/zspage against zsmalloc: density, memory under fio, speed]"
             "(bench/results/summary.png)", ""]
     return "\n".join(out) + "\n"
@@ -864,6 +1326,9 @@ def kind(name):
         return os.path.isfile(os.path.join(d, f))
 
     meta = run_meta(name)
+    if is_churn(name):
+        return f"swap churn, {meta.get('target', '?')}, {meta.get('compressor', '?')}, " \
+            f"{meta.get('runs', '?')} run(s) in one boot"
     if timings_file(name):
         return ("`make demo`" if name.startswith("make-demo") else "`make check`") + \
             (" times, cold caches" if name.endswith("-cold") else " times, warm caches")
@@ -894,7 +1359,7 @@ def index_rows():
             where = f"{src} (the commit adding the run says so" + \
                 ("; meta.json names a commit not in git log)" if recorded else ")")
         elif src:
-            where = src
+            where = src + (" with uncommitted changes" if how.endswith("dirty") else "")
         elif name in COMMITTED_IN:
             where = f"not recorded; committed in {COMMITTED_IN[name]}"
         else:
@@ -909,12 +1374,16 @@ def index_rows():
 
 
 def folders():
-    return [n for n in sorted(os.listdir(RESULTS)) if os.path.isdir(rdir(n))]
+    """The result folders of bench/results, but churn runs still going."""
+    return [n for n in sorted(os.listdir(RESULTS)) if os.path.isdir(rdir(n))
+            and not (is_churn(n) and not churn_done(n))]
 
 
 def folder_section(name):
     d = rdir(name)
     out = [f"## {name}", ""]
+    if is_churn(name):
+        return out + churn_section(name)
     other = ("check.tsv", "demo.tsv", "speed.csv", "zswap.log", "steps.csv")
     logs = [] if any(os.path.isfile(os.path.join(d, n)) for n in other) else \
         sorted(glob.glob(os.path.join(d, "*.log")))
@@ -997,7 +1466,10 @@ def render_readme(text):
 FIGURE_RE = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*\s?%|\d+(?:\.\d+)?x\b"
                        r"|\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds?|min|minutes?|h|hours?)\b)")
 HEX_RE = re.compile(r"(?<![\w/.#-])[0-9a-f]{7,40}(?![\w-])")
-HASH_BEFORE_RE = re.compile(r"(sha256|config|config_sha256)[\s:=\"(]*$")
+# A hash, not a commit id: after "sha256", "config" or "config_sha256", or
+# after "of FILE.EXT " (bench/churn/run.sh's "sha256 of churn.c H, of its
+# pool.bin H").
+HASH_BEFORE_RE = re.compile(r"((sha256|config|config_sha256)[\s:=\"(]*|\bof (its )?[\w.-]+\.\w+ )$")
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -1017,7 +1489,7 @@ def commit_ids(text):
         tok = m.group(0)
         if not (re.search(r"\d", tok) and re.search(r"[a-f]", tok)):
             continue
-        if HASH_BEFORE_RE.search(text[max(0, m.start() - 20):m.start()]):
+        if HASH_BEFORE_RE.search(text[max(0, m.start() - 40):m.start()]):
             continue
         out.append(tok)
     return list(dict.fromkeys(out))
@@ -1115,7 +1587,19 @@ def main():
                     const=os.path.join(os.environ.get("AFMALLOC_CACHE") or
                                        os.path.expanduser("~/.cache/afmalloc"), "timings"),
                     help="copy the last make check's check.tsv and logs into bench/results")
+    ap.add_argument("--results", metavar="DIR",
+                    help="read the results from DIR (default bench/results) and write its "
+                    "README.md and summary.png check there (for trying the script on a copy)")
+    ap.add_argument("--readme", metavar="FILE",
+                    help="the README to fill or check (default README.md of the checkout)")
     args = ap.parse_args()
+    global RESULTS, RESULTS_README, SUMMARY_PNG, README
+    if args.results:
+        RESULTS = os.path.abspath(args.results)
+        RESULTS_README = os.path.join(RESULTS, "README.md")
+        SUMMARY_PNG = os.path.join(RESULTS, "summary.png")
+    if args.readme:
+        README = os.path.abspath(args.readme)
     if args.collect_check:
         if args.check:
             ap.error("--collect-check takes no other option")
