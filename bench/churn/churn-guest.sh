@@ -162,14 +162,8 @@ set_zpool() {
 	[ "$(cat $zs/zpool)" = "$1" ]
 }
 afm_zswap_pools() { find $dbg/afmalloc -maxdepth 1 -name 'zswap*' 2>/dev/null | wc -l; }
-wait_until() {  # wait_until SECONDS CMD...
-	local t=$(( $1 * 10 )); shift
-	while ! "$@"; do
-		t=$((t - 1))
-		[ $t -gt 0 ] || return 1
-		sleep 0.1
-	done
-}
+# shellcheck source=../../tests/vm/lib/wait.sh
+. "$here/../../tests/vm/lib/wait.sh"	# wait_until SECONDS CMD...
 nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 no_afm_zswap_pool() { [ "$(afm_zswap_pools)" = 0 ]; }
 sampled() { [ "$(nlines "$samples")" -gt "$(($1 + ($1 == 0)))" ]; }

@@ -537,14 +537,8 @@ owner_re() {
 	afmalloc/*|zswap) echo '(afm_[a-z_]+|afmalloc)' ;;
 	esac
 }
-wait_until() {  # SECONDS CMD...
-	local t=$(( $1 * 10 )); shift
-	while ! "$@"; do
-		t=$((t - 1))
-		[ $t -gt 0 ] || return 1
-		sleep 0.1
-	done
-}
+# shellcheck source=lib/wait.sh
+. "$(dirname "$(realpath "$0")")/lib/wait.sh"	# wait_until SECONDS CMD...
 
 # ------------------------------------------------------------------- zram
 

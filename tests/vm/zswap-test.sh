@@ -210,15 +210,8 @@ fi
 grep -qw memory $cg/cgroup.controllers || fail "no memory controller in cgroup v2"
 # (The kernel log is not cleared: vm-run.sh checks all of it for splats.)
 
-# wait_until SECONDS CMD...: poll until CMD succeeds.
-wait_until() {
-	local t=$(( $1 * 10 )); shift
-	while ! "$@"; do
-		t=$((t - 1))
-		[ $t -gt 0 ] || return 1
-		sleep 0.1
-	done
-}
+# shellcheck source=lib/wait.sh
+. "$(dirname "$(realpath "$0")")/lib/wait.sh"	# wait_until SECONDS CMD...
 
 rmmod_refused() {  # rmmod afmalloc must fail because a pool holds the module
 	local out
