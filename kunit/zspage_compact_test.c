@@ -312,9 +312,58 @@ static void afm_zs_test_shrinker(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/*
+ * A zspage filled to its last byte, made a victim while one object is
+ * pinned: compaction moves the others, its tail object among them, so the
+ * zspage keeps its fill offset with one object left. Freeing that object
+ * then leaves a zspage of nothing but holes, which must be released, not
+ * put on a hole list (there is none for a whole zspage of holes: the
+ * stock-kernel zswap test crashed there with "list_add corruption").
+ */
+static void afm_zs_test_victim_tail(struct kunit *test)
+{
+	const unsigned int size = PAGE_SIZE - afm_zs_header_bytes();
+	struct afm_zs_obj_info first, info;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, AFM_ZS_PAGES);
+	afm_zs_quiet(ts);
+	for (i = 0; i < AFM_ZS_PAGES; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.zspages, 1);
+	KUNIT_ASSERT_EQ(test, c.tail_bytes, 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
+	/* A hole, so that compaction takes the zspage; object 0 stays. */
+	afm_free(ts->pool, ts->h[3]);
+	ts->h[3] = 0;
+	KUNIT_ASSERT_TRUE(test, afm_zs_test_pin(ts->pool, ts->h[0]));
+	afm_compact(ts->pool);
+	afm_zs_test_unpin(ts->pool, ts->h[0]);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &info), 0);
+	KUNIT_EXPECT_EQ(test, info.zspage_id, first.zspage_id);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[AFM_ZS_PAGES - 1],
+					      &info), 0);
+	KUNIT_EXPECT_NE(test, info.zspage_id, first.zspage_id);
+
+	afm_free(ts->pool, ts->h[0]);
+	ts->h[0] = 0;
+	afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_page,
+						0), 0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_compact, afm_zs_idx_bits_gen_params),
 	KUNIT_CASE(afm_zs_test_compact_pinned),
+	KUNIT_CASE(afm_zs_test_victim_tail),
 	KUNIT_CASE_SLOW(afm_zs_test_compact_cost),
 	KUNIT_CASE(afm_zs_test_auto_compact),
 	KUNIT_CASE(afm_zs_test_rest_compact),

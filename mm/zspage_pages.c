@@ -159,8 +159,14 @@ void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z)
 	unsigned int n = 0;
 
 	lockdep_assert_held(&zs->lock);
-	if (z->flags == AFM_ZS_USED)
-		n = afm_zs_zholes(z) / AFM_ZS_MIN_HOLES;
+	/*
+	 * A zspage whose last object goes is released next, not listed: its
+	 * holes can then be the whole zspage (its tail object went while it
+	 * was a victim), one past the last list.
+	 */
+	if (z->flags == AFM_ZS_USED && z->objs)
+		n = min(afm_zs_zholes(z) / AFM_ZS_MIN_HOLES,
+			AFM_ZS_NR_HLISTS - 1);
 	if (n == z->hlist_nr)
 		return;
 	if (z->hlist_nr) {

@@ -733,8 +733,9 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			    z->tail > AFM_ZS_SIZE ||
 			    z->live + z->objs * AFM_ZS_HDR > z->tail)
 				bad++;
-			if (z->hlist_nr != (z->flags == AFM_ZS_USED ?
-					    afm_zs_zholes(z) / AFM_ZS_MIN_HOLES : 0))
+			if (z->hlist_nr != (z->flags == AFM_ZS_USED && z->objs ?
+					    min(afm_zs_zholes(z) / AFM_ZS_MIN_HOLES,
+						AFM_ZS_NR_HLISTS - 1) : 0))
 				bad++;
 			bad += afm_zs_audit_extents(zs, z);
 			rc->tail_bytes += AFM_ZS_SIZE - z->tail;
