@@ -68,8 +68,13 @@
  * the maximum if that is lower).
  * "faults" are the accesses of at least --fault-us (default 2, rounded up
  * to a bucket edge: 2.048 us), which on a resident page take well below a
- * microsecond; "all" is every access. The timer's own cost (two calls) is
- * measured at start and printed.
+ * microsecond; "all" is every access. "swap-ins" are the faults (outside
+ * the fill) after which the thread's major-fault count (getrusage
+ * RUSAGE_THREAD, read after each fault only, so a major fault taken
+ * elsewhere since the thread's previous fault, on its own metadata, say,
+ * is counted with the next one) had grown: the page came back from swap,
+ * not from the swap cache or a first touch. The timer's own cost (two
+ * calls) is measured at start and printed.
  *
  * Output: stdout has a header, one summary line per phase and the result.
  * --out CSV (line-buffered, so a sampler can follow it) has one row per
@@ -77,7 +82,7 @@
  * phase end with the whole phase (kind "phase") and a last "done" row:
  *   kind,wall_s,t_s,phase,phase_t_s,interval_s,pages,pages_per_s,rewrites,
  *   faults,fault_p50_us,fault_p99_us,fault_max_us,all_p50_us,all_p99_us,
- *   all_max_us
+ *   all_max_us,swapins,swapin_p50_us,swapin_p99_us
  * wall_s is CLOCK_REALTIME (to merge with samples taken by others), t_s
  * and phase_t_s CLOCK_MONOTONIC since the start and since the phase start,
  * pages are accesses (page touches) in the interval, max values exact.
@@ -104,6 +109,7 @@
 #include <stdnoreturn.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -618,6 +624,7 @@ struct tstat {
 	atomic_ullong touched, rewrites, max_ns;
 	atomic_ullong written[NR_CLS];
 	atomic_ullong hist[NB];
+	atomic_ullong shist[NB];	/* swap-ins only */
 };
 
 struct slotctl {
@@ -635,6 +642,7 @@ struct shared {
 };
 
 static struct shared *sh;
+static unsigned int fault_b;	/* the first bucket that counts as a fault */
 
 static inline void bump(atomic_ullong *c, u64 by)
 {
@@ -674,6 +682,7 @@ struct worker {
 	struct zipf z;
 	unsigned char *buf;
 	unsigned char sink;	/* the bytes read by first touches */
+	long majflt;		/* the thread's major faults after its last fault */
 	pthread_t tid;
 };
 
@@ -749,7 +758,17 @@ static void access_page(struct worker *w, size_t i, bool may_rewrite)
 
 	t0 = now_ns(CLOCK_MONOTONIC);
 	w->sink += __atomic_load_n(p, __ATOMIC_RELAXED);
-	record(w->st, now_ns(CLOCK_MONOTONIC) - t0);
+	t0 = now_ns(CLOCK_MONOTONIC) - t0;
+	record(w->st, t0);
+	if (bucket(t0) >= fault_b) {
+		struct rusage ru;
+
+		if (!getrusage(RUSAGE_THREAD, &ru)) {
+			if (ru.ru_majflt > w->majflt)
+				bump(&w->st->shist[bucket(t0)], 1);
+			w->majflt = ru.ru_majflt;
+		}
+	}
 	got = csum_page(p);
 	if (got != w->pr->meta[i].csum)
 		mismatch(w, i, got);
@@ -770,8 +789,11 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	unsigned int done_epoch = 0;
+	struct rusage ru;
 	size_t i;
 
+	if (!getrusage(RUSAGE_THREAD, &ru))
+		w->majflt = ru.ru_majflt;
 	for (i = 0; i < w->n; i++)
 		write_page(w, w->lo + i, pick_class(&w->rng, NR_CLS), true);
 	atomic_fetch_add(&w->sc->filled, 1);
@@ -873,7 +895,7 @@ static noreturn void child_main(unsigned int slot)
 
 struct snap {
 	u64 touched, rewrites;
-	u64 hist[NB];
+	u64 hist[NB], shist[NB];
 };
 
 static FILE *csv;
@@ -881,7 +903,6 @@ static u64 t_start, phase_start, next_tick, last_tick;
 static const char *phase = "start";
 static struct snap snap_phase, snap_last;
 static u64 phase_max;
-static unsigned int fault_b;
 static atomic_int got_signal;
 static unsigned int n_slots_alive;
 
@@ -927,8 +948,10 @@ static void take_snap(struct snap *s)
 
 		s->touched += atomic_load_explicit(&st->touched, memory_order_relaxed);
 		s->rewrites += atomic_load_explicit(&st->rewrites, memory_order_relaxed);
-		for (b = 0; b < NB; b++)
+		for (b = 0; b < NB; b++) {
 			s->hist[b] += atomic_load_explicit(&st->hist[b], memory_order_relaxed);
+			s->shist[b] += atomic_load_explicit(&st->shist[b], memory_order_relaxed);
+		}
 	}
 }
 
@@ -974,14 +997,15 @@ static void pct(char *out, size_t len, const u64 *h, unsigned int from,
 
 struct interval {
 	double secs;
-	u64 pages, rewrites, faults, max_ns;
+	u64 pages, rewrites, faults, swapins, max_ns;
 	char fp50[24], fp99[24], fmax[24], ap50[24], ap99[24], amax[24];
+	char sp50[24], sp99[24];
 };
 
 static void diff(struct interval *iv, const struct snap *a, const struct snap *b,
 		 u64 max_ns, double secs)
 {
-	u64 h[NB];
+	u64 h[NB], sh_[NB];
 	unsigned int i;
 
 	memset(iv, 0, sizeof(*iv));
@@ -990,14 +1014,19 @@ static void diff(struct interval *iv, const struct snap *a, const struct snap *b
 	iv->rewrites = b->rewrites - a->rewrites;
 	for (i = 0; i < NB; i++) {
 		h[i] = b->hist[i] - a->hist[i];
+		sh_[i] = b->shist[i] - a->shist[i];
 		if (i >= fault_b)
 			iv->faults += h[i];
+		iv->swapins += sh_[i];
 	}
 	iv->max_ns = max_ns;
 	pct(iv->fp50, sizeof(iv->fp50), h, fault_b, 0.50, (double)max_ns);
 	pct(iv->fp99, sizeof(iv->fp99), h, fault_b, 0.99, (double)max_ns);
 	pct(iv->ap50, sizeof(iv->ap50), h, 0, 0.50, (double)max_ns);
 	pct(iv->ap99, sizeof(iv->ap99), h, 0, 0.99, (double)max_ns);
+	/* max_ns is every access's: only an upper bound here. */
+	pct(iv->sp50, sizeof(iv->sp50), sh_, fault_b, 0.50, (double)max_ns);
+	pct(iv->sp99, sizeof(iv->sp99), sh_, fault_b, 0.99, (double)max_ns);
 	if (iv->pages)
 		snprintf(iv->amax, sizeof(iv->amax), "%.3f", (double)max_ns / 1000);
 	if (iv->faults)
@@ -1013,13 +1042,13 @@ static void csv_row(const char *kind, const struct interval *iv)
 	fprintf(csv, "%s,%.3f,%.3f,%s,%.3f,", kind, (double)now_ns(CLOCK_REALTIME) / 1e9,
 		(double)(now - t_start) / 1e9, phase, (double)(now - phase_start) / 1e9);
 	if (!iv) {
-		fprintf(csv, ",,,,,,,,,,\n");
+		fprintf(csv, ",,,,,,,,,,,,,\n");
 		return;
 	}
-	fprintf(csv, "%.3f,%llu,%.1f,%llu,%llu,%s,%s,%s,%s,%s,%s\n",
+	fprintf(csv, "%.3f,%llu,%.1f,%llu,%llu,%s,%s,%s,%s,%s,%s,%llu,%s,%s\n",
 		iv->secs, iv->pages, iv->secs > 0 ? (double)iv->pages / iv->secs : 0,
 		iv->rewrites, iv->faults, iv->fp50, iv->fp99, iv->fmax,
-		iv->ap50, iv->ap99, iv->amax);
+		iv->ap50, iv->ap99, iv->amax, iv->swapins, iv->sp50, iv->sp99);
 }
 
 /* tick() - close the current second (or part of one) of the phase. */
@@ -1067,8 +1096,10 @@ static void phase_end(void)
 	       phase, secs, iv.pages, secs > 0 ? (double)iv.pages / secs : 0, iv.rewrites);
 	printf(" faults %8llu (p50 %s us, p99 %s us, max %s us);", iv.faults,
 	       iv.fp50[0] ? iv.fp50 : "-", iv.fp99[0] ? iv.fp99 : "-", iv.fmax[0] ? iv.fmax : "-");
-	printf(" all accesses p50 %s us, p99 %s us, max %s us\n", iv.ap50[0] ? iv.ap50 : "-",
+	printf(" all accesses p50 %s us, p99 %s us, max %s us;", iv.ap50[0] ? iv.ap50 : "-",
 	       iv.ap99[0] ? iv.ap99 : "-", iv.amax[0] ? iv.amax : "-");
+	printf(" swap-ins %llu (p50 %s us, p99 %s us)\n", iv.swapins,
+	       iv.sp50[0] ? iv.sp50 : "-", iv.sp99[0] ? iv.sp99 : "-");
 	fflush(stdout);
 }
 
@@ -1430,7 +1461,8 @@ int main(int argc, char **argv)
 		fputs("kind,wall_s,t_s,phase,phase_t_s,interval_s,", csv);
 		fputs("pages,pages_per_s,rewrites,faults,", csv);
 		fputs("fault_p50_us,fault_p99_us,fault_max_us,", csv);
-		fputs("all_p50_us,all_p99_us,all_max_us\n", csv);
+		fputs("all_p50_us,all_p99_us,all_max_us,", csv);
+		fputs("swapins,swapin_p50_us,swapin_p99_us\n", csv);
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
