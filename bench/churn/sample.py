@@ -49,9 +49,9 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                 <dev>/stat; each swap I/O is one page): for zram every page
                 swapped out to or in from zram, for zswap only the pages
                 that went past zswap (rejected or written back)
-  pswpout, pswpin    /proc/vmstat (empty: kernels without
-                CONFIG_VM_EVENT_COUNTERS, like the project's guest, have
-                none)
+  pswpout, pswpin    /proc/vmstat (empty on kernels without
+                CONFIG_VM_EVENT_COUNTERS; the project's guest has them
+                since scripts/config/guest.config asks for them)
   zswpout, zswpin, zswpwb, swpout_zero, swpin_zero, pgmajfault   the
                 workload cgroup's memory.stat
   memory_current, swap_current   the cgroup's memory.current and
@@ -66,7 +66,22 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                 the classes counter rows: compact (objects moved, passes,
                 pages freed by manual, automatic and shrinker compaction),
                 migrate (pages migrated, refused), auto (automatic runs,
-                shrinker scans)
+                shrinker scans); the overhead's parts, zspage store
+                only, from the "free" and "reuse" rows of its classes
+                table (afm_zs_class_stats in mm/zspage_store.c):
+      afm_hole_bytes      free bytes inside zspages, below their fill
+                          offset (left by freed objects)
+      afm_tail_bytes      free bytes at the ends of zspages, past the
+                          fill offset
+      afm_dead_zspages    emptied zspages waiting for the deferred free
+                          (each 8 pages, still held)
+      afm_hole_reused, afm_hole_reused_bytes   objects placed in recorded
+                          holes and their bytes (cumulative, this pool)
+      afm_holes_rec, afm_hole_rec_bytes   holes recorded now (the hole
+                          lists allocation looks in) and their bytes
+                The rest of a zspage pool's overhead is its 5-byte
+                object headers (5 x afm_objects), its tables (meta_pages)
+                and the dead zspages.
   cpu_alloc_ns, cpu_free_ns, cpu_compact_ns   allocator CPU time split:
                 not available yet (no counter exists in either
                 allocator), always empty
@@ -95,6 +110,8 @@ COLUMNS = (
     "afm_objects,afm_stored_bytes,afm_pages,afm_compactions,afm_pages_compacted,"
     "afm_compact_objs_moved,afm_compact_passes,afm_compact_pages_freed,"
     "afm_migrated,afm_migrate_busy,afm_auto_runs,afm_shrinker_scans,"
+    "afm_hole_bytes,afm_tail_bytes,afm_dead_zspages,afm_hole_reused,afm_hole_reused_bytes,"
+    "afm_holes_rec,afm_hole_rec_bytes,"
     "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
@@ -151,7 +168,10 @@ def afm_stats(dirs):
     rows = {"compact": ("afm_compact_objs_moved", None, "afm_compact_passes",
                         "afm_compact_pages_freed"),
             "migrate": ("afm_migrated", "afm_migrate_busy", None, None),
-            "auto": ("afm_auto_runs", "afm_shrinker_scans", None, None)}
+            "auto": ("afm_auto_runs", "afm_shrinker_scans", None, None),
+            "free": ("afm_hole_bytes", "afm_tail_bytes", "afm_dead_zspages", None),
+            "reuse": ("afm_hole_reused", "afm_hole_reused_bytes", "afm_holes_rec",
+                      "afm_hole_rec_bytes")}
     four_k = 0
     for d in dirs:
         p = keyed(os.path.join(d, "pool"))
