@@ -6,7 +6,7 @@
 #   churn-guest.sh --bin CHURN --out DIR [--pool FILE] [--target zram|zswap]
 #                  [--alloc afmalloc/zspage,afmalloc/slab,zsmalloc]
 #                  [--comp lz4|zstd] [--runs N] [--order forward|reverse]
-#                  [--limit-pct P] [--check] [-- CHURN_ARGS...]
+#                  [--limit-pct P] [--stall S] [--check] [-- CHURN_ARGS...]
 #
 # For run r = 1..N and every allocator of --alloc (run 1 in the order given,
 # or reversed with --order reverse; every other run reversed again), on a
@@ -30,6 +30,15 @@
 # the allocator, zram/zswap and the cgroup every second next to it (outside
 # the cgroup). Before each run: page cache dropped, memory compacted.
 #
+# A stalled step is reported rather than waited on: every "churn-guest:"
+# line marks progress, and a watchdog in the background, when no line came
+# for --stall seconds (default 900; bench/churn/run.sh passes the timed
+# phases plus 300), prints the last one and the kernel's view of every task
+# (sysrq w: blocked tasks, l: CPU backtraces, t: all tasks) on the
+# console, then powers the guest off (sysrq o), so that a hang costs
+# --stall seconds instead of the VM's whole timeout. It uses no program
+# from the 9p root (bash builtins, /proc, /run), which may be what hangs.
+#
 # DIR gets, appended per run: samples.csv (sample.py's columns, documented
 # there), progress.csv (churn's --out rows prefixed with
 # run,pos,target,alloc,comp) and churn-<run>-<alloc>.log (its output).
@@ -43,14 +52,21 @@
 set -euo pipefail
 
 die() { echo "churn-guest: error: $*" >&2; dmesg | tail -n 20 >&2; exit 1; }
-note() { echo "churn-guest: $*"; }
+hb=''
+# note MSG: print MSG; it is also the watchdog's heartbeat (the time and
+# the line, in the guest's tmpfs /run).
+note() {
+	echo "churn-guest: $*"
+	[ -z "$hb" ] || printf '%(%s)T %s\n' -1 "$*" > "$hb" 2>/dev/null || true
+}
 usage() {
 	echo "usage: $0 --bin CHURN --out DIR [--pool FILE] [--target zram|zswap] [--alloc LIST] [--comp lz4|zstd]"
-	echo "          [--runs N] [--order forward|reverse] [--limit-pct P] [--check] [-- CHURN_ARGS...]"
+	echo "          [--runs N] [--order forward|reverse] [--limit-pct P] [--stall S] [--check]"
+	echo "          [-- CHURN_ARGS...]"
 }
 
 bin='' out='' pool='' target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1
-order=forward limit_pct=33 check=0
+order=forward limit_pct=33 check=0 stall=900
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--bin) bin=${2:?}; shift ;;
@@ -62,6 +78,7 @@ while [ $# -gt 0 ]; do
 	--runs) runs=${2:?}; shift ;;
 	--order) order=${2:?}; shift ;;
 	--limit-pct) limit_pct=${2:?}; shift ;;
+	--stall) stall=${2:?}; shift ;;
 	--check) check=1 ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
@@ -81,6 +98,7 @@ case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;;
 case "$order" in forward|reverse) ;; *) die "--order must be forward or reverse" ;; esac
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive number"
 [[ "$limit_pct" =~ ^[1-9][0-9]?$ ]] || die "--limit-pct must be 1..99"
+[[ "$stall" =~ ^[1-9][0-9]*$ ]] || die "--stall must be a positive number of seconds"
 IFS=, read -r -a alist <<< "$allocs"
 for a in "${alist[@]}"; do
 	case "$a" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
@@ -169,12 +187,45 @@ no_afm_zswap_pool() { [ "$(afm_zswap_pools)" = 0 ]; }
 sampled() { [ "$(nlines "$samples")" -gt "$(($1 + ($1 == 0)))" ]; }
 rm_cgroup() { rmdir "$1" 2>/dev/null || ! [ -d "$1" ]; }
 
+# watchdog: see the header. Sleeps with read -t on a pipe nobody writes.
+watchdog() {
+	local last msg now nap
+	exec {nap}<> <(:)
+	while :; do
+		read -r -t 30 -u "$nap" _ || true
+		read -r last msg < "$hb" || continue	# also while note() rewrites it
+		[[ "$last" =~ ^[0-9]+$ ]] || continue
+		printf -v now "%(%s)T" -1
+		[ $((now - last)) -ge "$stall" ] || continue
+		echo "churn-guest: STALL: no progress for $((now - last)) s (--stall $stall) since" \
+			"\"$msg\"; blocked tasks, CPU backtraces and every task follow (sysrq w, l, t)," \
+			"then the guest powers off"
+		echo w > /proc/sysrq-trigger
+		echo l > /proc/sysrq-trigger
+		echo t > /proc/sysrq-trigger
+		read -r -t 20 -u "$nap" _ || true
+		echo "churn-guest: STALL: powering off (sysrq o)"
+		echo o > /proc/sysrq-trigger
+		return
+	done
+}
+wdpid=''
+if [ -w /proc/sysrq-trigger ] && [ -d /run ] && [ -w /run ]; then
+	hb=/run/churn-guest-$$.hb
+	note "watchdog: a report and power-off after $stall s without progress (heartbeat $hb)"
+	watchdog &
+	wdpid=$!
+else
+	note "watchdog: off (no /proc/sysrq-trigger: CONFIG_MAGIC_SYSRQ)"
+fi
+
 # On any exit, also a failed run: stop the sampler and the workload, remove
 # the cgroup and the swap device, so that later tests in the same boot
-# start clean.
+# start clean; then stop the watchdog.
 cur_spid='' cur_cg='' cur_dev=''
 cleanup() {
 	local rc=$?
+	note "exiting (status $rc): cleaning up${cur_spid:+ sampler $cur_spid}${cur_cg:+ cgroup $cur_cg}${cur_dev:+ device $cur_dev}"
 	[ -z "$cur_spid" ] || kill -TERM "$cur_spid" 2>/dev/null || true
 	if [ -n "$cur_cg" ] && [ -d "$cur_cg" ]; then
 		echo 1 > "$cur_cg/cgroup.kill" 2>/dev/null || true
@@ -187,6 +238,11 @@ cleanup() {
 		fi
 		zram_del "$cur_dev"
 	fi
+	if [ -n "$wdpid" ]; then
+		kill "$wdpid" 2>/dev/null || true
+		rm -f "$hb"
+	fi
+	echo "churn-guest: exit status $rc"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -256,6 +312,7 @@ one() {
 		echo 0 > $zs/enabled
 		wait_until 30 no_afm_zswap_pool || die "the drained afmalloc zswap pool was not destroyed"
 	fi
+	note "run $r/$pos $a: workload and sampler ended, removing /dev/$dev and the cgroup"
 	zram_del "$dev"
 	cur_dev=''
 	wait_until 30 rm_cgroup "$c" || die "cannot remove the cgroup $c"
@@ -294,4 +351,5 @@ for ((r = 1; r <= runs; r++)); do
 		one "$r" $((k + 1)) "${seq[k]}"
 	done
 done
+note "all $runs run(s) done; counting the rows of $samples and $progress"
 note "$(($(wc -l < "$samples") - 1)) samples in $samples, $(($(wc -l < "$progress") - 1)) workload rows in $progress"

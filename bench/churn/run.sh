@@ -115,8 +115,14 @@ IFS=, read -r -a alist <<< "$allocs"
 wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit "$exit_s"
        --switch "$switch" --switch-slot "$switch_slot" --rest "$rest" --rewrite "$rewrite")
 # Worst case under TCG: the boot, then per allocator and run the timed
-# phases plus 20 minutes for the fill, the exits' fills and the verification.
-timeout_s=$((900 + runs * ${#alist[@]} * (churn + exit_s + switch + rest + 1200)))
+# phases plus 5 minutes for the device, the sampler's start, the fill and
+# the verification (13 s of the 313 s a run took with the default phases
+# under TCG, the host otherwise quiet; the margin is for a contended host,
+# 1200 s before). A run that makes no progress for as long is reported
+# and ends the guest (churn-guest.sh --stall), so a hang costs one run's
+# allowance, not the whole timeout.
+per_run=$((churn + exit_s + switch + rest + 300))
+timeout_s=$((900 + runs * ${#alist[@]} * per_run))
 boot_args="slab_nomerge${append:+ $append}"
 vmargs=(--kernel "$kernel" --memory "$memory" --cpus "$cpus" --rwdir "$out"
 	--timeout "$timeout_s" --append "$boot_args")
@@ -127,7 +133,7 @@ t0=$SECONDS
 set +e
 "$AFMALLOC_TOP/scripts/vm-run.sh" "${vmargs[@]}" "$here/churn-guest.sh" --bin "$bin" --out "$out" \
 	--target "$target" --alloc "$allocs" --comp "$comp" --runs "$runs" --order "$order" \
-	--limit-pct "$limit_pct" -- "${wargs[@]}" 2>&1 | tee "$out/guest.log"
+	--limit-pct "$limit_pct" --stall "$per_run" -- "${wargs[@]}" 2>&1 | tee "$out/guest.log"
 rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" -eq 0 ] || die "the churn benchmark failed in the guest (status $rc, log $out/guest.log)"

@@ -43,6 +43,6 @@ args=(--mb 36 --procs 3 --threads 1 --pool-mb 3 --churn 5 --exit 2 --switch 5
 for t in zram zswap; do
 	[ -n "${!t}" ] || continue
 	bash "$guest" --bin "$bin" --out "$out/$t" --target "$t" --alloc "${!t}" --comp lz4 \
-		--check -- "${args[@]}" || fail "$t: churn-guest.sh failed (status $?)"
+		--stall 300 --check -- "${args[@]}" || fail "$t: churn-guest.sh failed (status $?)"
 done
 echo "churn-short: PASS (zram: ${zram:-skipped}; zswap: ${zswap:-skipped}; results in $out)"
