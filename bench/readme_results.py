@@ -329,18 +329,26 @@ CHURN_CACHE = {}
 # report.py's columns this script reads (a renamed column fails loudly).
 CHURN_PHASE_COLS = ("allocator", "run", "phase", "s", "pages/s", "fault p99 us",
                     "overhead mean", "max", "swap-outs", "swap-ins")
-CHURN_REST_COLS = ("allocator", "run", "after 5 s", "after 60 s")
+CHURN_REST_COLS = ("allocator", "run", "after 5 s", "at the end", "end at s")
+# Read when the report has them (workload rows with swap-ins; samples with
+# the zspage store's holes and tails).
+CHURN_SWAPIN_COL = "swap-in p99 us"
+CHURN_PARTS_COLS = ("allocator", "run", "phase", "overhead mean", "holes", "tails", "headers",
+                    "tables", "dead", "rest", "on lists", "into holes")
 
 
 def churn(name):
     """Everything the README and bench/results/README.md say of a churn run:
     {"meta", "text" (bench/churn/report.py's report), "allocs", "runs",
     "phases", "phase": {(alloc, phase): {column: [per run]}}, "rest":
-    {alloc: {"5": [...], "60": [...]}}, "rest_at": None or the seconds into
-    the rest of the samples read instead of report.py's "after 60 s",
-    "pairs": {phase or None (all): (pairs, afmalloc held more, zsmalloc held
-    more, most MiB afmalloc held beyond zsmalloc, pairs with overhead ratios,
-    afmalloc's higher, zsmalloc's higher)}}."""
+    {alloc: {"5": [...], "60": [...]}} ("60": report.py's "at the end", the
+    rest's last sample), "rest_at": the seconds into the rest of those last
+    samples, "lat": the latency column compared (swap-in p99 when every
+    churn-phase row has one, else fault p99), "parts": {phase: {column: [per
+    run]}} of report.py's table of the zspage store's overhead parts (empty
+    without one), "pairs": {phase or None (all): (pairs, afmalloc held more,
+    zsmalloc held more, most MiB afmalloc held beyond zsmalloc, pairs with
+    overhead ratios, afmalloc's higher, zsmalloc's higher)}}."""
     d = rdir(name)
     if d in CHURN_CACHE:
         return CHURN_CACHE[d]
@@ -349,8 +357,9 @@ def churn(name):
         churn_report.report(d, None, None)
     text = buf.getvalue()
     tables = md_tables(text)
-    pt = [rows for head, rows in tables if all(c in head for c in CHURN_PHASE_COLS)]
+    pt = [(head, rows) for head, rows in tables if all(c in head for c in CHURN_PHASE_COLS)]
     rt = [rows for head, rows in tables if all(c in head for c in CHURN_REST_COLS)]
+    zt = [rows for head, rows in tables if all(c in head for c in CHURN_PARTS_COLS)]
     if len(pt) != 1 or len(rt) != 1:
         fail(f"bench/churn/report.py's report of {d} lacks its per-phase table (columns "
              f"{', '.join(CHURN_PHASE_COLS)}) or its rest table ({', '.join(CHURN_REST_COLS)})")
@@ -360,39 +369,33 @@ def churn(name):
     allocs = list(dict.fromkeys(r["alloc"] for r in samples))
     runs = sorted({int(r["run"]) for r in samples})
     per = {}
-    for r in pt[0]:
+    head, pt = pt[0]
+    cols = CHURN_PHASE_COLS[3:] + ((CHURN_SWAPIN_COL,) if CHURN_SWAPIN_COL in head else ())
+    for r in pt:
         c = per.setdefault((r["allocator"], r["phase"]), {})
         secs = cnum(r["s"])
         c.setdefault("run", []).append(int(r["run"]))
-        for col in CHURN_PHASE_COLS[3:]:
+        for col in cols:
             c.setdefault(col, []).append(cnum(r[col]))
         for col in ("swap-outs", "swap-ins"):
             v = cnum(r[col])
             c.setdefault(col + "/s", []).append(v / secs if v is not None and secs else None)
-    rest = {}
+    rest, rest_at = {}, []
     for r in rt[0]:
         c = rest.setdefault(r["allocator"], {"5": [], "60": []})
         c["5"].append(cnum(r["after 5 s"]))
-        c["60"].append(cnum(r["after 60 s"]))
-    rest_at = None
-    if any(x is None for v in rest.values() for x in v["60"]):
-        # report.py's "after 60 s" is the first sample at or after 60 s into
-        # the rest, which a rest of 60 s ends before: take instead the last
-        # sample at most 60 s into it, with report.py's filter (stored()).
-        rest_at = []
-        for a in rest:
-            rest[a]["60"] = []
-            for run in runs:
-                s_run = [r for r in samples if churn_report.key(r) == (a, run)]
-                if not s_run:
-                    continue
-                floor = 0.01 * max((churn_report.num(r["compr_bytes"]) or 0) for r in s_run)
-                last = [r for r in s_run if r["phase"] == "rest" and churn_report.stored(r, floor)
-                        and (churn_report.num(r["phase_t_s"]) or 1e9) <= 60]
-                last = max(last, key=lambda r: churn_report.num(r["phase_t_s"]), default=None)
-                rest[a]["60"].append(churn_report.num(last["overhead_ratio"]) if last else None)
-                if last:
-                    rest_at.append(churn_report.num(last["phase_t_s"]))
+        c["60"].append(cnum(r["at the end"]))
+        if cnum(r["end at s"]) is not None:
+            rest_at.append(cnum(r["end at s"]))
+    swapin = [per.get((a, "churn"), {}).get(CHURN_SWAPIN_COL) for a in (AF, ZS)]
+    lat = CHURN_SWAPIN_COL if all(v and None not in v for v in swapin) else "fault p99 us"
+    parts = {}
+    for r in (zt[0] if zt else []):
+        if r["allocator"] != AF:
+            continue
+        c = parts.setdefault(r["phase"], {})
+        for col in CHURN_PARTS_COLS[3:]:
+            c.setdefault(col, []).append(cnum(r[col].rstrip("%")))
     # Pairs: each allocator runs alone, so samples are matched by run, phase
     # and whole second into the phase (the last sample of that second).
     # Held: every sample; overhead ratio: samples report.py counts (stored()).
@@ -420,7 +423,8 @@ def churn(name):
                          len(rk), sum(ratio[AF][k] > ratio[ZS][k] for k in rk),
                          sum(ratio[AF][k] < ratio[ZS][k] for k in rk))
     out = {"meta": report.load_meta(d), "text": text, "allocs": allocs, "runs": runs,
-           "phases": phases, "phase": per, "rest": rest, "rest_at": rest_at, "pairs": pairs}
+           "phases": phases, "phase": per, "rest": rest, "rest_at": rest_at, "lat": lat,
+           "parts": parts, "pairs": pairs}
     CHURN_CACHE[d] = out
     return out
 
@@ -446,9 +450,17 @@ CHURN_REST = 0.02     # issue 16: within 60 s of rest, overhead at most 2%
 def rest_label(c):
     """How the overhead '60 s into the rest' was read (see churn())."""
     if not c["rest_at"]:
-        return "60 s into the rest"
+        return "at the end of the rest"
     at = span(c["rest_at"], lambda t: f"{t:.0f}")
     return f"at the end of the rest, its last sample {at} s in"
+
+
+def lat_label(c, short=False):
+    """The latency compared (see churn()): swap-in or fault p99."""
+    if c["lat"] == CHURN_SWAPIN_COL:
+        return "swap-in p99" if short else \
+            "swap-in p99 latency (faults during which the thread's major-fault count grew)"
+    return "fault p99" if short else "fault p99 latency (first touches of at least 2.048 us)"
 
 
 def churn_targets(c):
@@ -490,13 +502,13 @@ def churn_targets(c):
                 "measured": f"{span([100 * x for x in known], pct)} in {len(known)} of "
                 f"{len(r60)} runs" if known else "no sample in the rest"})
     tput = per_run_ratios(c, "churn", "pages/s")
-    lat = per_run_ratios(c, "churn", "fault p99 us")
-    out.append({"short": "churn throughput at least 1.0x, fault p99 no worse",
+    lat = per_run_ratios(c, "churn", c["lat"])
+    out.append({"short": f"churn throughput at least 1.0x, {lat_label(c, True)} no worse",
                 "what": "in the churn phase, pages touched per second at least 1.0x "
-                        "zsmalloc's and fault p99 latency no worse (medians of the per-run "
+                        f"zsmalloc's and {lat_label(c)} no worse (medians of the per-run "
                         "ratios)",
                 "met": None if not (tput and lat) else med(tput) >= 1 and med(lat) <= 1,
-                "measured": f"throughput {xr(med(tput))}, fault p99 {xr(med(lat))}"
+                "measured": f"throughput {xr(med(tput))}, {lat_label(c, True)} {xr(med(lat))}"
                 if tput and lat else "no run of both"})
     return out
 
@@ -504,8 +516,8 @@ def churn_targets(c):
 def targets_line(n, c):
     """One line of issue 16's targets met and missed on a churn run."""
     t = churn_targets(c)
-    parts = [f"{w} " + "; ".join(f"{x['short']} ({x['measured']})" for x in t
-                                  if x["met"] is v)
+    parts = [f"{w} " + "; ".join(f"{x['short']} ({x['measured']})"
+                                 for x in t if x["met"] is v)
              for w, v in (("**missed:**", False), ("met:", True), ("not measured:", None))
              if any(x["met"] is v for x in t)]
     m = c["meta"]
@@ -540,10 +552,12 @@ def churn_section(name):
            "touched per second; swap-outs/s and swap-ins/s: "
            + ("zram device writes and reads" if m.get("target") == "zram" else
               "the cgroup's zswpout and zswpin") + " per second of the phase; fault p99: "
-           "the workload's first touches of at least 2.048 us (histogram bucket edges).", "",
+           "the workload's first touches of at least 2.048 us (swap-ins, swap-cache hits, "
+           "first touches); swap-in p99: those of them during which the thread's major-fault "
+           "count grew (histogram bucket edges).", "",
            "| phase | allocator | s | overhead mean | overhead max | pages/s | swap-outs/s "
-           "| swap-ins/s | fault p99 us |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "| swap-ins/s | fault p99 us | swap-in p99 us |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for ph in c["phases"]:
         for a in c["allocs"]:
             v = c["phase"].get((a, ph))
@@ -554,18 +568,39 @@ def churn_section(name):
                                           fmt1(cmed(v["pages/s"]), "%.0f"),
                                           fmt1(cmed(v["swap-outs/s"]), "%.0f"),
                                           fmt1(cmed(v["swap-ins/s"]), "%.0f"),
-                                          fmt1(cmed(v["fault p99 us"]), "%.0f")]) + " |")
+                                          fmt1(cmed(v["fault p99 us"]), "%.0f"),
+                                          fmt1(cmed(v.get(CHURN_SWAPIN_COL, [])), "%.0f")])
+                       + " |")
     out += ["", "Overhead at rest (the workload idle, its data swapped out), median of the runs: "
-            "after 5 s, the first sample at or after 5 s into the rest phase (report.py's); "
-            + ("after 60 s, the first sample at or after 60 s (report.py's)." if not c["rest_at"]
-               else "within 60 s, the last sample at most 60 s into it (report.py's first "
-               "sample at or after 60 s does not exist: the rest phase ended before it; the "
-               f"samples taken were {span(c['rest_at'], lambda t: f'{t:.1f}')} s in)."), "",
-            "| allocator | after 5 s | " + ("after 60 s" if not c["rest_at"] else "within 60 s")
-            + " |", "|---|---:|---:|"]
+            "after 5 s, the first sample at or after 5 s into the rest phase; at the end, its "
+            "last sample"
+            + (f" ({span(c['rest_at'], lambda t: f'{t:.1f}')} s in)" if c["rest_at"] else "")
+            + " (report.py's).", "",
+            "| allocator | after 5 s | at the end |", "|---|---:|---:|"]
     for a in c["allocs"]:
         r = c["rest"].get(a, {"5": [], "60": []})
         out.append(f"| {a} | {cpct(cmed(r['5']))} | {cpct(cmed(r['60']))} |")
+    if c["parts"]:
+        out += ["", f"### Where {AF}'s overhead sits", "",
+                "Per phase, the median over runs of report.py's per-run means (below) of each "
+                "part of the zspage store's overhead, in % of the compressed bytes: holes (free "
+                "bytes inside zspages, left by freed objects), tails (free bytes at the ends of "
+                "zspages), headers (5 bytes per object), tables (handle and descriptor tables), "
+                "dead (emptied zspages not yet freed), rest (the overhead less these: live bytes "
+                "against the compressed bytes counted by the swap side, and samples read at "
+                "slightly different moments); on lists: recorded holes' bytes in % of the hole "
+                "bytes (where allocation looks); into holes: objects placed in recorded holes "
+                "during the phase. Medians of parts need not add up to the median overhead.", "",
+                "| phase | " + " | ".join(CHURN_PARTS_COLS[3:]) + " |",
+                "|---|" + "---:|" * len(CHURN_PARTS_COLS[3:])]
+        for ph in c["phases"]:
+            v = c["parts"].get(ph)
+            if not v:
+                continue
+            out.append(f"| {ph} | " + " | ".join(
+                fmt1(cmed(v[col]), "%.0f") if col == "into holes" else
+                cpct(None if cmed(v[col]) is None else cmed(v[col]) / 100)
+                for col in CHURN_PARTS_COLS[3:]) + " |")
     if c["pairs"]:
         out += ["", f"### {AF} against {ZS}, sample by sample", "",
                 "Each allocator runs alone in the boot, so samples are not aligned in time: "
@@ -962,7 +997,7 @@ def churn_rows(n, c, add):
             better=("afmalloc" if a60 < z60 else "**zsmalloc**" if a60 > z60 else "neither")
             + "; " + target(2, f"at most {pct(100 * CHURN_REST)} in every run"))
     tput = per_run_ratios(c, "churn", "pages/s")
-    lat = per_run_ratios(c, "churn", "fault p99 us")
+    lat = per_run_ratios(c, "churn", c["lat"])
     if tput and lat:
         def verdict_of(ratios):
             return "equal" if all(r == 1 for r in ratios) else runs_verdict(ratios)
@@ -977,10 +1012,10 @@ def churn_rows(n, c, add):
                  word[lv] + " for latency" + why(lv, len(lat))]
         parts.sort(key=lambda p: not p.startswith("**zsmalloc**"))
         slow = ([f"churn throughput {xr(med(tput))}"] if tv == "slower" else []) + \
-            ([f"fault p99 {xr(med(lat))}"] if lv == "slower" else [])
-        add("... churn phase: pages the workload touched per second / fault p99 latency "
-            "(first touches of at least 2.048 us), afmalloc's over zsmalloc's, median of the "
-            "per-run ratios", "1.00x / 1.00x", f"{xr(med(tput))} / {xr(med(lat))}", None,
+            ([f"{lat_label(c, True)} {xr(med(lat))}"] if lv == "slower" else [])
+        add(f"... churn phase: pages the workload touched per second / {lat_label(c)}, "
+            "afmalloc's over zsmalloc's, median of the per-run ratios", "1.00x / 1.00x",
+            f"{xr(med(tput))} / {xr(med(lat))}", None,
             link(n), f"swap churn on {where}: " + ", ".join(slow),
             better="; ".join(parts) + "; " + target(3, "throughput at least 1.0x, p99 no worse"))
 

@@ -9,17 +9,27 @@ second and run, bench/churn/sample.py) and progress.csv (the workload's
 rows, bench/churn/churn.c), and optionally meta.json (bench/churn/run.sh).
 
 Per allocator, run and phase: the phase's length, throughput (pages
-touched per second) and fault latency p50/p99 from the workload's "phase"
-row; over the samples taken in the phase: the mean, 95th percentile and
-maximum overhead ratio ((pages held * 4096 - compressed bytes) /
-compressed bytes) and the mean overhead in MiB (a small pool, as zswap's
-under writeback, can have a large ratio of few bytes), counting only
-samples that hold at least 1% of the run's peak compressed bytes (not the
-swap header alone before the fill); the most pages held; the swap-outs
-and swap-ins of the phase (zram: the zram device's writes and reads;
-zswap: the cgroup's zswpout and zswpin). Then the overhead ratio 5 s and
-60 s into the rest phase (the first sample at or after that point; "-" if
-the rest was shorter) and, with --plot and matplotlib, the overhead ratio
+touched per second), the latency p50/p99 of faults (the workload's first
+touches of at least 2.048 us: swap-ins, swap-cache hits, first touches)
+and of swap-ins alone (faults during which the thread's major-fault count
+grew; "-" for workload rows older than that column) from the workload's
+"phase" row; over the samples taken in the phase: the mean, 95th
+percentile and maximum overhead ratio ((pages held * 4096 - compressed
+bytes) / compressed bytes) and the mean overhead in MiB (a small pool, as
+zswap's under writeback, can have a large ratio of few bytes), counting
+only samples that hold at least 1% of the run's peak compressed bytes
+(not the swap header alone before the fill); the most pages held; the
+swap-outs and swap-ins of the phase (zram: the zram device's writes and
+reads; zswap: the cgroup's zswpout and zswpin). Then the overhead ratio
+5 s into the rest phase (the first sample at or after 5 s) and at its end
+(its last sample, and how far into the rest that was), and for the zspage
+store (afmalloc/zspage) where its overhead sits, per phase: the means of
+its hole bytes, tail bytes, object headers (5 bytes each), tables and
+dead zspages as shares of the compressed bytes, what is left (the
+difference between its live bytes and the compressed bytes the swap side
+counts, and samples read at slightly different moments), the share of
+hole bytes recorded on its hole lists and the objects placed in recorded
+holes during the phase. With --plot and matplotlib, the overhead ratio
 over time for every allocator and run.
 Tables need only the standard library.
 """
@@ -31,6 +41,8 @@ import statistics
 import sys
 
 PAGE = 4096
+ZS_PAGES = 8    # pages of a zspage of the zspage store (AFM_ZS_PAGES)
+ZS_HDR = 5      # bytes of its object header (AFM_ZS_HDR)
 
 
 def num(v):
@@ -91,6 +103,31 @@ def delta(run_rows, phase, col):
     return None if start is None else end - start
 
 
+def zspage_parts(s_ph, s_run, ph):
+    """Means over the samples s_ph of the zspage store's overhead and its
+    parts, as fractions of the compressed bytes: [overhead, holes, tails,
+    headers, tables, dead, rest, hole bytes on the lists / hole bytes],
+    then the objects placed in recorded holes during phase ph; None when
+    the samples lack the store's columns (other allocators, older runs)."""
+    acc = [[] for _ in range(8)]
+    for r in s_ph:
+        c, ov = num(r["compr_bytes"]), num(r["overhead_ratio"])
+        v = [num(r.get(x)) for x in ("afm_hole_bytes", "afm_tail_bytes", "afm_objects",
+                                     "meta_pages", "afm_dead_zspages", "afm_hole_rec_bytes")]
+        if not c or ov is None or any(x is None for x in v):
+            continue
+        holes, tails, objs, meta, dead, rec = v
+        p = [holes / c, tails / c, ZS_HDR * objs / c, meta * PAGE / c,
+             dead * ZS_PAGES * PAGE / c]
+        for i, x in enumerate([ov] + p + [ov - sum(p)]):
+            acc[i].append(x)
+        if holes:
+            acc[7].append(rec / holes)
+    if not acc[0]:
+        return None
+    return [statistics.mean(a) if a else None for a in acc] + [delta(s_run, ph, "afm_hole_reused")]
+
+
 def report(d, out, plot):
     samples = load(os.path.join(d, "samples.csv"))
     progress = load(os.path.join(d, "progress.csv"))
@@ -122,16 +159,19 @@ def report(d, out, plot):
         "per-second samples of the phase holding at least 1% of the run's peak compressed",
         "bytes (what is held: bench/churn/sample.py).",
         "Latency: the workload's first touch of each accessed page; faults = accesses of",
-        "at least 2.048 us; percentiles are histogram bucket edges (within 12.5%).",
+        "at least 2.048 us (swap-ins, swap-cache hits, first touches); swap-ins = the faults",
+        "during which the thread's major-fault count grew (the page came back from swap);",
+        "percentiles are histogram bucket edges (within 12.5%).",
         "Swap-outs/ins: %s. The allocators' CPU time split (alloc/free/compaction) is not" % (
             "zram device writes/reads" if target == "zram" else "the cgroup's zswpout/zswpin"),
         "available yet.",
         "",
         "| allocator | run | phase | s | pages/s | fault p50 us | fault p99 us | all p99 us "
+        "| swap-in p50 us | swap-in p99 us "
         "| overhead mean | p95 | max | overhead mean MiB | held max MiB | swap-outs | swap-ins |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    rest_rows = []
+    rest_rows, parts_rows = [], []
     for k in runs:
         s_run = [r for r in samples if key(r) == k]
         # Overhead only where the data is at least 1% of the run's peak:
@@ -151,35 +191,56 @@ def report(d, out, plot):
             held = [v for v in held if v is not None]
             ovb = [num(r["overhead_bytes"]) for r in s_ph]
             ovb = [v for v in ovb if v is not None]
-            lines.append("| %s | %d | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                k[0], k[1], ph, num(pr["interval_s"]) or 0, fmt(num(pr["pages_per_s"]), "%.0f"),
+            cells = [
+                k[0], "%d" % k[1], ph, "%.1f" % (num(pr["interval_s"]) or 0),
+                fmt(num(pr["pages_per_s"]), "%.0f"),
                 pr["fault_p50_us"] or "-", pr["fault_p99_us"] or "-", pr["all_p99_us"] or "-",
+                pr.get("swapin_p50_us") or "-", pr.get("swapin_p99_us") or "-",
                 fmt(statistics.mean(ov) if ov else None, "%.4f"),
                 fmt(pctl(ov, 0.95) if ov else None, "%.4f"), fmt(max(ov) if ov else None, "%.4f"),
                 fmt(statistics.mean(ovb) / 2**20 if ovb else None, "%.2f"),
                 fmt(max(held) * PAGE / 2**20 if held else None, "%.1f"),
                 fmt(delta(s_run, ph, swap_cols[0]), "%.0f"),
-                fmt(delta(s_run, ph, swap_cols[1]), "%.0f")))
+                fmt(delta(s_run, ph, swap_cols[1]), "%.0f")]
+            lines.append("| " + " | ".join(cells) + " |")
+            parts = zspage_parts(s_ph, s_run, ph)
+            if parts:
+                parts_rows.append("| %s | %d | %s | " % (k[0], k[1], ph) + " | ".join(
+                    fmt(v * 100 if v is not None and i < 8 else v, "%.2f%%" if i < 8 else "%.0f")
+                    for i, v in enumerate(parts)) + " |")
         rest = sorted((r for r in s_run if r["phase"] == "rest" and stored(r, floor)
                        and num(r["phase_t_s"]) is not None),
                       key=lambda r: num(r["phase_t_s"]))
-
-        def at(t):
-            for r in rest:
-                if num(r["phase_t_s"]) >= t:
-                    return r
-            return None
-        r5, r60 = at(5), at(60)
-        rest_rows.append("| %s | %d | %s | %s | %s | %s |" % (
+        r5 = next((r for r in rest if num(r["phase_t_s"]) >= 5), None)
+        end = rest[-1] if rest else None
+        rest_rows.append("| %s | %d | %s | %s | %s | %s | %s |" % (
             k[0], k[1], fmt(num(r5["overhead_ratio"]) if r5 else None, "%.4f"),
-            fmt(num(r60["overhead_ratio"]) if r60 else None, "%.4f"),
-            fmt(num(r60["held_pages"]) * PAGE / 2**20 if r60 and num(r60["held_pages"]) is not None
+            fmt(num(end["overhead_ratio"]) if end else None, "%.4f"),
+            fmt(num(end["phase_t_s"]) if end else None, "%.1f"),
+            fmt(num(end["held_pages"]) * PAGE / 2**20 if end and num(end["held_pages"]) is not None
                 else None, "%.1f"),
-            fmt(num(r60["compr_bytes"]) / 2**20 if r60 and num(r60["compr_bytes"]) is not None
+            fmt(num(end["compr_bytes"]) / 2**20 if end and num(end["compr_bytes"]) is not None
                 else None, "%.1f")))
-    lines += ["", "Overhead at rest (the workload idle, its data swapped out):", "",
-              "| allocator | run | after 5 s | after 60 s | held MiB at 60 s | compressed MiB at 60 s |",
-              "|---|---|---:|---:|---:|---:|"] + rest_rows
+    lines += ["", "Overhead at rest (the workload idle, its data swapped out): 5 s into the rest "
+              "(the first sample at or after 5 s) and at its end (its last sample, \"end at s\" "
+              "into it):", "",
+              "| allocator | run | after 5 s | at the end | end at s | held MiB at the end "
+              "| compressed MiB at the end |",
+              "|---|---|---:|---:|---:|---:|---:|"] + rest_rows
+    if parts_rows:
+        lines += ["", "Where the zspage store's overhead sits: means over the phase's samples "
+                  "(those counted above) of each part, in % of the compressed bytes; the parts "
+                  "add up to the overhead mean. holes: free bytes inside zspages, left by freed "
+                  "objects; tails: free bytes at the ends of zspages; headers: 5 bytes per "
+                  "object; tables: handle and descriptor tables (meta_pages); dead: emptied "
+                  "zspages not yet freed; rest: the overhead less these (live bytes against the "
+                  "compressed bytes the swap side counts, sampled at slightly different "
+                  "moments). On lists: recorded holes' bytes in % of the hole bytes (what "
+                  "allocation looks in); into holes: objects placed in recorded holes during "
+                  "the phase.", "",
+                  "| allocator | run | phase | overhead mean | holes | tails | headers | tables "
+                  "| dead | rest | on lists | into holes |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + parts_rows
     text = "\n".join(lines) + "\n"
     if out:
         with open(out, "w") as f:
@@ -198,6 +259,7 @@ def plot_overhead(samples, runs, path, target):
     except ImportError:
         print("report.py: no matplotlib: %s not drawn" % path, file=sys.stderr)
         return
+
     def t0(s_run):  # when the fill started: time 0 of the run's curve
         for r in s_run:
             if r["phase"] == "fill":
