@@ -542,7 +542,8 @@ def churn_section(name):
            f"{m.get('memory_max_percent', '?')}% of the working set; workload "
            f"`{m.get('workload', '?')}`; host {m.get('host_cpus', '?')} CPUs, shared, 1-min "
            f"load {m.get('host_load1_start', '?')} at the start, {m.get('host_load1_end', '?')} "
-           f"at the end; {m.get('date', '?')}.", "",
+           f"at the end; {m.get('date', '?')}."
+           + (f" Note: {m['note']}." if m.get("note") else ""), "",
            f"### Medians of the {nr} runs", "",
            "Per phase, the median over runs of bench/churn/report.py's per-run figures "
            "(below): overhead = (pages held x 4096 - compressed bytes) / compressed bytes, "

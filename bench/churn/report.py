@@ -153,6 +153,10 @@ def report(d, out, plot):
             meta.get("guest_memory", "?"), meta.get("guest_cpus", "?"), meta.get("date", "?"),
             meta.get("workload", "?"), meta.get("host_load1_start", "?"),
             meta.get("host_load1_end", "?"), meta.get("command", "?")))
+        if meta.get("note"):
+            lines.append("Note: %s (host load averages 1/5/15 min: %s at the start, %s at the "
+                         "end)." % (meta["note"], meta.get("host_loadavg_start", "?"),
+                                    meta.get("host_loadavg_end", "?")))
         lines.append("")
     lines += [
         "Overhead = (pages held x 4096 - compressed bytes) / compressed bytes, over the",

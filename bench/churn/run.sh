@@ -23,6 +23,9 @@
 # slab_nomerge. --runs N: the allocator order is reversed on every other
 # run (all in the same boot).
 #
+# CHURN_NOTE (environment): a sentence on the run's conditions (what else
+# ran on the host, say), kept as meta.json's "note" and shown in the report.
+#
 # Results: DIR (default $AFMALLOC_CACHE/results/churn-<target>-<comp>-<date>)
 # gets samples.csv, progress.csv and one log per run (churn-guest.sh),
 # guest.log (the guest's output), meta.json, report.md and overhead.png
@@ -98,6 +101,7 @@ done
 [ "$mb" -ge 8 ] || die "--mb must be at least 8"
 [ "$switch_slot" -ge 1 ] || die "--switch-slot must be at least 1"
 need_root "the churn benchmark (it boots a VM)"
+case "${CHURN_NOTE:-}" in *[\"\\]*) die "CHURN_NOTE must not hold quotes or backslashes" ;; esac
 
 "$AFMALLOC_TOP/scripts/setup.sh"
 bin=$(build_bin)
@@ -128,6 +132,7 @@ vmargs=(--kernel "$kernel" --memory "$memory" --cpus "$cpus" --rwdir "$out"
 	--timeout "$timeout_s" --append "$boot_args")
 vmargs+=(--log "$out/console.log")
 load_start=$(cut -d' ' -f1 /proc/loadavg)
+loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)
 log "churn: $target, $comp, ${alist[*]}, $runs run(s); ${wargs[*]} (host load $load_start)"
 t0=$SECONDS
 set +e
@@ -138,6 +143,7 @@ rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" -eq 0 ] || die "the churn benchmark failed in the guest (status $rc, log $out/guest.log)"
 load_end=$(cut -d' ' -f1 /proc/loadavg)
+loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # shellcheck disable=SC2034 # meta_host_fields reads $cmd
 cmd="bench/churn/run.sh ${opts[*]}"
@@ -154,6 +160,9 @@ cmd="bench/churn/run.sh ${opts[*]}"
   "order": "$order",
   "workload": "churn $(printf '%s ' "${wargs[@]}")(sha256 of churn.c $(sha256sum "$here/churn.c" | cut -c1-16), of its pool.bin $(sha256sum "$(dirname "$bin")/pool.bin" | cut -c1-16))",
   "memory_max_percent": $limit_pct,
+  "note": "${CHURN_NOTE:-}",
+  "host_loadavg_start": "$loadavg_start",
+  "host_loadavg_end": "$loadavg_end",
 JSON
   meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
 py=python3
