@@ -57,7 +57,7 @@ void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
 	u64 prev, next;
 
 	lockdep_assert_held(&zs->lock);
-	afm_zs_link_read(z, off, &prev, &next);
+	afm_zs_hole_read(z, off, &prev, &next);
 	if (prev)
 		afm_zs_link_write(afm_zs_desc(zs, afm_zs_addr_id(prev)),
 				  afm_zs_addr_off(prev), 1, next);
@@ -110,15 +110,13 @@ static struct afm_zspage *afm_zs_hole_find(struct afm_zs_pool *zs,
 {
 	unsigned int c = afm_zs_hole_class(need), tries, len, best_len = 0;
 	struct afm_zspage *z, *best = NULL;
-	unsigned long idx;
 	u64 addr, prev, next;
 
 	lockdep_assert_held(&zs->lock);
 	addr = zs->hole_heads[c];
 	for (tries = 0; addr && tries < AFM_ZS_HOLE_TRIES; tries++) {
 		z = afm_zs_desc(zs, afm_zs_addr_id(addr));
-		len = afm_zs_hdr_read(z, afm_zs_addr_off(addr), &idx);
-		afm_zs_link_read(z, afm_zs_addr_off(addr), &prev, &next);
+		len = afm_zs_hole_read(z, afm_zs_addr_off(addr), &prev, &next);
 		if (z->flags & AFM_ZS_VICTIM) {
 			afm_zs_hole_unlink(zs, z, afm_zs_addr_off(addr), len);
 		} else if (len >= need && (!best || len < best_len)) {
@@ -141,7 +139,8 @@ static struct afm_zspage *afm_zs_hole_find(struct afm_zs_pool *zs,
 		/* The first hole of the class that is not a victim's. */
 		while ((addr = zs->hole_heads[c])) {
 			z = afm_zs_desc(zs, afm_zs_addr_id(addr));
-			len = afm_zs_hdr_read(z, afm_zs_addr_off(addr), &idx);
+			len = afm_zs_hole_read(z, afm_zs_addr_off(addr), &prev,
+					       &next);
 			if (!(z->flags & AFM_ZS_VICTIM)) {
 				*offp = afm_zs_addr_off(addr);
 				*lenp = len;

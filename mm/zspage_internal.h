@@ -718,8 +718,8 @@ unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
 			     unsigned long *idx);
 void afm_zs_hole_write(struct afm_zspage *z, unsigned int off,
 		       unsigned int len, u64 prev, u64 next);
-void afm_zs_link_read(struct afm_zspage *z, unsigned int off, u64 *prev,
-		      u64 *next);
+unsigned int afm_zs_hole_read(struct afm_zspage *z, unsigned int off,
+			      u64 *prev, u64 *next);
 void afm_zs_link_write(struct afm_zspage *z, unsigned int off,
 		       unsigned int which, u64 val);
 void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z);

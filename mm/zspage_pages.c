@@ -182,19 +182,20 @@ void afm_zs_hole_write(struct afm_zspage *z, unsigned int off,
 }
 
 /*
- * The links of the indexed hole at @off of @z: *@prev and *@next.
- * Pool lock held; takes the gate.
+ * The indexed hole at @off of @z: its links in *@prev and *@next. Pool
+ * lock held; takes the gate. Return: its length.
  */
-void afm_zs_link_read(struct afm_zspage *z, unsigned int off, u64 *prev,
-		      u64 *next)
+unsigned int afm_zs_hole_read(struct afm_zspage *z, unsigned int off,
+			      u64 *prev, u64 *next)
 {
-	u8 buf[2 * AFM_ZS_LINK];
+	u8 buf[AFM_ZS_HOLE_MIN];
 
 	afm_zg_in(z);
-	afm_zs_copy_out(z, off + AFM_ZS_HDR, buf, sizeof(buf));
+	afm_zs_copy_out(z, off, buf, sizeof(buf));
 	afm_zg_out(z);
-	*prev = afm_zs_le_get(buf, AFM_ZS_LINK);
-	*next = afm_zs_le_get(buf + AFM_ZS_LINK, AFM_ZS_LINK);
+	*prev = afm_zs_le_get(buf + AFM_ZS_HDR, AFM_ZS_LINK);
+	*next = afm_zs_le_get(buf + AFM_ZS_HDR + AFM_ZS_LINK, AFM_ZS_LINK);
+	return afm_zs_le_get(buf, AFM_ZS_HDR) & (BIT(AFM_ZH_LEN_BITS) - 1);
 }
 
 /*

@@ -720,8 +720,8 @@ static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
 				bad++;
 				break;
 			}
-			len = afm_zs_hdr_read(z, off, &idx);
-			afm_zs_link_read(z, off, &prev, &next);
+			afm_zs_hdr_read(z, off, &idx);
+			len = afm_zs_hole_read(z, off, &prev, &next);
 			if (idx != AFM_ZS_LINKED || afm_zs_hole_class(len) != c ||
 			    off + len > z->tail || prev != back)
 				bad++;
