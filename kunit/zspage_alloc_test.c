@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * KUnit tests of allocation and the hole cache (mm/zspage_alloc.c): allocation
- * failure injection at every internal allocation, reuse of recorded holes
- * (fit, slack, split, headers of the rest) and records dropped with their
- * zspage.
+ * KUnit tests of allocation and the hole index (mm/zspage_alloc.c):
+ * allocation failure injection at every internal allocation, reuse of
+ * indexed holes (fit, slack, split, merging), holes leaving the index with
+ * their zspage, and density under random overwrites against zsmalloc.
  */
+
+#include <linux/atomic.h>
+#include <linux/zsmalloc.h>
 
 #include "zspage_test.h"
 
@@ -57,14 +60,14 @@ static void afm_zs_test_alloc_failure(struct kunit *test)
 }
 
 /*
- * Hole cache: an object freed between two others leaves a hole that the
+ * Hole index: an object freed between two others leaves a hole that the
  * next allocation of the same size fills exactly (same zspage, same
- * offset, no new page, holes back to where they were); one 10 bytes
- * smaller fills it too and the 10 bytes stay a hole; a larger one does not
- * fit it and goes to a tail; one half its size splits it (the rest gets a
- * header of its own) and the rest is reused in turn, but only by an object
- * that leaves it empty or leaves room for another header. Every object
- * keeps its bytes.
+ * offset, no new page, holes back to where they were); a larger one does
+ * not fit it and goes to a tail; one 10 bytes smaller fills it, keeping
+ * the 10 bytes in its extent, so that the whole hole comes back when it is
+ * freed; one half its size splits it (the rest gets a header and goes on
+ * the index) and the rest is reused in turn; a freed object merges with
+ * the hole after it. Every object keeps its bytes.
  */
 static const unsigned int afm_zs_hole_sizes[] = { 20, 100, 700, 1300, 2500, 4000 };
 
@@ -141,48 +144,69 @@ static void afm_zs_test_hole_reuse(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, after.hole_bytes, before.hole_bytes);
 	KUNIT_EXPECT_EQ(test, after.total_pages, before.total_pages);
 
+	/* 20 bytes larger: does not fit the hole, goes to a tail. */
+	afm_zs_hole_free(&hs, 1);
+	afm_zs_hole_put(test, &hs, 4, size + 20);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(pool, hs.ts->h[4], &info), 0);
+	KUNIT_EXPECT_NE(test, info.offset, hole.offset);
+	afm_zs_hole_put(test, &hs, 1, size);
+	afm_zs_hole_expect_at(test, &hs, 1, &hole, 0);
+
 	if (size >= 32) {
-		/* 10 bytes smaller: into the hole, the 10 bytes stay a hole. */
+		/*
+		 * 10 bytes smaller: into the hole, the 10 bytes stay in its
+		 * extent (too few for a hole on the index); freed, the whole
+		 * hole comes back and takes the full size again.
+		 */
 		afm_zs_hole_free(&hs, 1);
 		afm_zs_hole_put(test, &hs, 1, size - 10);
 		afm_zs_get_counters(pool, &after);
 		afm_zs_hole_expect_at(test, &hs, 1, &hole, 0);
-		KUNIT_EXPECT_EQ(test, after.hole_reused, before.hole_reused + 2);
+		KUNIT_EXPECT_EQ(test, after.hole_reused, before.hole_reused + 3);
 		KUNIT_EXPECT_EQ(test, after.hole_bytes, before.hole_bytes + 10);
-		/* That smaller hole cannot take the full size: a tail does. */
+		KUNIT_EXPECT_EQ(test, after.hole_recorded, 0);
 		afm_zs_hole_free(&hs, 1);
-		afm_zs_hole_put(test, &hs, 4, size);
-		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(pool, hs.ts->h[4], &info),
-				0);
-		KUNIT_EXPECT_NE(test, info.offset, hole.offset);
-		afm_zs_hole_put(test, &hs, 1, size - 10);
+		afm_zs_hole_put(test, &hs, 1, size);
+		afm_zs_get_counters(pool, &after);
 		afm_zs_hole_expect_at(test, &hs, 1, &hole, 0);
+		KUNIT_EXPECT_EQ(test, after.hole_bytes, before.hole_bytes);
 	}
 	if (size >= 64) {
+		unsigned int rest = size - size / 2;
+
 		/*
-		 * Half of it: a split. The rest (size - size / 2 bytes with
-		 * its header) is not taken by an object 3 bytes short of
-		 * filling it (no room for the header of what would be left):
-		 * that one goes to a tail. One 8 bytes short fills it.
+		 * Half of it: a split, the rest (with its header) a hole on
+		 * the index, taken by an object 3 bytes short of filling it
+		 * (the 3 bytes stay in its extent). Both freed, the second
+		 * first: the first merges with the hole the second left,
+		 * and the whole hole takes the full size again.
 		 */
 		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(pool, hs.ts->h[2], &hole),
 				0);
-		afm_zs_hole_free(&hs, 2);
 		afm_zs_get_counters(pool, &before);
+		afm_zs_hole_free(&hs, 2);
 		afm_zs_hole_put(test, &hs, 5, size / 2);
 		afm_zs_hole_expect_at(test, &hs, 5, &hole, 0);
-		afm_zs_hole_put(test, &hs, 7, size - size / 2 - hdr - 3);
-		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(pool, hs.ts->h[7], &info),
-				0);
-		KUNIT_EXPECT_NE(test, info.offset, hole.offset + size / 2 + hdr);
-		afm_zs_hole_put(test, &hs, 6, size - size / 2 - hdr - 8);
-		afm_zs_hole_expect_at(test, &hs, 6, &hole, size / 2 + hdr);
 		afm_zs_get_counters(pool, &after);
-		KUNIT_EXPECT_EQ(test, after.hole_reused, before.hole_reused + 2);
-		KUNIT_EXPECT_EQ(test, after.hole_bytes,
-				before.hole_bytes - size - hdr + 8);
+		KUNIT_EXPECT_EQ(test, after.hole_recorded, rest);
+		afm_zs_hole_put(test, &hs, 7, rest - hdr - 3);
+		afm_zs_hole_expect_at(test, &hs, 7, &hole, size / 2 + hdr);
+		afm_zs_get_counters(pool, &after);
+		KUNIT_EXPECT_EQ(test, after.hole_bytes, before.hole_bytes + 3);
+		KUNIT_EXPECT_EQ(test, after.hole_recorded, 0);
 		KUNIT_EXPECT_EQ(test, after.total_pages, before.total_pages);
+		afm_zs_hole_free(&hs, 7);
+		afm_zs_hole_free(&hs, 5);
+		afm_zs_get_counters(pool, &after);
+		KUNIT_EXPECT_EQ(test, after.hole_recorded, size + hdr);
+		afm_zs_hole_put(test, &hs, 6, size);
+		afm_zs_hole_expect_at(test, &hs, 6, &hole, 0);
+		afm_zs_get_counters(pool, &after);
+		KUNIT_EXPECT_EQ(test, after.hole_bytes, before.hole_bytes);
+		KUNIT_EXPECT_EQ(test, after.hole_reused, before.hole_reused + 3);
 	}
+	KUNIT_EXPECT_EQ(test, afm_zs_test_bad_holes(pool, &i), 0);
+	KUNIT_EXPECT_EQ(test, i, 0);
 	for (i = 0; i < ARRAY_SIZE(hs.size); i++) {
 		if (hs.ts->h[i])
 			afm_zs_check(test, pool, hs.ts->h[i], i, hs.size[i],
@@ -192,11 +216,11 @@ static void afm_zs_test_hole_reuse(struct kunit *test)
 }
 
 /*
- * Recorded holes die with their zspage: when it is released (its id is
- * then reused for another zspage) no record of it is left and the next
- * allocation is not put into it; after compaction every record still
- * describes free bytes of a live zspage, and allocations into them keep
- * every other object intact.
+ * Indexed holes leave the index with their zspage: when it is released
+ * (its id is then reused for another zspage) none of its holes is left on
+ * the index and the next allocation is not put into it; after compaction
+ * every hole on the index is still free bytes of a live zspage, and
+ * allocations into them keep every other object intact.
  */
 static void afm_zs_test_hole_forget(struct kunit *test)
 {
@@ -260,10 +284,130 @@ static void afm_zs_test_hole_forget(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/*
+ * Random overwrites (zram as swap, fio on zram): each object in turn of a
+ * random choice is replaced by one of a new random size, the new one
+ * allocated before the old one is freed (zram's order), with the shrinker
+ * away. With automatic compaction off, hole reuse alone must keep the holes
+ * (slack in extents included) under AFM_ZS_OW_MAX_PM per mille of the live
+ * bytes after eight rounds of the pool (a cache of recent holes left
+ * 265-485); with it on (the worker driven every 64 writes), the pool must
+ * also hold no more pages than zsmalloc's data pages after the same
+ * sequence (its metadata not counted). For sizes close to each other
+ * (fio's buffers) and spread wide (zram's). Every object keeps its bytes.
+ */
+#define AFM_ZS_OW_OBJS		2048
+#define AFM_ZS_OW_ROUNDS	8
+#define AFM_ZS_OW_MAX_PM	120
+
+struct afm_zs_ow_case {
+	unsigned int lo, hi, permille;
+};
+
+static const struct afm_zs_ow_case afm_zs_ow_cases[] = {
+	{ 2000, 2200, 0 }, { 30, 4000, 0 }, { 100, 1000, 0 },
+	{ 2000, 2200, 1 }, { 30, 4000, 1 }, { 100, 1000, 1 },
+};
+
+static void afm_zs_ow_desc(const struct afm_zs_ow_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%u-%u bytes, trigger %u", c->lo,
+		 c->hi, c->permille);
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_ow, afm_zs_ow_cases, afm_zs_ow_desc);
+
+/*
+ * The same sequence of sizes in a zsmalloc pool (allocation and free only):
+ * its data pages at the end, the last ones it held, or 0 without zsmalloc.
+ */
+static unsigned long afm_zs_ow_zsmalloc(struct kunit *test,
+					const struct afm_zs_ow_case *oc)
+{
+	unsigned long pages = 0;
+#if IS_REACHABLE(CONFIG_ZSMALLOC)
+	unsigned int i, k, sz, seed = 1;
+	struct zs_pool *zp;
+	unsigned long *h;
+
+	h = kunit_kcalloc(test, AFM_ZS_OW_OBJS, sizeof(*h), GFP_KERNEL);
+	zp = zs_create_pool("afm-kunit-ow");
+	if (!h || !zp)
+		kunit_skip(test, "no zsmalloc pool");
+	for (k = 0; k <= AFM_ZS_OW_ROUNDS * AFM_ZS_OW_OBJS; k++) {
+		unsigned long n;
+
+		i = k < AFM_ZS_OW_OBJS ? k : (seed >> 8) % AFM_ZS_OW_OBJS;
+		seed = seed * 1103515245 + 12345;
+		sz = oc->lo + (seed >> 8) % (oc->hi - oc->lo + 1);
+		seed = seed * 1103515245 + 12345;
+		n = zs_malloc(zp, sz, GFP_KERNEL);
+		if (IS_ERR_VALUE(n))
+			break;
+		if (h[i])
+			zs_free(zp, h[i]);
+		h[i] = n;
+	}
+	pages = zs_get_total_pages(zp);
+	for (i = 0; i < AFM_ZS_OW_OBJS; i++) {
+		if (h[i])
+			zs_free(zp, h[i]);
+	}
+	zs_destroy_pool(zp);
+#endif
+	return pages;
+}
+
+static void afm_zs_test_overwrite(struct kunit *test)
+{
+	const struct afm_zs_ow_case *oc = test->param_value;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	unsigned int *size, *key, i, k, seed = 1;
+	void *buf = afm_zs_buf(test);
+	unsigned long h, pm, zpages;
+
+	afm_zs_permille(test, oc->permille);
+	ts = afm_zs_set(test, AFM_ZS_OW_OBJS);
+	afm_zs_quiet(ts);
+	size = kunit_kcalloc(test, AFM_ZS_OW_OBJS, sizeof(*size), GFP_KERNEL);
+	key = kunit_kcalloc(test, AFM_ZS_OW_OBJS, sizeof(*key), GFP_KERNEL);
+	if (!size || !key)
+		kunit_skip(test, "no memory for the sizes");
+	for (k = 0; k <= AFM_ZS_OW_ROUNDS * AFM_ZS_OW_OBJS; k++) {
+		i = k < AFM_ZS_OW_OBJS ? k : (seed >> 8) % AFM_ZS_OW_OBJS;
+		seed = seed * 1103515245 + 12345;
+		size[i] = oc->lo + (seed >> 8) % (oc->hi - oc->lo + 1);
+		seed = seed * 1103515245 + 12345;
+		h = afm_test_malloc(test, ts->pool, size[i]);
+		afm_zs_put_pattern(test, ts->pool, h, k, size[i], buf, k);
+		if (ts->h[i])
+			afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = h;
+		key[i] = k;
+		if (oc->permille && !(k % 64))
+			afm_zs_flush_work(ts->pool);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	pm = c.hole_bytes * 1000 / c.live_bytes;
+	zpages = afm_zs_ow_zsmalloc(test, oc);
+	kunit_info(test, "%lu live bytes, %lu in holes (%lu per mille), %lu in tails, %lu on the hole index, %lu objects placed in holes, %lu pages (zsmalloc: %lu data pages); compaction: %lu runs, %lu objects moved\n",
+		   c.live_bytes, c.hole_bytes, pm, c.tail_bytes, c.hole_recorded,
+		   c.hole_reused, c.total_pages, zpages, c.auto_runs, c.moved);
+	KUNIT_EXPECT_LE(test, pm, AFM_ZS_OW_MAX_PM);
+	if (oc->permille && zpages)
+		KUNIT_EXPECT_LE(test, c.total_pages, zpages);
+	for (i = 0; i < AFM_ZS_OW_OBJS; i++)
+		afm_zs_check(test, ts->pool, ts->h[i], key[i], size[i], buf,
+			     i & 1);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE_PARAM(afm_zs_test_hole_reuse, afm_zs_hole_gen_params),
 	KUNIT_CASE(afm_zs_test_hole_forget),
+	KUNIT_CASE_PARAM(afm_zs_test_overwrite, afm_zs_ow_gen_params),
 	{}
 };
 

@@ -10,7 +10,7 @@
 
 /*
  * Handle bits in object headers: the default, and fewer, so that many
- * handles share the bits of each header, as handles above 2^27 do in a
+ * handles share the bits of each header, as handles above 2^26 do in a
  * pool that large (compaction must still find every object).
  */
 static const unsigned int afm_zs_idx_bits[] = { 0, 8, 1 };

@@ -158,7 +158,7 @@ static inline unsigned int afm_zs_verify_all(struct kunit *test,
  * The counters match the tables: objects and bytes recounted from the
  * handle entries, zspages, holes and tails from the descriptors, pages
  * from the descriptors and the table directories (afm_zs_test_audit(),
- * which also checks page chains and the hole cache), and the pool's
+ * which also checks page chains and the hole index), and the pool's
  * statistics show the same. Callers keep compaction from running
  * meanwhile (trigger off or flushed, pool quiet), so that the statistics
  * read after the audit still match it.

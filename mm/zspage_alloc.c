@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * afmalloc zspage store: allocation, free and access. The hole cache and
+ * afmalloc zspage store: allocation, free and access. The hole index and
  * placement (hole first, then the best-fitting tail, then a new zspage),
  * afm_zs_malloc() and afm_zs_free(), and the accessors (map, unmap, read,
  * write), which pin the entry and enter the zspage's gate.
@@ -17,139 +17,176 @@
 /* Address of the in-place mapping of this CPU's mapped object. */
 static DEFINE_PER_CPU(void *, afm_zs_kaddr);
 
-/* Hole cache */
+/* Hole index */
 
-unsigned int afm_zs_hole_bucket(unsigned int size)
+unsigned int afm_zs_hole_class(unsigned int len)
 {
-	return min((size - 1) / AFM_ZS_HOLE_WIDTH, AFM_ZS_HOLE_BUCKETS - 1);
+	return min(len / AFM_ZS_HCLASS_W, AFM_ZS_NR_HCLASSES - 1);
 }
 
 /*
- * Forget the recorded holes of zspage @z, which is being released (its id
- * will be reused), or with @z NULL those of the victims just picked.
+ * Put the @len bytes at @off of @z (at least AFM_ZS_HOLE_MIN, free, below
+ * its fill offset) on the hole index, first of their class.
  */
-void afm_zs_holes_forget(struct afm_zs_pool *zs, struct afm_zspage *z)
+static void afm_zs_hole_link(struct afm_zs_pool *zs, struct afm_zspage *z,
+			     unsigned int off, unsigned int len)
 {
-	u64 map = zs->hole_map;
+	unsigned int c = afm_zs_hole_class(len);
+	u64 head = zs->hole_heads[c], addr = afm_zs_hole_addr(z->id, off);
 
 	lockdep_assert_held(&zs->lock);
-	while (map) {
-		unsigned int b = __ffs64(map), i = 0;
+	afm_zs_hole_write(z, off, len, 0, head);
+	if (head)
+		afm_zs_link_write(afm_zs_desc(zs, afm_zs_addr_id(head)),
+				  afm_zs_addr_off(head), 0, addr);
+	zs->hole_heads[c] = addr;
+	__set_bit(c, zs->hole_map);
+	z->linked++;
+	zs->hole_nr++;
+	zs->hole_rec_bytes += len;
+}
 
-		map &= map - 1;
-		while (i < zs->nr_holes[b]) {
-			struct afm_zs_hole *h = &zs->holes[b][i];
+/*
+ * Take the indexed hole of @len bytes at @off of @z off the hole index; its
+ * header stays, without AFM_ZH_HOLE.
+ */
+void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
+			unsigned int off, unsigned int len)
+{
+	unsigned int c = afm_zs_hole_class(len);
+	u64 prev, next;
 
-			if (z ? h->id == z->id :
-			    afm_zs_desc(zs, h->id)->flags & AFM_ZS_VICTIM) {
-				zs->hole_rec_bytes -= h->size;
-				*h = zs->holes[b][--zs->nr_holes[b]];
-			} else {
-				i++;
-			}
+	lockdep_assert_held(&zs->lock);
+	afm_zs_hole_read(z, off, &prev, &next);
+	if (prev)
+		afm_zs_link_write(afm_zs_desc(zs, afm_zs_addr_id(prev)),
+				  afm_zs_addr_off(prev), 1, next);
+	else
+		zs->hole_heads[c] = next;
+	if (next)
+		afm_zs_link_write(afm_zs_desc(zs, afm_zs_addr_id(next)),
+				  afm_zs_addr_off(next), 0, prev);
+	if (!zs->hole_heads[c])
+		__clear_bit(c, zs->hole_map);
+	afm_zs_hdr_write(z, off, len, 0);
+	z->linked--;
+	zs->hole_nr--;
+	zs->hole_rec_bytes -= len;
+}
+
+/*
+ * Take every indexed hole of @z off the hole index: it is being released.
+ * Walks its extents up to its last indexed hole.
+ */
+void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int off = 0, len;
+	unsigned long idx;
+
+	lockdep_assert_held(&zs->lock);
+	while (z->linked && off < z->tail) {
+		len = afm_zs_hdr_read(z, off, &idx);
+		if (WARN_ONCE(len < AFM_ZS_HDR || off + len > z->tail,
+			      "afmalloc: pool %s: bad extent at %u of zspage %u\n",
+			      zs->pool->name, off, z->id))
+			break;
+		if (idx == AFM_ZS_LINKED)
+			afm_zs_hole_unlink(zs, z, off, len);
+		off += len;
+	}
+}
+
+/*
+ * A hole for an extent of @need bytes: the best fit among the first
+ * AFM_ZS_HOLE_TRIES holes of its class, else the first hole of the next
+ * class with any (all of them fit). Holes of victims met on the way are
+ * taken off the index. Return: the zspage of the hole, or NULL;
+ * *@offp, *@lenp: its offset and length.
+ */
+static struct afm_zspage *afm_zs_hole_find(struct afm_zs_pool *zs,
+					   unsigned int need,
+					   unsigned int *offp,
+					   unsigned int *lenp)
+{
+	unsigned int c = afm_zs_hole_class(need), tries, len, best_len = 0;
+	struct afm_zspage *z, *best = NULL;
+	u64 addr, prev, next;
+
+	lockdep_assert_held(&zs->lock);
+	addr = zs->hole_heads[c];
+	for (tries = 0; addr && tries < AFM_ZS_HOLE_TRIES; tries++) {
+		z = afm_zs_desc(zs, afm_zs_addr_id(addr));
+		len = afm_zs_hole_read(z, afm_zs_addr_off(addr), &prev, &next);
+		if (z->flags & AFM_ZS_VICTIM) {
+			afm_zs_hole_unlink(zs, z, afm_zs_addr_off(addr), len);
+		} else if (len >= need && (!best || len < best_len)) {
+			best = z;
+			best_len = len;
+			*offp = afm_zs_addr_off(addr);
+			if (len == need)
+				break;
 		}
-		if (!zs->nr_holes[b])
-			zs->hole_map &= ~BIT_ULL(b);
+		addr = next;
+	}
+	if (best) {
+		*lenp = best_len;
+		return best;
+	}
+	for (;;) {
+		c = find_next_bit(zs->hole_map, AFM_ZS_NR_HCLASSES, c + 1);
+		if (c >= AFM_ZS_NR_HCLASSES)
+			return NULL;
+		/* The first hole of the class that is not a victim's. */
+		while ((addr = zs->hole_heads[c])) {
+			z = afm_zs_desc(zs, afm_zs_addr_id(addr));
+			len = afm_zs_hole_read(z, afm_zs_addr_off(addr), &prev,
+					       &next);
+			if (!(z->flags & AFM_ZS_VICTIM)) {
+				*offp = afm_zs_addr_off(addr);
+				*lenp = len;
+				return z;
+			}
+			afm_zs_hole_unlink(zs, z, afm_zs_addr_off(addr), len);
+		}
 	}
 }
 
-/* Record @size free bytes at @off of @z, if there is room. */
-static void afm_zs_hole_record(struct afm_zs_pool *zs, struct afm_zspage *z,
-			       unsigned int off, unsigned int size)
+/* Count an object of @size bytes into @z. */
+static void afm_zs_count_in(struct afm_zs_pool *zs, struct afm_zspage *z,
+			    unsigned int size)
 {
-	unsigned int b = afm_zs_hole_bucket(size);
-	struct afm_zs_hole *h;
-
-	lockdep_assert_held(&zs->lock);
-	if (size < AFM_ZS_HOLE_MIN || zs->nr_holes[b] >= AFM_ZS_HOLE_SLOTS)
-		return;
-	h = &zs->holes[b][zs->nr_holes[b]++];
-	h->id = z->id;
-	h->off = off;
-	h->size = size;
-	zs->hole_map |= BIT_ULL(b);
-	zs->hole_rec_bytes += size;
-}
-
-/*
- * The smallest recorded hole of row @b that holds an extent of @len bytes
- * exactly or with room for the header of the rest, or NULL.
- */
-static struct afm_zs_hole *afm_zs_hole_best(struct afm_zs_pool *zs,
-					    unsigned int b, unsigned int len)
-{
-	struct afm_zs_hole *best = NULL;
-	unsigned int i;
-
-	for (i = 0; i < zs->nr_holes[b]; i++) {
-		struct afm_zs_hole *h = &zs->holes[b][i];
-
-		if ((h->size == len || h->size >= len + AFM_ZS_HDR) &&
-		    (!best || h->size < best->size))
-			best = h;
-	}
-	return best;
-}
-
-/*
- * Best fit among the recorded holes for an extent of @size bytes: the
- * smallest that holds it in the row of @size, else the smallest of the
- * next row that has any that holds it. Return: the record, or NULL.
- */
-static struct afm_zs_hole *afm_zs_hole_find(struct afm_zs_pool *zs,
-					    unsigned int size)
-{
-	unsigned int b = afm_zs_hole_bucket(size);
-	struct afm_zs_hole *h;
-	u64 map;
-
-	lockdep_assert_held(&zs->lock);
-	if (!zs->hole_map)
-		return NULL;
-	h = afm_zs_hole_best(zs, b, size);
-	if (h)
-		return h;
-	map = zs->hole_map & ~GENMASK_ULL(b, 0);
-	return map ? afm_zs_hole_best(zs, __ffs64(map), size) : NULL;
-}
-
-/*
- * Put an object of @size bytes into recorded hole @h (from
- * afm_zs_hole_find() for its extent, under the same hold of the pool
- * lock); the rest of the hole gets a hole header. Return: the offset of
- * its extent; *@zp: its zspage.
- */
-static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
-				     struct afm_zs_hole *h, unsigned int size,
-				     struct afm_zspage **zp)
-{
-	struct afm_zs_hole hole = *h;
-	unsigned int b = afm_zs_hole_bucket(hole.size);
-	struct afm_zspage *z = afm_zs_desc(zs, hole.id);
-	unsigned int len = size + AFM_ZS_HDR;
-
-	lockdep_assert_held(&zs->lock);
-	VM_WARN_ON_ONCE(z->flags != AFM_ZS_USED ||
-			hole.off + hole.size > z->tail);
-	*h = zs->holes[b][--zs->nr_holes[b]];
-	if (!zs->nr_holes[b])
-		zs->hole_map &= ~BIT_ULL(b);
-	zs->hole_rec_bytes -= hole.size;
-	/* Only the object's bytes leave the holes; fill and tail stay. */
 	z->live += size;
 	z->objs++;
 	zs->live_bytes += size;
 	zs->objects++;
+}
+
+/*
+ * Put an object of @size bytes into the indexed hole of @len bytes at @off
+ * of @z (from afm_zs_hole_find(), under the same hold of the pool lock).
+ * A rest of at least AFM_ZS_HOLE_MIN bytes becomes a hole on the index,
+ * a smaller one stays in the object's extent. Return: the length of the
+ * object's extent.
+ */
+static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
+				     struct afm_zspage *z, unsigned int off,
+				     unsigned int len, unsigned int size)
+{
+	unsigned int ext = size + AFM_ZS_HDR;
+
+	lockdep_assert_held(&zs->lock);
+	VM_WARN_ON_ONCE(z->flags != AFM_ZS_USED || off + len > z->tail ||
+			len < ext);
+	afm_zs_hole_unlink(zs, z, off, len);
+	afm_zs_count_in(zs, z, size);
 	zs->st.hole_reused++;
 	zs->st.hole_bytes += size;
-	/* The rest is a hole again, recorded if it is not too small. */
-	if (hole.size > len) {
-		afm_zs_hdr_write(z, hole.off + len, hole.size - len, 0);
-		afm_zs_hole_record(zs, z, hole.off + len, hole.size - len);
-	}
+	if (len - ext >= AFM_ZS_HOLE_MIN)
+		afm_zs_hole_link(zs, z, off + ext, len - ext);
+	else
+		ext = len;
 	afm_zs_hlist_update(zs, z);
-	*zp = z;
-	return hole.off;
+	return ext;
 }
 
 /*
@@ -162,23 +199,25 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 	unsigned int off = z->tail;
 
 	z->tail += size + AFM_ZS_HDR;
-	z->live += size;
-	z->objs++;
 	zs->tail_bytes -= size + AFM_ZS_HDR;
-	zs->live_bytes += size;
-	zs->objects++;
+	afm_zs_count_in(zs, z, size);
 	afm_zs_rebucket(zs, z);
 	return off;
 }
 
 /*
- * Remove the object of @size bytes at data offset @off from @z's counts;
- * its extent joins the tail if last, else it is a hole (its header stays:
- * compaction steps over it).
+ * Remove the object of @size bytes at data offset @off, in an extent of
+ * @len bytes, from @z's counts. Its extent joins the tail if last; else,
+ * unless @z is a victim or now empty, it becomes a hole on the index,
+ * merged with an indexed hole that follows it (its header stays in any
+ * case: compaction steps over it).
  */
 void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
-		    unsigned int off, unsigned int size)
+		    unsigned int off, unsigned int size, unsigned int len)
 {
+	unsigned int hoff = off - AFM_ZS_HDR, nlen;
+	unsigned long idx;
+
 	z->live -= size;
 	z->objs--;
 	zs->live_bytes -= size;
@@ -187,12 +226,18 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 		zs->victim_live -= size;
 		return;
 	}
-	if (off + size == z->tail) {
-		z->tail = off - AFM_ZS_HDR;
-		zs->tail_bytes += size + AFM_ZS_HDR;
+	if (hoff + len == z->tail) {
+		z->tail = hoff;
+		zs->tail_bytes += len;
 		afm_zs_rebucket(zs, z);
-	} else if (z->live) {
-		afm_zs_hole_record(zs, z, off - AFM_ZS_HDR, size + AFM_ZS_HDR);
+	} else if (z->objs) {
+		nlen = afm_zs_hdr_read(z, hoff + len, &idx);
+		if (idx == AFM_ZS_LINKED && len + nlen <= AFM_ZS_MAX_EXT) {
+			afm_zs_hole_unlink(zs, z, hoff + len, nlen);
+			len += nlen;
+		}
+		if (len >= AFM_ZS_HOLE_MIN)
+			afm_zs_hole_link(zs, z, hoff, len);
 	}
 	afm_zs_hlist_update(zs, z);
 }
@@ -203,9 +248,8 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	struct afm_zs_pool *zs = pool->store;
 	struct afm_zs_spare sp = { };
 	unsigned long hpg, dpg = 0, idx;
-	unsigned int meta, data, off;
-	struct afm_zs_hole *hole;
-	struct afm_zspage *z;
+	unsigned int meta, data, off, len, ext;
+	struct afm_zspage *z, *hz;
 	atomic64_t *ent;
 
 	for (;;) {
@@ -220,9 +264,14 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		}
 		meta = afm_zt_need(&zs->htab, hpg);
 		data = 0;
-		hole = afm_zs_hole_find(zs, size + AFM_ZS_HDR);
-		z = hole ? NULL : afm_zs_fit(zs, size + AFM_ZS_HDR);
-		if (!hole && !z) {
+		/* The hole or the tail the extent fits more tightly. */
+		hz = afm_zs_hole_find(zs, size + AFM_ZS_HDR, &off, &len);
+		z = afm_zs_fit(zs, size + AFM_ZS_HDR);
+		if (hz && z && AFM_ZS_SIZE - z->tail < len)
+			hz = NULL;
+		else if (hz)
+			z = NULL;
+		if (!hz && !z) {
 			if (afm_zt_find(&zs->dtab, &dpg))
 				goto full;
 			if (afm_zt_short(&zs->dtab, dpg)) {
@@ -241,16 +290,18 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			goto nomem;
 	}
 
-	if (hole) {
-		off = afm_zs_hole_take(zs, hole, size, &z);
+	if (hz) {
+		z = hz;
+		ext = afm_zs_hole_take(zs, z, off, len, size);
 	} else {
 		if (!z)
 			z = afm_zs_new(zs, dpg, &sp);
 		off = afm_zs_place(zs, z, size);
+		ext = size + AFM_ZS_HDR;
 	}
 	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
 	WRITE_ONCE(zs->last_alloc, jiffies);
-	afm_zs_hdr_write(z, off, size + AFM_ZS_HDR, idx + 1);
+	afm_zs_hdr_write(z, off, ext, idx + 1);
 	ent = afm_zs_entry(zs, idx + 1);
 	atomic64_set(ent, afm_ze_make(z->id, off + AFM_ZS_HDR, size));
 	afm_zs_unlock(zs);
@@ -270,7 +321,9 @@ nomem:
 void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 {
 	struct afm_zs_pool *zs = pool->store;
+	unsigned long idx;
 	struct afm_zspage *z;
+	unsigned int len;
 	atomic64_t *ent;
 	int want;
 	s64 e;
@@ -293,7 +346,8 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	} while (!atomic64_try_cmpxchg(ent, &e, 0));
 
 	z = afm_zs_desc(zs, afm_ze_id(e));
-	afm_zs_unplace(zs, z, afm_ze_off(e), afm_ze_size(e));
+	len = afm_zs_hdr_read(z, afm_ze_off(e) - AFM_ZS_HDR, &idx);
+	afm_zs_unplace(zs, z, afm_ze_off(e), afm_ze_size(e), len);
 	afm_zt_put(zs, &zs->htab, handle - 1);
 	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
 		afm_zs_release(zs, z);

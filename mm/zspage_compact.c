@@ -39,10 +39,10 @@ static unsigned long afm_zs_trigger(const struct afm_zs_pool *zs)
 }
 
 /*
- * Above the trigger, compaction runs now if the holes outside the hole
- * cache are above it too (recorded holes are left to allocation until it
- * stops) and a zspage has enough holes for an automatic pass, else at
- * rest (afm_zs_late_work()). Pool lock held.
+ * Above the trigger, compaction runs now if the holes allocation will not
+ * reuse soon (afm_zs_holes_unrecorded(): off the hole index, or beyond its
+ * reserve) are above it too and a zspage has enough holes for an automatic
+ * pass, else at rest (afm_zs_late_work()). Pool lock held.
  */
 int afm_zs_want_auto(struct afm_zs_pool *zs)
 {
@@ -109,8 +109,6 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 		}
 	}
 	zs->nr_cand = nv;
-	if (nv)
-		afm_zs_holes_forget(zs, NULL);
 	afm_zs_unlock(zs);
 	return nv;
 }
@@ -132,11 +130,13 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 }
 
 /*
- * Move the object of entry @ent (value @e, in victim @v) with its header
- * to the end of zspage @d. Pool lock held. Return: false if it is pinned.
+ * Move the object of entry @ent (value @e, in victim @v, extent of @len
+ * bytes, header handle bits @idx) to the end of zspage @d, in an extent
+ * without slack. Pool lock held. Return: false if it is pinned.
  */
 static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
-			struct afm_zspage *v, struct afm_zspage *d)
+			struct afm_zspage *v, struct afm_zspage *d,
+			unsigned int len, unsigned long idx)
 {
 	unsigned int size = afm_ze_size(e), off = afm_ze_off(e), doff;
 
@@ -154,16 +154,17 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	}
 	lock_map_acquire_try(&afm_ze_map);
 	doff = afm_zs_place(zs, d, size);
+	afm_zs_hdr_write(d, doff, size + AFM_ZS_HDR, idx);
 	afm_zg_in(v);
 	afm_zg_in(d);
-	afm_zs_copy_zz(d, doff, v, off - AFM_ZS_HDR, size + AFM_ZS_HDR);
+	afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
 	afm_zg_out(d);
 	afm_zg_out(v);
 	lock_map_release(&afm_ze_map);
 	atomic64_set_release(ent, afm_ze_make(d->id, doff + AFM_ZS_HDR, size));
 	preempt_enable();
 
-	afm_zs_unplace(zs, v, off, size);
+	afm_zs_unplace(zs, v, off, size, len);
 	zs->st.moved++;
 	return true;
 }
@@ -216,14 +217,15 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			      "afmalloc: pool %s: bad extent at %u of zspage %u\n",
 			      zs->pool->name, *off, v->id))
 			return 0;	/* leave the rest of @v where it is */
-		ent = afm_zs_owner(zs, v, *off, idx, &e);
+		ent = idx == AFM_ZS_LINKED ? NULL :
+		      afm_zs_owner(zs, v, *off, idx, &e);
 		if (!ent || (e & (AFM_ZE_PINS | AFM_ZE_LOCK))) {
 			*off += len;
 			(*budget)++;
 			afm_zs_breathe(zs, budget);
 			continue;
 		}
-		d = afm_zs_fit(zs, len);
+		d = afm_zs_fit(zs, afm_ze_size(e) + AFM_ZS_HDR);
 		if (!d) {
 			unsigned int meta;
 
@@ -254,7 +256,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			}
 			d = afm_zs_new(zs, dpg, sp);
 		}
-		if (!afm_zs_move(zs, ent, e, v, d) && !d->objs)
+		if (!afm_zs_move(zs, ent, e, v, d, len, idx) && !d->objs)
 			afm_zs_release(zs, d);
 		*off += len;
 		*budget += 16;
@@ -365,8 +367,9 @@ void afm_zs_compact(struct afm_pool *pool)
 }
 
 /*
- * An automatic run: bring the holes (@rest: all of them, else those not in
- * the hole cache) down to half the trigger, taking zspages with at least
+ * An automatic run: bring the holes (@rest: all of them, else those
+ * allocation will not reuse soon) down to half the trigger, taking zspages
+ * with at least
  * @min_holes bytes of holes.
  */
 static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
@@ -395,7 +398,7 @@ void afm_zs_compact_work(struct work_struct *work)
 }
 
 /*
- * The rest run: AFM_ZS_LATE after the last allocation, count the recorded
+ * The rest run: AFM_ZS_LATE after the last allocation, count the indexed
  * holes too (nothing is about to reuse them) and take every zspage with
  * AFM_ZS_MIN_HOLES of holes.
  */

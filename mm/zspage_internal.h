@@ -9,7 +9,7 @@
  *   zspage_table.c    handle and descriptor tables (slot tables), spares
  *   zspage_pages.c    zspages: exclusive gate, copies, object headers, hole
  *                     lists, tail buckets, creation and freeing
- *   zspage_alloc.c    hole cache, placement, malloc, free, map, read, write
+ *   zspage_alloc.c    hole index, placement, malloc, free, map, read, write
  *   zspage_compact.c  compaction passes, automatic runs, the shrinker
  *   zspage_migrate.c  page migration callbacks
  *   zspage_store.c    pool setup and teardown, statistics, KUnit hooks
@@ -76,17 +76,28 @@
 #define AFM_ZS_FIT_TRIES	4
 
 /*
- * Hole cache (see "Placement"): up to AFM_ZS_HOLE_SLOTS recent holes per
- * AFM_ZS_HOLE_WIDTH bytes of hole size (8 KiB per pool with 4 KiB pages).
- * Holes smaller than AFM_ZS_HOLE_MIN are not recorded. The sizes were
- * chosen by simulating random replacement with the untar benchmark's LZ4
- * size distribution: 4 slots of 64 rows left 17% of the bytes written to
- * go to tails (so to compaction), 32 of 32 rows 3%.
+ * Hole index (see "Placement"): every hole of at least AFM_ZS_HOLE_MIN
+ * bytes of a live zspage that allocation may use is on one of
+ * AFM_ZS_NR_HCLASSES lists by length (AFM_ZS_HCLASS_W bytes wide), linked
+ * through the hole itself: its header has AFM_ZH_HOLE set and is followed
+ * by the addresses (AFM_ZS_LINK bytes each, see afm_zs_hole_addr()) of the
+ * previous and the next hole of its list. Allocation looks at up to
+ * AFM_ZS_HOLE_TRIES holes of the class of the extent for the best fit,
+ * then takes the first hole of the next class that has any. A rest smaller
+ * than AFM_ZS_HOLE_MIN stays in the object's extent (slack) rather than
+ * becoming a hole nothing can use. Holes merge with a hole that follows
+ * them up to AFM_ZS_MAX_EXT bytes.
  */
-#define AFM_ZS_HOLE_BUCKETS	32
-#define AFM_ZS_HOLE_WIDTH	(PAGE_SIZE / AFM_ZS_HOLE_BUCKETS)
-#define AFM_ZS_HOLE_SLOTS	32
-#define AFM_ZS_HOLE_MIN		16
+#define AFM_ZS_LINK		6
+#define AFM_ZS_HOLE_MIN		(AFM_ZS_HDR + 2 * AFM_ZS_LINK)
+#define AFM_ZS_MAX_EXT		(BIT(AFM_ZH_LEN_BITS) - 1)
+#define AFM_ZS_HCLASS_W		16
+#define AFM_ZS_NR_HCLASSES	(BIT(AFM_ZH_LEN_BITS) / AFM_ZS_HCLASS_W)
+#define AFM_ZS_HOLE_TRIES	8
+/* Indexed hole bytes left to allocation: 1/64 of the live bytes. */
+#define AFM_ZS_RESERVE_SHIFT	6
+/* afm_zs_hdr_read()'s handle bits for a hole on the hole index. */
+#define AFM_ZS_LINKED		ULONG_MAX
 
 /* Zspage flags, under the pool lock. */
 #define AFM_ZS_USED		BIT(0)	/* descriptor slot in use */
@@ -101,12 +112,15 @@
 
 /*
  * Object headers (see "Reverse map"): AFM_ZS_HDR bytes, little endian,
- * holding the extent length in the low AFM_ZH_LEN_BITS bits and the
- * handle, modulo 2^AFM_ZH_IDX_BITS, above them.
+ * holding the extent length in the low AFM_ZH_LEN_BITS bits, AFM_ZH_HOLE
+ * (the extent is a hole on a hole list) and the handle, modulo
+ * 2^AFM_ZH_IDX_BITS, above them.
  */
 #define AFM_ZS_HDR		5
 #define AFM_ZH_LEN_BITS		(PAGE_SHIFT + 1)
-#define AFM_ZH_IDX_BITS		(AFM_ZS_HDR * BITS_PER_BYTE - AFM_ZH_LEN_BITS)
+#define AFM_ZH_HOLE		BIT_ULL(AFM_ZH_LEN_BITS)
+#define AFM_ZH_IDX_SHIFT	(AFM_ZH_LEN_BITS + 1)
+#define AFM_ZH_IDX_BITS		(AFM_ZS_HDR * BITS_PER_BYTE - AFM_ZH_IDX_SHIFT)
 
 /* Compaction. */
 #define AFM_ZS_MAX_VICTIMS	512
@@ -164,6 +178,8 @@ typedef u32 afm_zs_off_t;
  * @bucket: tail bucket, AFM_ZS_NO_BUCKET when on no tail list.
  * @hlist_nr: hole list (hole bytes / AFM_ZS_MIN_HOLES), 0 when on none:
  *	fewer holes than that, or not a live zspage (victim, dead).
+ * @linked: its holes on the hole index (AFM_ZH_HOLE set in their headers).
+ *	Under the pool lock.
  */
 struct afm_zspage {
 	struct page *first;
@@ -178,6 +194,7 @@ struct afm_zspage {
 	u8 flags;
 	u8 bucket;
 	u8 hlist_nr;
+	afm_zs_off_t linked;
 };
 
 /**
@@ -241,18 +258,6 @@ struct afm_zs_table {
 };
 
 /**
- * struct afm_zs_hole - a recorded hole, see "Placement"
- * @id: its zspage.
- * @off: its first byte.
- * @size: its length.
- */
-struct afm_zs_hole {
-	u32 id;
-	afm_zs_off_t off;
-	afm_zs_off_t size;
-};
-
-/**
  * struct afm_zs_pool - zspage store state of a pool
  * @pool: the generic pool.
  * @lock: the pool lock, see the file comment.
@@ -274,20 +279,21 @@ struct afm_zs_hole {
  *	times AFM_ZS_MIN_HOLES); compaction takes its victims from the top.
  * @hlist_map: non-empty hole lists.
  * @hlist_count: zspages on each hole list.
- * @holes: the hole cache: recent holes by size, AFM_ZS_HOLE_WIDTH bytes of
- *	size per row. A zspage's records are dropped when it is released or
- *	picked as a victim, so that a record always describes free bytes of
- *	a live, non-victim zspage below its fill offset.
- * @nr_holes: records in each row of @holes.
- * @hole_map: rows of @holes with any record.
- * @hole_rec_bytes: the sum of the recorded holes' sizes.
+ * @hole_heads: the hole index: the address of the first hole of each
+ *	class (afm_zs_hole_addr(), 0: none). A hole on it is free bytes
+ *	below the fill offset of a live zspage; holes of victims stay on it
+ *	until allocation meets them (it takes them off and goes on), the
+ *	release of their zspage or the end of the pass.
+ * @hole_map: classes with any hole.
+ * @hole_rec_bytes: bytes of the holes on the index.
+ * @hole_nr: holes on the index.
  * @last_alloc: jiffies of the last allocation (the rest run waits until
  *	AFM_ZS_LATE after it).
  * @late_force: the rest run may not wait (afm_zs_flush_work()).
  * @dying: the pool is being destroyed: no more automatic compaction.
  * @free_work: frees the zspages of @dead.
  * @compact_work: automatic compaction.
- * @late_work: the rest run: automatic compaction counting the recorded
+ * @late_work: the rest run: automatic compaction counting the indexed
  *	holes and taking thinner ones, AFM_ZS_LATE after the last
  *	allocation, queued by a free that leaves holes above the trigger.
  * @shrinker: the pool's shrinker, NULL if it could not be allocated.
@@ -296,7 +302,7 @@ struct afm_zs_hole {
  * @nr_cand: number of them.
  * @idx_bits: handle bits in an object header: AFM_ZH_IDX_BITS, fewer
  *	only in KUnit (afm_zs_test_set_idx_bits()), so that handles that
- *	share header bits are tested without 2^27 objects.
+ *	share header bits are tested without 2^26 objects.
  * @st: statistics, see afm_zs_class_stats(); counters written under @lock
  *	or &afm_pool.compact_lock, migration counters atomic. @st.migrated
  *	counts only pages whose contents moved to a new page; an isolated
@@ -327,10 +333,10 @@ struct afm_zs_pool {
 	struct list_head hlists[AFM_ZS_NR_HLISTS];
 	u64 hlist_map;
 	unsigned long hlist_count[AFM_ZS_NR_HLISTS];
-	struct afm_zs_hole holes[AFM_ZS_HOLE_BUCKETS][AFM_ZS_HOLE_SLOTS];
-	u8 nr_holes[AFM_ZS_HOLE_BUCKETS];
-	u64 hole_map;
+	u64 hole_heads[AFM_ZS_NR_HCLASSES];
+	DECLARE_BITMAP(hole_map, AFM_ZS_NR_HCLASSES);
 	unsigned long hole_rec_bytes;
+	unsigned long hole_nr;
 	unsigned long last_alloc;
 	bool late_force;
 	bool dying;
@@ -625,7 +631,26 @@ static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int 
 	return page;
 }
 
-/* Bytes of @z below its fill offset not held by live objects' extents. */
+/* Address on the hole index of byte @off of zspage @id (0 is none). */
+static inline u64 afm_zs_hole_addr(u32 id, unsigned int off)
+{
+	return (u64)(id + 1) << (PAGE_SHIFT + AFM_ZS_ORDER) | off;
+}
+
+static inline u32 afm_zs_addr_id(u64 addr)
+{
+	return (addr >> (PAGE_SHIFT + AFM_ZS_ORDER)) - 1;
+}
+
+static inline unsigned int afm_zs_addr_off(u64 addr)
+{
+	return addr & (AFM_ZS_SIZE - 1);
+}
+
+/*
+ * Bytes of @z below its fill offset not held by live objects: its holes
+ * and the slack of objects that took a hole a little larger than them.
+ */
 static inline unsigned int afm_zs_zholes(const struct afm_zspage *z)
 {
 	return z->tail - z->live - z->objs * AFM_ZS_HDR;
@@ -637,12 +662,18 @@ static inline unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
 	       zs->objects * AFM_ZS_HDR - zs->tail_bytes;
 }
 
-/* Holes not in the hole cache: what allocation will not reuse soon. */
+/*
+ * Holes allocation will not reuse soon: those off the hole index (too
+ * small, or left by frees while their zspage was a victim), and the
+ * indexed ones beyond a reserve of 1/2^AFM_ZS_RESERVE_SHIFT of the live
+ * bytes (what writes to come can fill).
+ */
 static inline unsigned long afm_zs_holes_unrecorded(const struct afm_zs_pool *zs)
 {
-	unsigned long holes = afm_zs_holes(zs);
+	unsigned long holes = afm_zs_holes(zs), rec = zs->hole_rec_bytes,
+		      reserve = zs->live_bytes >> AFM_ZS_RESERVE_SHIFT;
 
-	return holes - min(holes, zs->hole_rec_bytes);
+	return holes - min(holes, rec) + (rec > reserve ? rec - reserve : 0);
 }
 
 #ifdef CONFIG_COMPACTION
@@ -685,6 +716,12 @@ void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 		      unsigned int len, unsigned long handle);
 unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
 			     unsigned long *idx);
+void afm_zs_hole_write(struct afm_zspage *z, unsigned int off,
+		       unsigned int len, u64 prev, u64 next);
+unsigned int afm_zs_hole_read(struct afm_zspage *z, unsigned int off,
+			      u64 *prev, u64 *next);
+void afm_zs_link_write(struct afm_zspage *z, unsigned int off,
+		       unsigned int which, u64 val);
 void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z);
@@ -697,12 +734,14 @@ void afm_zs_free_dead(struct afm_zs_pool *zs);
 void afm_zs_free_work(struct work_struct *work);
 
 /* zspage_alloc.c */
-unsigned int afm_zs_hole_bucket(unsigned int size);
-void afm_zs_holes_forget(struct afm_zs_pool *zs, struct afm_zspage *z);
+unsigned int afm_zs_hole_class(unsigned int len);
+void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
+			unsigned int off, unsigned int len);
+void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z);
 unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 			  unsigned int size);
 void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
-		    unsigned int off, unsigned int size);
+		    unsigned int off, unsigned int size, unsigned int len);
 unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			    gfp_t gfp);
 void afm_zs_free(struct afm_pool *pool, unsigned long handle);

@@ -108,22 +108,37 @@ void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
 	}
 }
 
-/* Object headers (see "Reverse map") */
+/* Object headers (see "Reverse map") and hole links (see "Placement") */
+
+static void afm_zs_le_put(u8 *buf, u64 v, unsigned int n)
+{
+	while (n--) {
+		*buf++ = v;
+		v >>= BITS_PER_BYTE;
+	}
+}
+
+static u64 afm_zs_le_get(const u8 *buf, unsigned int n)
+{
+	u64 v = 0;
+
+	while (n--)
+		v = v << BITS_PER_BYTE | buf[n];
+	return v;
+}
 
 /*
  * Write the header of the extent of @len bytes at @off of @z: an object's
- * (@handle) or a hole's (@handle 0). Pool lock held; takes the gate.
+ * (@handle) or a hole's off the hole index (@handle 0). Pool lock held;
+ * takes the gate.
  */
 void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 		      unsigned int len, unsigned long handle)
 {
-	u64 v = len | (u64)(handle & (BIT_ULL(z->zs->idx_bits) - 1)) <<
-		      AFM_ZH_LEN_BITS;
 	u8 buf[AFM_ZS_HDR];
-	unsigned int i;
 
-	for (i = 0; i < AFM_ZS_HDR; i++, v >>= BITS_PER_BYTE)
-		buf[i] = v;
+	afm_zs_le_put(buf, len | (u64)(handle & (BIT_ULL(z->zs->idx_bits) - 1)) <<
+			   AFM_ZH_IDX_SHIFT, AFM_ZS_HDR);
 	afm_zg_in(z);
 	afm_zs_copy_in(z, off, buf, AFM_ZS_HDR);
 	afm_zg_out(z);
@@ -131,22 +146,72 @@ void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 
 /*
  * Read the header at @off of @z. Pool lock held; takes the gate. Return:
- * the extent length; *@idx: the handle bits (see afm_zs_hdr_write()).
+ * the extent length; *@idx: the handle bits (see afm_zs_hdr_write()), or
+ * AFM_ZS_LINKED for a hole on the hole index.
  */
 unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
 			     unsigned long *idx)
 {
 	u8 buf[AFM_ZS_HDR];
-	unsigned int i;
-	u64 v = 0;
+	u64 v;
 
 	afm_zg_in(z);
 	afm_zs_copy_out(z, off, buf, AFM_ZS_HDR);
 	afm_zg_out(z);
-	for (i = AFM_ZS_HDR; i--; )
-		v = v << BITS_PER_BYTE | buf[i];
-	*idx = v >> AFM_ZH_LEN_BITS;
+	v = afm_zs_le_get(buf, AFM_ZS_HDR);
+	*idx = v & AFM_ZH_HOLE ? AFM_ZS_LINKED : v >> AFM_ZH_IDX_SHIFT;
 	return v & (BIT(AFM_ZH_LEN_BITS) - 1);
+}
+
+/*
+ * Make the @len bytes at @off of @z a hole on the hole index, between
+ * holes @prev and @next (addresses, 0: none): its header with AFM_ZH_HOLE,
+ * then the two links. Pool lock held; takes the gate.
+ */
+void afm_zs_hole_write(struct afm_zspage *z, unsigned int off,
+		       unsigned int len, u64 prev, u64 next)
+{
+	u8 buf[AFM_ZS_HOLE_MIN];
+
+	afm_zs_le_put(buf, len | AFM_ZH_HOLE, AFM_ZS_HDR);
+	afm_zs_le_put(buf + AFM_ZS_HDR, prev, AFM_ZS_LINK);
+	afm_zs_le_put(buf + AFM_ZS_HDR + AFM_ZS_LINK, next, AFM_ZS_LINK);
+	afm_zg_in(z);
+	afm_zs_copy_in(z, off, buf, AFM_ZS_HOLE_MIN);
+	afm_zg_out(z);
+}
+
+/*
+ * The indexed hole at @off of @z: its links in *@prev and *@next. Pool
+ * lock held; takes the gate. Return: its length.
+ */
+unsigned int afm_zs_hole_read(struct afm_zspage *z, unsigned int off,
+			      u64 *prev, u64 *next)
+{
+	u8 buf[AFM_ZS_HOLE_MIN];
+
+	afm_zg_in(z);
+	afm_zs_copy_out(z, off, buf, sizeof(buf));
+	afm_zg_out(z);
+	*prev = afm_zs_le_get(buf + AFM_ZS_HDR, AFM_ZS_LINK);
+	*next = afm_zs_le_get(buf + AFM_ZS_HDR + AFM_ZS_LINK, AFM_ZS_LINK);
+	return afm_zs_le_get(buf, AFM_ZS_HDR) & (BIT(AFM_ZH_LEN_BITS) - 1);
+}
+
+/*
+ * Set link @which (0: prev, 1: next) of the indexed hole at @off of @z to
+ * @val. Pool lock held; takes the gate.
+ */
+void afm_zs_link_write(struct afm_zspage *z, unsigned int off,
+		       unsigned int which, u64 val)
+{
+	u8 buf[AFM_ZS_LINK];
+
+	afm_zs_le_put(buf, val, AFM_ZS_LINK);
+	afm_zg_in(z);
+	afm_zs_copy_in(z, off + AFM_ZS_HDR + which * AFM_ZS_LINK, buf,
+		       AFM_ZS_LINK);
+	afm_zg_out(z);
 }
 
 /*
@@ -357,7 +422,7 @@ void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 	lockdep_assert_held(&zs->lock);
 	WARN_ON_ONCE(z->live || z->objs || (z->flags & AFM_ZS_VICTIM));
 
-	afm_zs_holes_forget(zs, z);
+	afm_zs_holes_unlink_all(zs, z);
 	afm_zs_unbucket(zs, z);
 	zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
 	zs->zspages--;

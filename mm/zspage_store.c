@@ -26,39 +26,38 @@
  *
  * Placement (reuse policy)
  * ------------------------
- * Allocation appends the object at the fill offset of the zspage with the
- * smallest tail that fits it (best fit over tails, bucketed by tail size in
- * AFM_ZS_GRAIN steps below PAGE_SIZE and in pages above); only when no tail
- * fits is a new zspage opened. A brand-new zspage has the largest tail, so
+ * Every free hole of at least AFM_ZS_HOLE_MIN (17) bytes is on the hole
+ * index: lists by length (AFM_ZS_HCLASS_W = 16 bytes per class), linked
+ * through the holes themselves (after the header, 6-byte addresses of the
+ * previous and next hole: zspage id + 1 and offset), so that the index
+ * costs no memory and has no bound. Allocation takes the tighter of two
+ * fits: the best of the first AFM_ZS_HOLE_TRIES holes of the extent's
+ * class (or the first hole of the next class with any, which all fit),
+ * and the smallest tail that fits (tails bucketed by size in AFM_ZS_GRAIN
+ * steps below PAGE_SIZE and in pages above); only when neither fits is a
+ * new zspage opened. A brand-new zspage has the largest tail, so
  * consecutive allocations fill it in order (objects written together lie
  * together and tend to die together, which frees whole zspages without
- * copying), while the tails left at the end of older zspages are topped up
- * by objects that fit them, so tails do not accumulate as waste. Freeing
- * the object just below the fill offset gives its bytes back to the tail;
- * any other free leaves a hole. There is no free-extent list: compaction
- * reclaims holes by evacuating the zspages with the most holes,
- * re-appending their live objects elsewhere, and freeing the emptied
- * zspages. This is a log-structured store whose cleaner is compaction;
- * only a bounded cache of recent holes (below) is reused directly.
+ * copying), while the tails of older zspages are topped up by objects that
+ * fit them. What an object leaves of a hole becomes a hole on the index
+ * if it is at least AFM_ZS_HOLE_MIN bytes; a smaller rest stays in the
+ * object's extent as slack (its header says the extent's length), so that
+ * no sliver too small for any object is made, and the whole hole comes
+ * back when the object goes.
  *
- * Before looking at tails, allocation tries the hole cache: a few recent
- * holes per size range (AFM_ZS_HOLE_*, in the pool, under the pool lock),
- * recorded by frees. Allocation takes the best fit among them (the
- * smallest that holds the object in its size row, else in the next row
- * with any); the rest of the hole is recorded again unless it is smaller
- * than AFM_ZS_HOLE_MIN, then it stays a hole (with a header of its own;
- * a hole is only taken when it fits the extent exactly or leaves room for
- * that header). Without it, an overwrite
- * workload (random frees and allocations of similar sizes, as zram under
- * swap or fio) turns every freed byte into a hole that only compaction can
- * give back, copying up to 3 live bytes per byte; with it, most writes go
- * where an object was just freed, as in zsmalloc's size classes, and
- * compaction is left with the slack. A zspage's records are dropped when
- * it is released or picked as a victim, so a record never outlives the
- * bytes it describes (a released zspage's id is reused; a victim's holes
- * go with it); bulk frees (file removal) still leave whole zspages to
- * compaction, as before.
- *
+ * Freeing the object just below the fill offset gives its extent back to
+ * the tail; any other free makes its extent a hole on the index, merged
+ * with an indexed hole that follows it (up to AFM_ZS_MAX_EXT bytes), except
+ * in a victim of compaction (its holes go with it) or a zspage left empty
+ * (released). Under random overwrites (zram as swap, fio) most writes thus
+ * go where an object was freed, as in zsmalloc's size classes, but without
+ * class rounding and across sizes; holes smaller than every request, and
+ * those beyond a reserve of 1/64 of the live bytes (AFM_ZS_RESERVE_SHIFT),
+ * are left to compaction (below). Indexed holes of a victim stay linked
+ * until allocation meets one (it takes it off the index and goes on), or
+ * the victim is released (afm_zs_holes_unlink_all() walks its extents), so
+ * picking victims costs no walk.
+
  * Handle encoding
  * ---------------
  * A handle is 1 + the index of an 8-byte entry in the pool's handle table.
@@ -93,24 +92,29 @@
  * Reverse map
  * -----------
  * Each object's extent starts with a header: its length (header included,
- * AFM_ZH_LEN_BITS bits) and its handle modulo 2^AFM_ZH_IDX_BITS (27 bits
- * with 4 KiB pages), little endian. Its entry holds the offset of the data,
- * just after the header. A free leaves the header in place, so a hole made
- * by a free still says how long it is; when allocation takes part of a
- * recorded hole, the rest gets a header with handle bits 0. So the extents
- * of a zspage tile it from 0 to its fill offset, and compaction finds a
+ * AFM_ZH_LEN_BITS bits), AFM_ZH_HOLE (set for a hole on the hole index)
+ * and its handle modulo 2^AFM_ZH_IDX_BITS (26 bits with 4 KiB pages),
+ * little endian. Its entry holds the offset of the data, just after the
+ * header; the extent may be longer than header and data (slack, see
+ * "Placement"). A free leaves the header in place, so a hole made by a
+ * free still says how long it is (it becomes an indexed hole's header, or
+ * stays as it was when the hole is not indexed); when allocation takes
+ * part of a hole, the rest gets a header of its own. So the extents of a
+ * zspage tile it from 0 to its fill offset, and compaction finds a
  * victim's objects by walking them (afm_zs_evacuate()): an extent is an
- * object when the entry of a handle with its header's bits is live and
- * points to it (afm_zs_owner(): one table lookup per 2^27 handles in the
- * table), else a hole. Headers are written under the pool lock at
- * allocation and travel with the object when compaction moves it; the
- * walk runs under the pool lock, and a victim's extents do not change
- * while it is one (no allocation goes to it; a free leaves its header).
+ * indexed hole when AFM_ZH_HOLE is set, else an object when the entry of a
+ * handle with its header's bits is live and points to it (afm_zs_owner():
+ * one table lookup per 2^26 handles in the table), else a hole. Headers
+ * and hole links are written under the pool lock (with the zspage's gate
+ * shared); a moved object gets a new header (without slack); the walk runs
+ * under the pool lock, and a victim's extents do not change while it is
+ * one (no allocation goes to it; a free leaves its header).
  *
  * Per-object cost (64-bit, 4 KiB pages)
  * -------------------------------------
  * footprint = size + 5 (header) + 8 (entry) + (size + 5) * 73 / 32768
- * (descriptor share), plus holes until compaction and unfilled tails. No
+ * (descriptor share), plus holes until reused or compacted, slack (under
+ * 17 bytes, only in an object placed in a hole) and unfilled tails. No
  * size-class rounding, no alignment padding. At the untar benchmark's mean
  * object size (1300 bytes) that is 0.38% for headers + 0.62% for entries +
  * 0.22% for descriptors; zsmalloc spends 16 bytes per object (handle slot
@@ -139,8 +143,9 @@
  * pages, what scan can take; scan: that many pages), and two automatic
  * runs queued by free. When holes exceed the trigger (zspage_auto_permille
  * thousandths of the live bytes, default 1, and AFM_ZS_AUTO_MIN zspages),
- * the holes outside the hole cache are above it too (the recorded ones are
- * about to be reused) and some zspage has an eighth of its bytes in holes,
+ * the holes allocation will not reuse soon are above it too (those off the
+ * index, and the indexed ones beyond the reserve) and some zspage has an
+ * eighth of its bytes in holes,
  * the worker runs at once: down to half the trigger, taking zspages with
  * an eighth of their bytes in holes (at most 7 bytes copied per byte given
  * back). Otherwise, above the trigger, the rest run comes AFM_ZS_LATE
@@ -152,9 +157,9 @@
  * -----
  * zspage_internal.h holds the structures and the hot-path helpers (entries,
  * table lookups, pins, the shared gate); zspage_table.c the slot tables;
- * zspage_pages.c zspages (exclusive gate, copies, headers, hole lists, tail
- * buckets, creation and freeing); zspage_alloc.c the hole cache, malloc,
- * free and the accessors; zspage_compact.c compaction, the automatic runs
+ * zspage_pages.c zspages (exclusive gate, copies, headers and hole links,
+ * hole lists, tail buckets, creation and freeing); zspage_alloc.c the hole
+ * index, malloc, free and the accessors; zspage_compact.c compaction, the automatic runs
  * and the shrinker; zspage_migrate.c page migration; this file pool setup,
  * statistics and the KUnit hooks. Each opens with its part of the lock
  * rules below.
@@ -174,7 +179,8 @@
  *   page lock (PG_locked)           taken by the migration core around
  *                                   isolate/migrate/putback; by the
  *                                   deferred free with lock_page().
- *   afm_zs_pool.lock (spinlock_bh)  tables, tail buckets, the hole cache,
+ *   afm_zs_pool.lock (spinlock_bh)  tables, tail buckets, the hole index
+ *                                   (heads, and the links in the holes),
  *                                   zspage counters and flags, every entry
  *                                   change except pins. Not taken by
  *                                   map, read, write or migration.
@@ -227,8 +233,10 @@ static int afm_zs_create(struct afm_pool *pool)
 
 	BUILD_BUG_ON(AFM_ZE_ID_BITS < 1);
 	BUILD_BUG_ON(AFM_ZS_NR_BUCKETS >= AFM_ZS_NO_BUCKET);
-	BUILD_BUG_ON(AFM_ZS_HOLE_BUCKETS > 64 || AFM_ZS_HOLE_SLOTS > U8_MAX);
-	BUILD_BUG_ON(AFM_ZS_NR_HLISTS > 64 || AFM_ZS_HOLE_MIN < AFM_ZS_HDR);
+	BUILD_BUG_ON(AFM_ZS_NR_HLISTS > 64);
+	/* A hole address (zspage id + 1, offset) fits a link. */
+	BUILD_BUG_ON(AFM_ZE_ID_BITS + 1 + PAGE_SHIFT + AFM_ZS_ORDER >
+		     AFM_ZS_LINK * BITS_PER_BYTE);
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
 
@@ -398,8 +406,8 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *            compaction (manual, automatic and shrinker)
  *   auto     automatic runs / shrinker scans / pages freed by automatic
  *            runs / pages freed by shrinker scans
- *   reuse    objects placed in recorded holes / their bytes / holes
- *            recorded now / their bytes
+ *   reuse    objects placed in indexed holes / their bytes / holes on
+ *            the hole index now / their bytes
  */
 static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 			       char name[16],
@@ -488,16 +496,12 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 		v[2] = zs->st.auto_freed;
 		v[3] = zs->st.shrink_freed;
 		break;
-	case AFM_ZS_ROW_REUSE: {
-		unsigned int b;
-
+	case AFM_ZS_ROW_REUSE:
 		v[0] = zs->st.hole_reused;
 		v[1] = zs->st.hole_bytes;
-		for (b = 0; b < AFM_ZS_HOLE_BUCKETS; b++)
-			v[2] += zs->nr_holes[b];
+		v[2] = zs->hole_nr;
 		v[3] = zs->hole_rec_bytes;
 		break;
-	}
 	}
 	afm_zs_unlock(zs);
 }
@@ -657,14 +661,15 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 }
 
 /*
- * Live zspage @z, pool lock held: its extents tile [0, fill offset) and
- * those a live entry points to (afm_zs_owner()) are its objects. Return:
- * 0 if so, else 1.
+ * Live zspage @z, pool lock held: its extents tile [0, fill offset), those
+ * a live entry points to (afm_zs_owner()) are its objects (with less slack
+ * than a hole on the index would need), and @z->linked of the others are
+ * on the hole index. Return: 0 if so, else 1.
  */
 static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 					 struct afm_zspage *z)
 {
-	unsigned int off = 0, len, objs = 0;
+	unsigned int off = 0, len, objs = 0, linked = 0;
 	unsigned long idx;
 	s64 e;
 
@@ -672,14 +677,60 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 		len = afm_zs_hdr_read(z, off, &idx);
 		if (len < AFM_ZS_HDR || off + len > z->tail)
 			return 1;
-		if (afm_zs_owner(zs, z, off, idx, &e)) {
-			if (len != afm_ze_size(e) + AFM_ZS_HDR)
+		if (idx == AFM_ZS_LINKED) {
+			if (len < AFM_ZS_HOLE_MIN)
+				return 1;
+			linked++;
+		} else if (afm_zs_owner(zs, z, off, idx, &e)) {
+			if (len < afm_ze_size(e) + AFM_ZS_HDR ||
+			    len >= afm_ze_size(e) + AFM_ZS_HDR + AFM_ZS_HOLE_MIN)
 				return 1;
 			objs++;
 		}
 		off += len;
 	}
-	return objs != z->objs;
+	return objs != z->objs || linked != z->linked;
+}
+
+/*
+ * The hole index, pool lock held: every hole on it is an indexed hole of a
+ * live zspage (a victim's too, see afm_zs_pool.hole_heads) in the class of
+ * its length, the lists are consistent both ways, and the counts add up
+ * (@linked: the zspages' indexed holes). Return: inconsistencies found.
+ */
+static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
+				       unsigned long linked)
+{
+	unsigned long nr = 0, bytes = 0, idx;
+	unsigned int c, bad = 0, len;
+	u64 addr, prev, next, back;
+
+	for (c = 0; c < AFM_ZS_NR_HCLASSES; c++) {
+		if (!zs->hole_heads[c] != !test_bit(c, zs->hole_map))
+			bad++;
+		back = 0;
+		for (addr = zs->hole_heads[c]; addr && nr <= zs->hole_nr;
+		     addr = next) {
+			struct afm_zspage *z = afm_zs_desc(zs, afm_zs_addr_id(addr));
+			unsigned int off = afm_zs_addr_off(addr);
+
+			nr++;
+			if (!z || (z->flags & ~AFM_ZS_VICTIM) != AFM_ZS_USED ||
+			    off + AFM_ZS_HOLE_MIN > z->tail) {
+				bad++;
+				break;
+			}
+			afm_zs_hdr_read(z, off, &idx);
+			len = afm_zs_hole_read(z, off, &prev, &next);
+			if (idx != AFM_ZS_LINKED || afm_zs_hole_class(len) != c ||
+			    off + len > z->tail || prev != back)
+				bad++;
+			bytes += len;
+			back = addr;
+		}
+	}
+	return bad + (nr != zs->hole_nr || nr != linked ||
+		      bytes != zs->hole_rec_bytes);
 }
 
 /**
@@ -699,7 +750,7 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
  * extents tile it up to its fill offset with one object extent per live
  * object, it is on the hole list its holes call for and has a chain of
  * AFM_ZS_PAGES pages pointing back to it, directory pages count their
- * table pages, and the hole cache's byte count is the sum of its records.
+ * table pages, and the hole index is consistent (afm_zs_audit_index()).
  *
  * Context: process context; takes the pool lock for the whole walk.
  * Return: the number of inconsistencies found (0 when all is well).
@@ -709,8 +760,8 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			       struct afm_zs_counters *rc)
 {
 	struct afm_zs_pool *zs = pool->store;
-	unsigned long pg, i, objs = 0, live = 0, rec = 0, idx;
-	unsigned int bad = 0, b, len;
+	unsigned long pg, i, objs = 0, live = 0, linked = 0, idx;
+	unsigned int bad = 0, len;
 
 	memset(rc, 0, sizeof(*rc));
 	afm_zs_lock(zs);
@@ -738,6 +789,7 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 						AFM_ZS_NR_HLISTS - 1) : 0))
 				bad++;
 			bad += afm_zs_audit_extents(zs, z);
+			linked += z->linked;
 			rc->tail_bytes += AFM_ZS_SIZE - z->tail;
 			rc->hole_bytes += afm_zs_zholes(z);
 			live += z->live;
@@ -766,7 +818,7 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			/* The header names the handle and the extent. */
 			len = afm_zs_hdr_read(z, afm_ze_off(e) - AFM_ZS_HDR,
 					      &idx);
-			if (len != afm_ze_size(e) + AFM_ZS_HDR ||
+			if (len < afm_ze_size(e) + AFM_ZS_HDR ||
 			    idx != ((pg * AFM_ZH_PER_PAGE + i + 1) &
 				    (BIT_ULL(zs->idx_bits) - 1)))
 				bad++;
@@ -778,12 +830,7 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 	rc->table_pages = afm_zs_audit_table(&zs->htab, &bad);
 	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &bad);
 	rc->total_pages = rc->data_pages + rc->table_pages + rc->desc_pages;
-	for (b = 0; b < AFM_ZS_HOLE_BUCKETS; b++) {
-		for (i = 0; i < zs->nr_holes[b]; i++)
-			rec += zs->holes[b][i].size;
-	}
-	if (rec != zs->hole_rec_bytes)
-		bad++;
+	bad += afm_zs_audit_index(zs, linked);
 	afm_zs_unlock(zs);
 	return bad;
 }
@@ -871,33 +918,37 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
 
 /**
- * afm_zs_test_bad_holes() - check the hole cache (KUnit hook)
+ * afm_zs_test_bad_holes() - check the hole index (KUnit hook)
  * @pool: a zspage-store pool
- * @nr: set to the number of recorded holes
+ * @nr: set to the number of holes on the index
+ *
+ * For use outside compaction passes (no zspage is a victim).
  *
  * Context: takes the pool lock.
- * Return: the number of records that do not describe free bytes of a
- * live, non-victim zspage below its fill offset (0 when all is well).
+ * Return: the number of holes on the index that are not free bytes of a
+ * live zspage below its fill offset, with an indexed-hole header, in the
+ * class of their length and linked back to the hole before them, plus 1
+ * if the counts of the index are off, plus the number of victims (0 when
+ * all is well).
  */
 unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
 {
 	struct afm_zs_pool *zs = pool->store;
-	unsigned int b, i, bad = 0;
+	unsigned long pg, i, linked = 0;
+	unsigned int bad = 0;
 
-	*nr = 0;
 	afm_zs_lock(zs);
-	for (b = 0; b < AFM_ZS_HOLE_BUCKETS; b++) {
-		for (i = 0; i < zs->nr_holes[b]; i++) {
-			struct afm_zs_hole *h = &zs->holes[b][i];
-			struct afm_zspage *z = afm_zs_desc(zs, h->id);
+	for (pg = 0; pg < zs->dtab.end; pg++) {
+		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
 
-			(*nr)++;
-			if (!z || z->flags != AFM_ZS_USED || z->id != h->id ||
-			    h->off + h->size > z->tail ||
-			    afm_zs_hole_bucket(h->size) != b)
-				bad++;
+		for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
+			bad += !!(base[i].flags & AFM_ZS_VICTIM);
+			if (base[i].flags == AFM_ZS_USED)
+				linked += base[i].linked;
 		}
 	}
+	bad += afm_zs_audit_index(zs, linked);
+	*nr = zs->hole_nr;
 	afm_zs_unlock(zs);
 	return bad;
 }
@@ -1099,10 +1150,10 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_entry_bytes);
 /**
  * afm_zs_test_set_idx_bits() - fewer handle bits in headers (KUnit hook)
  * @pool: an empty zspage-store pool
- * @bits: 1 to the default (27 with 4 KiB pages)
+ * @bits: 1 to the default (26 with 4 KiB pages)
  *
  * Handles then share header bits every 2^@bits handles, as handles above
- * 2^27 do in a pool that large: compaction must tell them apart.
+ * 2^26 do in a pool that large: compaction must tell them apart.
  *
  * Context: process context; takes the pool lock.
  * Return: 0, or -EINVAL if @bits is out of range or the pool has objects.

@@ -23,8 +23,9 @@
  * @live_bytes: sum of their sizes.
  * @zspages: zspages holding data (not counting those waiting to be freed).
  * @dead_zspages: empty zspages whose pages wait for the deferred free.
- * @hole_bytes: free bytes inside zspages below their fill offsets (reused
- *	by compaction, and by allocation while in the hole cache).
+ * @hole_bytes: free bytes inside zspages below their fill offsets, slack
+ *	in extents included (reused by allocation while on the hole index,
+ *	and by compaction).
  * @tail_bytes: free bytes at the ends of zspages, reused by allocation.
  * @data_pages: pages of zspages, dead ones included.
  * @table_pages: handle table pages and their directory pages.
@@ -44,8 +45,8 @@
  * @moved: objects moved by compaction.
  * @walked: extents (objects and holes) compaction looked at in its
  *	victims: its work besides the copying, whatever the pool's size.
- * @hole_reused: objects placed in recorded holes (the hole cache).
- * @hole_recorded: bytes of the holes recorded in the hole cache now.
+ * @hole_reused: objects placed in holes of the hole index.
+ * @hole_recorded: bytes of the holes on the hole index now.
  */
 struct afm_zs_counters {
 	unsigned long objects;
