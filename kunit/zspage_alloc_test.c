@@ -287,32 +287,31 @@ static void afm_zs_test_hole_forget(struct kunit *test)
 /*
  * Random overwrites (zram as swap, fio on zram): each object in turn of a
  * random choice is replaced by one of a new random size, the new one
- * allocated before the old one is freed (zram's order), with the shrinker
- * away. With automatic compaction off, hole reuse alone must keep the holes
- * (slack in extents included) under AFM_ZS_OW_MAX_PM per mille of the live
- * bytes after eight rounds of the pool (a cache of recent holes left
- * 265-485); with it on (the worker driven every 64 writes), the pool must
- * also hold no more pages than zsmalloc's data pages after the same
- * sequence (its metadata not counted). For sizes close to each other
- * (fio's buffers) and spread wide (zram's). Every object keeps its bytes.
+ * allocated before the old one is freed (zram's order), with automatic
+ * compaction off and the shrinker away, so that only hole reuse keeps the
+ * pool dense: after eight rounds of the pool the holes (slack in extents
+ * included) must stay under AFM_ZS_OW_MAX_PM per mille of the live bytes
+ * (a cache of recent holes left 265-485). Then the writes stop and the
+ * rest run (driven) must bring the pool to no more pages than zsmalloc's
+ * data pages after the same sequence (its metadata not counted). For sizes
+ * close to each other (fio's buffers) and spread wide (zram's). Every
+ * object keeps its bytes.
  */
 #define AFM_ZS_OW_OBJS		2048
 #define AFM_ZS_OW_ROUNDS	8
 #define AFM_ZS_OW_MAX_PM	120
 
 struct afm_zs_ow_case {
-	unsigned int lo, hi, permille;
+	unsigned int lo, hi;
 };
 
 static const struct afm_zs_ow_case afm_zs_ow_cases[] = {
-	{ 2000, 2200, 0 }, { 30, 4000, 0 }, { 100, 1000, 0 },
-	{ 2000, 2200, 1 }, { 30, 4000, 1 }, { 100, 1000, 1 },
+	{ 2000, 2200 }, { 30, 4000 }, { 100, 1000 },
 };
 
 static void afm_zs_ow_desc(const struct afm_zs_ow_case *c, char *desc)
 {
-	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%u-%u bytes, trigger %u", c->lo,
-		 c->hi, c->permille);
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%u-%u bytes", c->lo, c->hi);
 }
 
 KUNIT_ARRAY_PARAM(afm_zs_ow, afm_zs_ow_cases, afm_zs_ow_desc);
@@ -367,7 +366,7 @@ static void afm_zs_test_overwrite(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 	unsigned long h, pm, zpages;
 
-	afm_zs_permille(test, oc->permille);
+	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, AFM_ZS_OW_OBJS);
 	afm_zs_quiet(ts);
 	size = kunit_kcalloc(test, AFM_ZS_OW_OBJS, sizeof(*size), GFP_KERNEL);
@@ -385,17 +384,24 @@ static void afm_zs_test_overwrite(struct kunit *test)
 			afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = h;
 		key[i] = k;
-		if (oc->permille && !(k % 64))
-			afm_zs_flush_work(ts->pool);
 	}
 	afm_zs_get_counters(ts->pool, &c);
 	pm = c.hole_bytes * 1000 / c.live_bytes;
 	zpages = afm_zs_ow_zsmalloc(test, oc);
-	kunit_info(test, "%lu live bytes, %lu in holes (%lu per mille), %lu in tails, %lu on the hole index, %lu objects placed in holes, %lu pages (zsmalloc: %lu data pages); compaction: %lu runs, %lu objects moved\n",
+	kunit_info(test, "writing: %lu live bytes, %lu in holes (%lu per mille), %lu in tails, %lu on the hole index, %lu objects placed in holes, %lu pages; zsmalloc: %lu data pages\n",
 		   c.live_bytes, c.hole_bytes, pm, c.tail_bytes, c.hole_recorded,
-		   c.hole_reused, c.total_pages, zpages, c.auto_runs, c.moved);
+		   c.hole_reused, c.total_pages, zpages);
 	KUNIT_EXPECT_LE(test, pm, AFM_ZS_OW_MAX_PM);
-	if (oc->permille && zpages)
+
+	/* At rest: the rest run (trigger 1 per mille, driven). */
+	afm_zs_set_auto_permille(1);
+	afm_free(ts->pool, afm_test_malloc(test, ts->pool, oc->lo));
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	kunit_info(test, "at rest: %lu in holes (%lu per mille), %lu pages; %lu objects moved\n",
+		   c.hole_bytes, c.hole_bytes * 1000 / c.live_bytes,
+		   c.total_pages, c.moved);
+	if (zpages)
 		KUNIT_EXPECT_LE(test, c.total_pages, zpages);
 	for (i = 0; i < AFM_ZS_OW_OBJS; i++)
 		afm_zs_check(test, ts->pool, ts->h[i], key[i], size[i], buf,

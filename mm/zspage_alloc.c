@@ -47,17 +47,17 @@ static void afm_zs_hole_link(struct afm_zs_pool *zs, struct afm_zspage *z,
 }
 
 /*
- * Take the indexed hole of @len bytes at @off of @z off the hole index; its
- * header stays, without AFM_ZH_HOLE.
+ * Take the indexed hole of @len bytes at @off of @z, with links @prev and
+ * @next, off the hole index, leaving its header as it is (the caller
+ * writes a new one).
  */
-void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
-			unsigned int off, unsigned int len)
+static void __afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
+				 unsigned int off, unsigned int len, u64 prev,
+				 u64 next)
 {
 	unsigned int c = afm_zs_hole_class(len);
-	u64 prev, next;
 
 	lockdep_assert_held(&zs->lock);
-	afm_zs_hole_read(z, off, &prev, &next);
 	if (prev)
 		afm_zs_link_write(afm_zs_desc(zs, afm_zs_addr_id(prev)),
 				  afm_zs_addr_off(prev), 1, next);
@@ -68,10 +68,23 @@ void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
 				  afm_zs_addr_off(next), 0, prev);
 	if (!zs->hole_heads[c])
 		__clear_bit(c, zs->hole_map);
-	afm_zs_hdr_write(z, off, len, 0);
 	z->linked--;
 	zs->hole_nr--;
 	zs->hole_rec_bytes -= len;
+}
+
+/*
+ * Take the indexed hole of @len bytes at @off of @z off the hole index; its
+ * header stays, without AFM_ZH_HOLE.
+ */
+void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
+			unsigned int off, unsigned int len)
+{
+	u64 prev, next;
+
+	afm_zs_hole_read(z, off, &prev, &next);
+	__afm_zs_hole_unlink(zs, z, off, len, prev, next);
+	afm_zs_hdr_write(z, off, len, 0);
 }
 
 /*
@@ -96,57 +109,55 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 	}
 }
 
-/*
- * A hole for an extent of @need bytes: the best fit among the first
- * AFM_ZS_HOLE_TRIES holes of its class, else the first hole of the next
- * class with any (all of them fit). Holes of victims met on the way are
- * taken off the index. Return: the zspage of the hole, or NULL;
- * *@offp, *@lenp: its offset and length.
+/**
+ * struct afm_zs_hole - a hole on the hole index, as afm_zs_hole_find() found it
+ * @z: its zspage.
+ * @off: its offset.
+ * @len: its length.
+ * @prev: the address of the hole before it on its list (0: none).
+ * @next: the address of the hole after it (0: none).
  */
-static struct afm_zspage *afm_zs_hole_find(struct afm_zs_pool *zs,
-					   unsigned int need,
-					   unsigned int *offp,
-					   unsigned int *lenp)
+struct afm_zs_hole {
+	struct afm_zspage *z;
+	unsigned int off;
+	unsigned int len;
+	u64 prev;
+	u64 next;
+};
+
+/*
+ * A hole for an extent of @need bytes: the first that fits among the
+ * first AFM_ZS_HOLE_TRIES holes of its class (the rest of a hole of the
+ * same class is slack: under 16 bytes), else the first hole of the next
+ * class with any (all of them fit). Holes of victims met on the way are
+ * taken off the index. Return: true and *@h, or false.
+ */
+static bool afm_zs_hole_find(struct afm_zs_pool *zs, unsigned int need,
+			     struct afm_zs_hole *h)
 {
-	unsigned int c = afm_zs_hole_class(need), tries, len, best_len = 0;
-	struct afm_zspage *z, *best = NULL;
-	u64 addr, prev, next;
+	unsigned int c0 = afm_zs_hole_class(need), c = c0, tries = 0;
+	u64 addr = zs->hole_heads[c0];
 
 	lockdep_assert_held(&zs->lock);
-	addr = zs->hole_heads[c];
-	for (tries = 0; addr && tries < AFM_ZS_HOLE_TRIES; tries++) {
-		z = afm_zs_desc(zs, afm_zs_addr_id(addr));
-		len = afm_zs_hole_read(z, afm_zs_addr_off(addr), &prev, &next);
-		if (z->flags & AFM_ZS_VICTIM) {
-			afm_zs_hole_unlink(zs, z, afm_zs_addr_off(addr), len);
-		} else if (len >= need && (!best || len < best_len)) {
-			best = z;
-			best_len = len;
-			*offp = afm_zs_addr_off(addr);
-			if (len == need)
-				break;
-		}
-		addr = next;
-	}
-	if (best) {
-		*lenp = best_len;
-		return best;
-	}
 	for (;;) {
-		c = find_next_bit(zs->hole_map, AFM_ZS_NR_HCLASSES, c + 1);
-		if (c >= AFM_ZS_NR_HCLASSES)
-			return NULL;
-		/* The first hole of the class that is not a victim's. */
-		while ((addr = zs->hole_heads[c])) {
-			z = afm_zs_desc(zs, afm_zs_addr_id(addr));
-			len = afm_zs_hole_read(z, afm_zs_addr_off(addr), &prev,
-					       &next);
-			if (!(z->flags & AFM_ZS_VICTIM)) {
-				*offp = afm_zs_addr_off(addr);
-				*lenp = len;
-				return z;
-			}
-			afm_zs_hole_unlink(zs, z, afm_zs_addr_off(addr), len);
+		if (!addr || (c == c0 && tries >= AFM_ZS_HOLE_TRIES)) {
+			c = find_next_bit(zs->hole_map, AFM_ZS_NR_HCLASSES,
+					  c + 1);
+			if (c >= AFM_ZS_NR_HCLASSES)
+				return false;
+			addr = zs->hole_heads[c];
+		}
+		tries++;
+		h->z = afm_zs_desc(zs, afm_zs_addr_id(addr));
+		h->off = afm_zs_addr_off(addr);
+		h->len = afm_zs_hole_read(h->z, h->off, &h->prev, &h->next);
+		addr = h->next;
+		if (h->z->flags & AFM_ZS_VICTIM) {
+			__afm_zs_hole_unlink(zs, h->z, h->off, h->len, h->prev,
+					     h->next);
+			afm_zs_hdr_write(h->z, h->off, h->len, 0);
+		} else if (h->len >= need) {
+			return true;
 		}
 	}
 }
@@ -162,29 +173,29 @@ static void afm_zs_count_in(struct afm_zs_pool *zs, struct afm_zspage *z,
 }
 
 /*
- * Put an object of @size bytes into the indexed hole of @len bytes at @off
- * of @z (from afm_zs_hole_find(), under the same hold of the pool lock).
- * A rest of at least AFM_ZS_HOLE_MIN bytes becomes a hole on the index,
- * a smaller one stays in the object's extent. Return: the length of the
- * object's extent.
+ * Put an object of @size bytes into hole @h (from afm_zs_hole_find(),
+ * under the same hold of the pool lock). A rest of at least
+ * AFM_ZS_HOLE_MIN bytes becomes a hole on the index, a smaller one stays
+ * in the object's extent. Return: the length of the object's extent (its
+ * header is the caller's to write).
  */
 static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
-				     struct afm_zspage *z, unsigned int off,
-				     unsigned int len, unsigned int size)
+				     struct afm_zs_hole *h, unsigned int size)
 {
 	unsigned int ext = size + AFM_ZS_HDR;
+	struct afm_zspage *z = h->z;
 
 	lockdep_assert_held(&zs->lock);
-	VM_WARN_ON_ONCE(z->flags != AFM_ZS_USED || off + len > z->tail ||
-			len < ext);
-	afm_zs_hole_unlink(zs, z, off, len);
+	VM_WARN_ON_ONCE(z->flags != AFM_ZS_USED || h->off + h->len > z->tail ||
+			h->len < ext);
+	__afm_zs_hole_unlink(zs, z, h->off, h->len, h->prev, h->next);
 	afm_zs_count_in(zs, z, size);
 	zs->st.hole_reused++;
 	zs->st.hole_bytes += size;
-	if (len - ext >= AFM_ZS_HOLE_MIN)
-		afm_zs_hole_link(zs, z, off + ext, len - ext);
+	if (h->len - ext >= AFM_ZS_HOLE_MIN)
+		afm_zs_hole_link(zs, z, h->off + ext, h->len - ext);
 	else
-		ext = len;
+		ext = h->len;
 	afm_zs_hlist_update(zs, z);
 	return ext;
 }
@@ -248,8 +259,10 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	struct afm_zs_pool *zs = pool->store;
 	struct afm_zs_spare sp = { };
 	unsigned long hpg, dpg = 0, idx;
-	unsigned int meta, data, off, len, ext;
-	struct afm_zspage *z, *hz;
+	unsigned int meta, data, off, ext;
+	struct afm_zs_hole hole;
+	struct afm_zspage *z;
+	bool in_hole;
 	atomic64_t *ent;
 
 	for (;;) {
@@ -265,13 +278,13 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		meta = afm_zt_need(&zs->htab, hpg);
 		data = 0;
 		/* The hole or the tail the extent fits more tightly. */
-		hz = afm_zs_hole_find(zs, size + AFM_ZS_HDR, &off, &len);
+		in_hole = afm_zs_hole_find(zs, size + AFM_ZS_HDR, &hole);
 		z = afm_zs_fit(zs, size + AFM_ZS_HDR);
-		if (hz && z && AFM_ZS_SIZE - z->tail < len)
-			hz = NULL;
-		else if (hz)
+		if (in_hole && z && AFM_ZS_SIZE - z->tail < hole.len)
+			in_hole = false;
+		else if (in_hole)
 			z = NULL;
-		if (!hz && !z) {
+		if (!in_hole && !z) {
 			if (afm_zt_find(&zs->dtab, &dpg))
 				goto full;
 			if (afm_zt_short(&zs->dtab, dpg)) {
@@ -290,9 +303,10 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			goto nomem;
 	}
 
-	if (hz) {
-		z = hz;
-		ext = afm_zs_hole_take(zs, z, off, len, size);
+	if (in_hole) {
+		z = hole.z;
+		off = hole.off;
+		ext = afm_zs_hole_take(zs, &hole, size);
 	} else {
 		if (!z)
 			z = afm_zs_new(zs, dpg, &sp);

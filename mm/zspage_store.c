@@ -144,14 +144,15 @@
  * runs queued by free. When holes exceed the trigger (zspage_auto_permille
  * thousandths of the live bytes, default 1, and AFM_ZS_AUTO_MIN zspages),
  * the holes allocation will not reuse soon are above it too (those off the
- * index, and the indexed ones beyond the reserve) and some zspage has an
- * eighth of its bytes in holes,
- * the worker runs at once: down to half the trigger, taking zspages with
- * an eighth of their bytes in holes (at most 7 bytes copied per byte given
- * back). Otherwise, above the trigger, the rest run comes AFM_ZS_LATE
- * after the last allocation: it counts every hole and takes every zspage
- * with AFM_ZS_MIN_HOLES of holes (AFM_ZS_REST_MIN_HOLES), so that once
- * writes stop, thin holes come down too.
+ * index, and the indexed ones beyond the reserve) and some zspage has half
+ * its bytes in holes (AFM_ZS_AUTO_MIN_HOLES), the worker runs at once: down
+ * to half the trigger, taking zspages with half their bytes in holes (at
+ * most a byte copied per byte given back). Otherwise, above the trigger,
+ * the rest run comes AFM_ZS_LATE after the last allocation: it counts
+ * every hole and takes every zspage with AFM_ZS_MIN_HOLES of holes
+ * (AFM_ZS_REST_MIN_HOLES), so that once writes stop, thin holes come down
+ * too. Under continuous overwrites the holes thus stay where reuse holds
+ * them (a few per cent of the live bytes), not where copying would.
  *
  * Files
  * -----
