@@ -18,8 +18,8 @@
  * Automatic compaction starts when holes exceed this many thousandths of
  * the live bytes (and AFM_ZS_AUTO_MIN zspages), and stops at half of it.
  * 0 disables it (the shrinker and afm_compact() still work). A run while
- * writes go on copies at most a byte per byte it frees (it takes zspages
- * with half their bytes in holes), so a lower trigger means more,
+ * writes go on copies at most 3 bytes per byte it frees (it takes zspages
+ * with a quarter of their bytes in holes), so a lower trigger means more,
  * smaller runs, not more copying per byte; under random overwrites the
  * holes settle above the trigger, in zspages below that threshold, until
  * the rest run takes them.

@@ -144,10 +144,10 @@
  * runs queued by free. When holes exceed the trigger (zspage_auto_permille
  * thousandths of the live bytes, default 1, and AFM_ZS_AUTO_MIN zspages),
  * the holes allocation will not reuse soon are above it too (those off the
- * index, and the indexed ones beyond the reserve) and some zspage has half
- * its bytes in holes (AFM_ZS_AUTO_MIN_HOLES), the worker runs at once: down
- * to half the trigger, taking zspages with half their bytes in holes (at
- * most a byte copied per byte given back). Otherwise, above the trigger,
+ * index, and the indexed ones beyond the reserve) and some zspage has a
+ * quarter of its bytes in holes (AFM_ZS_AUTO_MIN_HOLES), the worker runs
+ * at once: down to half the trigger, taking zspages with a quarter of
+ * their bytes in holes (at most 3 bytes copied per byte given back). Otherwise, above the trigger,
  * the rest run comes AFM_ZS_LATE after the last allocation: it counts
  * every hole and takes every zspage with AFM_ZS_MIN_HOLES of holes
  * (AFM_ZS_REST_MIN_HOLES), so that once writes stop, thin holes come down
