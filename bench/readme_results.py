@@ -118,7 +118,16 @@ KERNEL_SOURCE = {
     "quick-lz4-10rounds": "dc6c7fd",
     "quick-lz4-hole-cache": "ed98775",
     "speed-tcg": "ed98775",
+    # meta.json says a77a66c: the same tree as 75cb817, the commit in the
+    # clone it ran from, whose messages were reworded before git am.
+    "churn-zram-lz4": "75cb817",
 }
+# Commit ids a run's meta.json names that git log lacks, and the commit of
+# git log with the same tree: --check accepts them in the READMEs.
+COMMIT_ALIASES = {"a77a66c": "75cb817"}
+# The zspage store's hole index (every hole on lists linked through the
+# holes): churn runs whose kernel predates it say so.
+HOLE_INDEX = "d4ab594"
 # Runs without any kernel commit, committed (last changed) before the hole
 # cache existed: their kernel predates it.
 COMMITTED_IN = {
@@ -190,6 +199,18 @@ def run_source(name):
     if name in KERNEL_SOURCE:
         return KERNEL_SOURCE[name], "commit message"
     return None, ""
+
+
+def before_index(name):
+    """' (kernel C, before the hole index)' for a run whose kernel commit C
+    predates HOLE_INDEX; '' when it has it or git cannot tell."""
+    src, _ = run_source(name)
+    g = git()
+    if not src or not g.full(src) or not g.full(HOLE_INDEX):
+        return ""
+    r = subprocess.run(["git", "-C", TOP, "merge-base", "--is-ancestor", g.full(HOLE_INDEX),
+                        g.full(src)], capture_output=True)
+    return f" (kernel {src}, before the hole index)" if r.returncode == 1 else ""
 
 
 def hole_cache(name):
@@ -537,6 +558,9 @@ def churn_section(name):
            f"reversed on every other run (first run {m.get('order', '?')}). Kernel "
            f"{m.get('kernel', '?')} built from {src}"
            + (" (uncommitted changes in the checkout)" if src.endswith("-dirty") else "")
+           + (f" (the tree of {KERNEL_SOURCE[name]})" if not git().full(src)
+              and name in KERNEL_SOURCE else "")
+           + before_index(name).replace(f"kernel {run_source(name)[0]}, ", "")
            + f", {m.get('accelerator', '?')}, guest {m.get('guest_memory', '?')} / "
            f"{m.get('guest_cpus', '?')} CPUs (`{m.get('boot_args', '')}`), cgroup memory.max "
            f"{m.get('memory_max_percent', '?')}% of the working set; workload "
@@ -965,7 +989,8 @@ def churn_rows(n, c, add):
     lower = sum(x < z for x, z in zip(mean[AF], mean[ZS]))
     better = ("afmalloc" if lower == len(phases) else "**zsmalloc**" if lower == 0 else
               f"neither: afmalloc lower in {lower} of {len(phases)} phases")
-    add(f"Swap churn on {where}, {nr} runs in one boot{before(n)}: mean overhead per phase "
+    add(f"Swap churn on {where}, {nr} runs in one boot{before(n)}{before_index(n)}: mean "
+        "overhead per phase "
         f"({' / '.join(phases)}), median of runs",
         " / ".join(cpct(x) for x in mean[ZS]), " / ".join(cpct(x) for x in mean[AF]), None,
         link(n), f"mean overhead under swap churn on {where} ("
@@ -1561,7 +1586,8 @@ def check(files):
             print(f"readme_results: warning: not a git checkout, commit ids in {relp} not checked",
                   file=sys.stderr)
         else:
-            ids = [i for i in commit_ids(old) if not g.known(i)]
+            ids = [i for i in commit_ids(old) if not g.known(i)
+                   and not g.known(COMMIT_ALIASES.get(i, i))]
             if ids:
                 problems.append(f"{relp}: commit ids not in git log: {', '.join(ids)}")
         links = bad_links(path, old)

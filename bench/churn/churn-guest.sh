@@ -37,11 +37,20 @@
 # (sysrq w: blocked tasks, l: CPU backtraces, t: all tasks) on the
 # console, then powers the guest off (sysrq o), so that a hang costs
 # --stall seconds instead of the VM's whole timeout. It uses no program
-# from the 9p root (bash builtins, /proc, /run), which may be what hangs.
+# from the 9p root (bash builtins, /proc, /run), which may be what hangs,
+# but for dmesg, which it runs in the background to save the kernel log
+# next to the results (stall-dmesg.log) before the power-off.
+#
+# The guest's console can stop passing output to the host while the guest
+# runs on (seen under TCG on a loaded host: kernel messages and the
+# script's lines alike, for good), so every line the script prints is
+# also appended, with the UTC time and the guest's uptime, to
+# DIR/churn-guest.log, and what the watchdog found too.
 #
 # DIR gets, appended per run: samples.csv (sample.py's columns, documented
 # there), progress.csv (churn's --out rows prefixed with
-# run,pos,target,alloc,comp) and churn-<run>-<alloc>.log (its output).
+# run,pos,target,alloc,comp), churn-<run>-<alloc>.log (its output) and
+# churn-guest.log (the lines above).
 #
 # Fails when the workload fails (checksum mismatch: status 1, printed
 # page), dies, or (with --check, the short in-VM test) when a run swapped
@@ -51,11 +60,25 @@
 # pool).
 set -euo pipefail
 
-die() { echo "churn-guest: error: $*" >&2; dmesg | tail -n 20 >&2; exit 1; }
-hb=''
-# note MSG: print MSG; it is also the watchdog's heartbeat (the time and
-# the line, in the guest's tmpfs /run).
+hb='' notes=''
+# keep LINE: append LINE to DIR/churn-guest.log (once DIR exists), stamped.
+keep() {
+	local up
+	[ -n "$notes" ] || return 0
+	read -r up _ < /proc/uptime || up='?'
+	TZ=UTC printf '%(%Y-%m-%dT%H:%M:%SZ)T [%s] %s\n' -1 "$up" "$1" >> "$notes" 2>/dev/null || true
+}
+die() {
+	keep "churn-guest: error: $*"
+	echo "churn-guest: error: $*" >&2
+	dmesg | tail -n 20 >&2
+	exit 1
+}
+# note MSG: print MSG, keep it in DIR/churn-guest.log; it is also the
+# watchdog's heartbeat (the time and the line, in the guest's tmpfs /run),
+# written after the console took it.
 note() {
+	keep "churn-guest: $*"
 	echo "churn-guest: $*"
 	[ -z "$hb" ] || printf '%(%s)T %s\n' -1 "$*" > "$hb" 2>/dev/null || true
 }
@@ -142,6 +165,7 @@ echo 0 > $zs/enabled
 
 mkdir -p "$out"
 out=$(realpath "$out")
+notes=$out/churn-guest.log
 samples=$out/samples.csv progress=$out/progress.csv
 limit=$(( (mb << 20) * limit_pct / 100 ))
 note "kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) " MiB" }' /proc/meminfo);" \
@@ -189,7 +213,7 @@ rm_cgroup() { rmdir "$1" 2>/dev/null || ! [ -d "$1" ]; }
 
 # watchdog: see the header. Sleeps with read -t on a pipe nobody writes.
 watchdog() {
-	local last msg now nap
+	local last msg now nap line
 	exec {nap}<> <(:)
 	while :; do
 		read -r -t 30 -u "$nap" _ || true
@@ -197,12 +221,15 @@ watchdog() {
 		[[ "$last" =~ ^[0-9]+$ ]] || continue
 		printf -v now "%(%s)T" -1
 		[ $((now - last)) -ge "$stall" ] || continue
-		echo "churn-guest: STALL: no progress for $((now - last)) s (--stall $stall) since" \
-			"\"$msg\"; blocked tasks, CPU backtraces and every task follow (sysrq w, l, t)," \
-			"then the guest powers off"
+		line="churn-guest: STALL: no progress for $((now - last)) s (--stall $stall) since"
+		line+=" \"$msg\"; blocked tasks, CPU backtraces and every task follow (sysrq w, l, t;"
+		line+=" also in $out/stall-dmesg.log), then the guest powers off"
+		echo "$line"
+		keep "$line" &
 		echo w > /proc/sysrq-trigger
 		echo l > /proc/sysrq-trigger
 		echo t > /proc/sysrq-trigger
+		dmesg > "$out/stall-dmesg.log" 2>&1 &
 		read -r -t 20 -u "$nap" _ || true
 		echo "churn-guest: STALL: powering off (sysrq o)"
 		echo o > /proc/sysrq-trigger

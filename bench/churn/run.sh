@@ -27,9 +27,11 @@
 # ran on the host, say), kept as meta.json's "note" and shown in the report.
 #
 # Results: DIR (default $AFMALLOC_CACHE/results/churn-<target>-<comp>-<date>)
-# gets samples.csv, progress.csv and one log per run (churn-guest.sh),
-# guest.log (the guest's output), meta.json, report.md and overhead.png
-# (if matplotlib is in $AFMALLOC_VENV).
+# gets samples.csv, progress.csv, one log per run and churn-guest.log
+# (churn-guest.sh; stall-dmesg.log if its watchdog fired), guest.log (the
+# guest's output), meta.json, report.md and overhead.png (if matplotlib is
+# in $AFMALLOC_VENV). churn-*.log covers churn-guest.log when a rerun
+# clears the folder.
 # shellcheck source=../../scripts/common.sh disable=SC1091
 . "$(dirname "$0")/../../scripts/common.sh"
 
@@ -113,7 +115,7 @@ fi
 mkdir -p "$out"
 out=$(realpath "$out")
 rm -f "$out"/samples.csv "$out"/progress.csv "$out"/churn-*.log "$out"/report.md \
-	"$out"/overhead.png "$out"/meta.json
+	"$out"/overhead.png "$out"/meta.json "$out"/stall-dmesg.log
 
 IFS=, read -r -a alist <<< "$allocs"
 wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit "$exit_s"

@@ -77,8 +77,10 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                           (each 8 pages, still held)
       afm_hole_reused, afm_hole_reused_bytes   objects placed in recorded
                           holes and their bytes (cumulative, this pool)
-      afm_holes_rec, afm_hole_rec_bytes   holes recorded now (the hole
-                          lists allocation looks in) and their bytes
+      afm_holes_rec, afm_hole_rec_bytes   holes recorded now, where
+                          allocation looks, and their bytes: the hole
+                          lists, since d4ab594 the hole index (every hole
+                          of 17 bytes or more)
                 The rest of a zspage pool's overhead is its 5-byte
                 object headers (5 x afm_objects), its tables (meta_pages)
                 and the dead zspages.
