@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * afmalloc zspage store: zspages. The exclusive side of the zspage gate,
- * copies between zspages and buffers, object headers (the reverse map),
- * hole lists and tail buckets, making zspages and freeing them (at once or
- * through the dead list and its worker).
+ * copies between zspages and buffers, object headers (the reverse map) and
+ * the links of indexed holes, hole lists and tail buckets, making zspages
+ * and freeing them (at once or through the dead list and its worker).
  *
  * Locking: hole lists, tail buckets and zspage state under the pool lock;
- * copies and header accesses under the gate (shared), which callers of
- * the copy helpers hold and the header helpers take; the exclusive gate
- * and page locks around freeing (see "Locking" in zspage_store.c).
+ * copies, header and link accesses under the gate (shared), which callers
+ * of the copy helpers hold and the header and link helpers take (header
+ * and link writes also under the pool lock); the exclusive gate and page
+ * locks around freeing (see "Locking" in zspage_store.c).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
