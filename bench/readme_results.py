@@ -119,8 +119,9 @@ KERNEL_SOURCE = {
     "quick-lz4-hole-cache": "ed98775",
     "speed-tcg": "ed98775",
     # meta.json says a77a66c: the same tree as 75cb817, the commit in the
-    # clone it ran from, whose messages were reworded before git am.
-    "churn-zram-lz4": "75cb817",
+    # clone it ran from, whose messages were reworded before git am (the
+    # run committed as churn-zram-lz4 in 84b77bd, renamed in 233e9fe).
+    "churn-zram-lz4-75cb817": "75cb817",
 }
 # Commit ids a run's meta.json names that git log lacks, and the commit of
 # git log with the same tree: --check accepts them in the READMEs.
