@@ -20,7 +20,10 @@ zswap's under writeback, can have a large ratio of few bytes), counting
 only samples that hold at least 1% of the run's peak compressed bytes
 (not the swap header alone before the fill); the most pages held; the
 swap-outs and swap-ins of the phase (zram: the zram device's writes and
-reads; zswap: the cgroup's zswpout and zswpin). Then the overhead ratio
+reads; zswap: the cgroup's zswpout and zswpin) and, zswap only, the
+pages its shrinker wrote back (the cgroup's zswpwb) to the swap device
+behind it (a zram device, whose memory is not counted: held is zswap's
+pool alone). Then the overhead ratio
 5 s into the rest phase (the first sample at or after 5 s) and at its end
 (its last sample, and how far into the rest that was), and for the zspage
 store (afmalloc/zspage) where its overhead sits, per phase: the means of
@@ -145,6 +148,8 @@ def report(d, out, plot):
     runs.sort(key=lambda k: (k[1], [s for s in samples if key(s) == k][0]["pos"]))
     phases = phase_order(progress)
     swap_cols = ("swap_out", "swap_in") if target == "zram" else ("zswpout", "zswpin")
+    # zswap: the pages written back leave the pool (held counts the pool only).
+    wb = target == "zswap"
 
     lines = ["# Swap churn: %s, %s" % (target, samples[0]["comp"]), ""]
     if meta:
@@ -169,11 +174,18 @@ def report(d, out, plot):
         "Swap-outs/ins: %s. The allocators' CPU time split (alloc/free/compaction) is not" % (
             "zram device writes/reads" if target == "zram" else "the cgroup's zswpout/zswpin"),
         "available yet.",
+    ] + ([
+        "Written back: the cgroup's zswpwb, pages zswap's shrinker moved from its pool to",
+        "the swap device behind it (a zram device, zsmalloc, lz4); pages held count zswap's",
+        "pool alone, not that device.",
+    ] if wb else []) + [
         "",
         "| allocator | run | phase | s | pages/s | fault p50 us | fault p99 us | all p99 us "
         "| swap-in p50 us | swap-in p99 us "
-        "| overhead mean | p95 | max | overhead mean MiB | held max MiB | swap-outs | swap-ins |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| overhead mean | p95 | max | overhead mean MiB | held max MiB | swap-outs | swap-ins |"
+        + (" written back |" if wb else ""),
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        + ("---:|" if wb else ""),
     ]
     rest_rows, parts_rows = [], []
     for k in runs:
@@ -206,6 +218,8 @@ def report(d, out, plot):
                 fmt(max(held) * PAGE / 2**20 if held else None, "%.1f"),
                 fmt(delta(s_run, ph, swap_cols[0]), "%.0f"),
                 fmt(delta(s_run, ph, swap_cols[1]), "%.0f")]
+            if wb:
+                cells.append(fmt(delta(s_run, ph, "zswpwb"), "%.0f"))
             lines.append("| " + " | ".join(cells) + " |")
             parts = zspage_parts(s_ph, s_run, ph)
             if parts:
