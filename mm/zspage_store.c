@@ -27,10 +27,12 @@
  * Placement (reuse policy)
  * ------------------------
  * Every free hole of at least AFM_ZS_HOLE_MIN (17) bytes is on the hole
- * index: lists by length (AFM_ZS_HCLASS_W = 16 bytes per class), linked
- * through the holes themselves (after the header, 6-byte addresses of the
- * previous and next hole: zspage id + 1 and offset), so that the index
- * costs no memory and has no bound. Allocation takes the tighter of two
+ * index: lists by length (AFM_ZS_HCLASS_W = 16 bytes per class) of
+ * 16-byte records (zspage id, offset, length, links) in the pool's hole
+ * table, a slot table like the handle table (below), so that the index has
+ * no bound and taking a hole off it touches no data page; the hole's
+ * header says it is indexed and is followed by its record number, so that
+ * a free finds the record of the hole after it. Allocation takes the tighter of two
  * fits: the best of the first AFM_ZS_HOLE_TRIES holes of the extent's
  * class (or the first hole of the next class with any, which all fit),
  * and the smallest tail that fits (tails bucketed by size in AFM_ZS_GRAIN
@@ -53,10 +55,14 @@
  * go where an object was freed, as in zsmalloc's size classes, but without
  * class rounding and across sizes; holes smaller than every request, and
  * those beyond a reserve of 1/64 of the live bytes (AFM_ZS_RESERVE_SHIFT),
- * are left to compaction (below). Indexed holes of a victim stay linked
+ * are left to compaction (below), as are holes a free could not get a
+ * record for without sleeping. Indexed holes of a victim stay linked
  * until allocation meets one (it takes it off the index and goes on), or
  * the victim is released (afm_zs_holes_unlink_all() walks its extents), so
- * picking victims costs no walk.
+ * picking victims costs no walk. A free reads its header and the next one
+ * and writes the hole's, an allocation writes the object's header and the
+ * rest's, each in one hold of the zspage's gate with one walk of its page
+ * chain (struct afm_zs_cur).
 
  * Handle encoding
  * ---------------
@@ -115,7 +121,8 @@
  * footprint = size + 5 (header) + 8 (entry) + (size + 5) * 73 / 32768
  * (descriptor share), plus holes until reused or compacted, slack (under
  * 17 bytes, only in an object placed in a hole) and unfilled tails. No
- * size-class rounding, no alignment padding. At the untar benchmark's mean
+ * size-class rounding, no alignment padding. Each indexed hole costs a
+ * 16-byte record in the hole table. At the untar benchmark's mean
  * object size (1300 bytes) that is 0.38% for headers + 0.62% for entries +
  * 0.22% for descriptors; zsmalloc spends 16 bytes per object (handle slot
  * and object header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail
@@ -169,7 +176,8 @@
  * ---------------
  * afm_get_total_pages() counts, exactly: zspage pages (including those of
  * empty zspages waiting for the deferred free), handle table pages,
- * descriptor table pages and the directory pages of both tables. Nothing is
+ * descriptor table pages, hole table pages and the directory pages of the
+ * three tables. Nothing is
  * allocated from a slab cache except the pool structure itself and the
  * compaction candidate array (aux_bytes).
  *
@@ -181,7 +189,7 @@
  *                                   isolate/migrate/putback; by the
  *                                   deferred free with lock_page().
  *   afm_zs_pool.lock (spinlock_bh)  tables, tail buckets, the hole index
- *                                   (heads, and the links in the holes),
+ *                                   (heads, records, hole headers),
  *                                   zspage counters and flags, every entry
  *                                   change except pins. Not taken by
  *                                   map, read, write or migration.
@@ -196,7 +204,11 @@
  *   zspage gate (afm_zspage.gate)   shared: accessors (map, read, write,
  *                                   header reads and writes,
  *                                   compaction copying) keep the zspage's
- *                                   page array stable; exclusive: migration
+ *                                   page chain stable (malloc and free
+ *                                   hold it across their header accesses
+ *                                   and the index updates between them,
+ *                                   under the pool lock, never across a
+ *                                   zspage's release); exclusive: migration
  *                                   replacing a page, and freeing a zspage.
  *                                   Held with preemption (exclusive: and
  *                                   bottom halves) disabled, never across a
@@ -235,9 +247,8 @@ static int afm_zs_create(struct afm_pool *pool)
 	BUILD_BUG_ON(AFM_ZE_ID_BITS < 1);
 	BUILD_BUG_ON(AFM_ZS_NR_BUCKETS >= AFM_ZS_NO_BUCKET);
 	BUILD_BUG_ON(AFM_ZS_NR_HLISTS > 64);
-	/* A hole address (zspage id + 1, offset) fits a link. */
-	BUILD_BUG_ON(AFM_ZE_ID_BITS + 1 + PAGE_SHIFT + AFM_ZS_ORDER >
-		     AFM_ZS_LINK * BITS_PER_BYTE);
+	/* An indexed hole holds its header and its record number. */
+	BUILD_BUG_ON(AFM_ZS_HOLE_MIN < AFM_ZS_HOLE_HDR);
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
 
@@ -268,7 +279,16 @@ static int afm_zs_create(struct afm_pool *pool)
 			     AFM_ZD_PER_PAGE;
 	zs->dtab.lock = &zs->lock;
 	zs->dtab.dshift = ilog2(AFM_ZT_PTRS);
-	if (afm_zt_init(&zs->htab) || afm_zt_init(&zs->dtab))
+	zs->rtab.slot_size = sizeof(struct afm_zs_hrec);
+	zs->rtab.per_page = AFM_ZR_PER_PAGE;
+	zs->rtab.open_free = AFM_ZR_PER_PAGE / 4;
+	zs->rtab.cur = ULONG_MAX;
+	/* Record numbers + 1 fit a u32 (list links). */
+	zs->rtab.max_pages = U32_MAX / AFM_ZR_PER_PAGE;
+	zs->rtab.lock = &zs->lock;
+	zs->rtab.dshift = ilog2(AFM_ZT_PTRS);
+	if (afm_zt_init(&zs->htab) || afm_zt_init(&zs->dtab) ||
+	    afm_zt_init(&zs->rtab))
 		goto fail;
 	for (b = 0; b < AFM_ZS_NR_BUCKETS; b++)
 		INIT_LIST_HEAD(&zs->tails[b]);
@@ -295,6 +315,7 @@ static int afm_zs_create(struct afm_pool *pool)
 fail:
 	kfree(rcu_dereference_protected(zs->htab.top, true));
 	kfree(rcu_dereference_protected(zs->dtab.top, true));
+	kfree(rcu_dereference_protected(zs->rtab.top, true));
 	kvfree(zs->cand);
 	kvfree(zs);
 	return -ENOMEM;
@@ -344,6 +365,7 @@ static void afm_zs_destroy(struct afm_pool *pool)
 
 	afm_zt_destroy(zs, &zs->htab);
 	afm_zt_destroy(zs, &zs->dtab);
+	afm_zt_destroy(zs, &zs->rtab);
 	WARN_ON_ONCE(atomic_long_read(&zs->total_pages));
 	kvfree(zs->cand);
 	kvfree(zs);
@@ -364,7 +386,8 @@ static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 	st->objects = zs->objects;
 	st->stored_bytes = zs->live_bytes;
 	st->meta_bytes = (zs->htab.pages + zs->htab.dirs + zs->dtab.pages +
-			  zs->dtab.dirs) << PAGE_SHIFT;
+			  zs->dtab.dirs + zs->rtab.pages + zs->rtab.dirs) <<
+			 PAGE_SHIFT;
 	afm_zs_unlock(zs);
 }
 
@@ -516,7 +539,9 @@ static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
 	bytes = struct_size_t(struct afm_zt_top, dir,
 			      rcu_dereference(zs->htab.top)->size) +
 		struct_size_t(struct afm_zt_top, dir,
-			      rcu_dereference(zs->dtab.top)->size);
+			      rcu_dereference(zs->dtab.top)->size) +
+		struct_size_t(struct afm_zt_top, dir,
+			      rcu_dereference(zs->rtab.top)->size);
 	rcu_read_unlock();
 	return bytes + sizeof(struct afm_zs_pool) +
 	       AFM_ZS_MAX_VICTIMS * sizeof(u32);
@@ -584,6 +609,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->data_pages = (zs->zspages + zs->dead_zspages) * AFM_ZS_PAGES;
 	c->table_pages = zs->htab.pages + zs->htab.dirs;
 	c->desc_pages = zs->dtab.pages + zs->dtab.dirs;
+	c->hole_pages = zs->rtab.pages + zs->rtab.dirs;
 	c->total_pages = atomic_long_read(&zs->total_pages);
 	c->migrated = atomic_long_read(&zs->st.migrated);
 	c->migrate_busy = atomic_long_read(&zs->st.migrate_busy);
@@ -671,15 +697,20 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 					 struct afm_zspage *z)
 {
 	unsigned int off = 0, len, objs = 0, linked = 0;
+	struct afm_zs_hrec *rec;
 	unsigned long idx;
+	u32 r1 = 0;
 	s64 e;
 
 	while (off < z->tail) {
-		len = afm_zs_hdr_read(z, off, &idx);
+		len = afm_zs_hdr_read(z, off, &idx, &r1);
 		if (len < AFM_ZS_HDR || off + len > z->tail)
 			return 1;
 		if (idx == AFM_ZS_LINKED) {
-			if (len < AFM_ZS_HOLE_MIN)
+			/* Its record names it back. */
+			rec = r1 ? afm_zs_rec(zs, r1) : NULL;
+			if (len < AFM_ZS_HOLE_MIN || !rec || rec->id != z->id ||
+			    rec->off != off || rec->len != len)
 				return 1;
 			linked++;
 		} else if (afm_zs_owner(zs, z, off, idx, &e)) {
@@ -694,44 +725,46 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 }
 
 /*
- * The hole index, pool lock held: every hole on it is an indexed hole of a
- * live zspage (a victim's too, see afm_zs_pool.hole_heads) in the class of
- * its length, the lists are consistent both ways, and the counts add up
- * (@linked: the zspages' indexed holes). Return: inconsistencies found.
+ * The hole index, pool lock held: every record on it is an indexed hole of
+ * a live zspage (a victim's too, see afm_zs_pool.hole_heads) in the class
+ * of its length whose header names the record, the lists are consistent
+ * both ways, and the counts add up (@linked: the zspages' indexed holes;
+ * the hole table holds no other record). Return: inconsistencies found.
  */
 static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
 				       unsigned long linked)
 {
 	unsigned long nr = 0, bytes = 0, idx;
 	unsigned int c, bad = 0, len;
-	u64 addr, prev, next, back;
+	u32 r1, back, hr1;
 
 	for (c = 0; c < AFM_ZS_NR_HCLASSES; c++) {
 		if (!zs->hole_heads[c] != !test_bit(c, zs->hole_map))
 			bad++;
 		back = 0;
-		for (addr = zs->hole_heads[c]; addr && nr <= zs->hole_nr;
-		     addr = next) {
-			struct afm_zspage *z = afm_zs_desc(zs, afm_zs_addr_id(addr));
-			unsigned int off = afm_zs_addr_off(addr);
+		for (r1 = zs->hole_heads[c]; r1 && nr <= zs->hole_nr;
+		     r1 = afm_zs_rec(zs, r1)->next) {
+			struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
+			struct afm_zspage *z = rec ? afm_zs_desc(zs, rec->id) : NULL;
 
 			nr++;
 			if (!z || (z->flags & ~AFM_ZS_VICTIM) != AFM_ZS_USED ||
-			    off + AFM_ZS_HOLE_MIN > z->tail) {
+			    rec->off + AFM_ZS_HOLE_MIN > z->tail) {
 				bad++;
 				break;
 			}
-			afm_zs_hdr_read(z, off, &idx);
-			len = afm_zs_hole_read(z, off, &prev, &next);
-			if (idx != AFM_ZS_LINKED || afm_zs_hole_class(len) != c ||
-			    off + len > z->tail || prev != back)
+			hr1 = 0;
+			len = afm_zs_hdr_read(z, rec->off, &idx, &hr1);
+			if (idx != AFM_ZS_LINKED || hr1 != r1 || len != rec->len ||
+			    afm_zs_hole_class(len) != c ||
+			    rec->off + len > z->tail || rec->prev != back)
 				bad++;
 			bytes += len;
-			back = addr;
+			back = r1;
 		}
 	}
 	return bad + (nr != zs->hole_nr || nr != linked ||
-		      bytes != zs->hole_rec_bytes);
+		      nr != zs->rtab.used || bytes != zs->hole_rec_bytes);
 }
 
 /**
@@ -818,7 +851,7 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			}
 			/* The header names the handle and the extent. */
 			len = afm_zs_hdr_read(z, afm_ze_off(e) - AFM_ZS_HDR,
-					      &idx);
+					      &idx, NULL);
 			if (len < afm_ze_size(e) + AFM_ZS_HDR ||
 			    idx != ((pg * AFM_ZH_PER_PAGE + i + 1) &
 				    (BIT_ULL(zs->idx_bits) - 1)))
@@ -830,7 +863,9 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 		bad++;
 	rc->table_pages = afm_zs_audit_table(&zs->htab, &bad);
 	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &bad);
-	rc->total_pages = rc->data_pages + rc->table_pages + rc->desc_pages;
+	rc->hole_pages = afm_zs_audit_table(&zs->rtab, &bad);
+	rc->total_pages = rc->data_pages + rc->table_pages + rc->desc_pages +
+			  rc->hole_pages;
 	bad += afm_zs_audit_index(zs, linked);
 	afm_zs_unlock(zs);
 	return bad;
@@ -1180,7 +1215,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
  * @shift: log2 of the table pages per directory, from 0 to the default
  *	(9 with 4 KiB pages)
  *
- * The handle and descriptor tables then need a directory every 2^@shift
+ * The handle, descriptor and hole tables then need a directory every 2^@shift
  * table pages, so that a test reaches many directories, and the growth of
  * the top level, with few objects.
  *
@@ -1194,9 +1229,11 @@ int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift)
 	int ret = -EINVAL;
 
 	afm_zs_lock(zs);
-	if (shift <= ilog2(AFM_ZT_PTRS) && !zs->htab.dirs && !zs->dtab.dirs) {
+	if (shift <= ilog2(AFM_ZT_PTRS) && !zs->htab.dirs && !zs->dtab.dirs &&
+	    !zs->rtab.dirs) {
 		zs->htab.dshift = shift;
 		zs->dtab.dshift = shift;
+		zs->rtab.dshift = shift;
 		ret = 0;
 	}
 	afm_zs_unlock(zs);

@@ -30,6 +30,8 @@
  * @data_pages: pages of zspages, dead ones included.
  * @table_pages: handle table pages and their directory pages.
  * @desc_pages: descriptor table pages and their directory pages.
+ * @hole_pages: hole table pages (records of the hole index) and their
+ *	directory pages.
  * @total_pages: every page the store holds, afm_get_total_pages().
  * @migrated: zspage pages migrated: contents moved to a new page by the
  *	migrate_page callback (not a refusal, a putback or a page freed while
@@ -58,6 +60,7 @@ struct afm_zs_counters {
 	unsigned long data_pages;
 	unsigned long table_pages;
 	unsigned long desc_pages;
+	unsigned long hole_pages;
 	unsigned long total_pages;
 	unsigned long migrated;
 	unsigned long migrate_busy;
