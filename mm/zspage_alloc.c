@@ -315,10 +315,23 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 	afm_zs_hlist_update(zs, z);
 }
 
+/* The shard for an allocation on this CPU. */
+static struct afm_zs_pool *afm_zs_here(struct afm_zs_set *set)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	int t = READ_ONCE(set->test_shard);
+
+	if (t >= 0)
+		return set->shard[t];
+#endif
+	return set->shard[raw_smp_processor_id() & (set->nr - 1)];
+}
+
 unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			    gfp_t gfp)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = afm_zs_here(set);
 	struct afm_zs_spare sp = { };
 	unsigned long hpg, dpg = 0, rpg, idx;
 	unsigned int meta, data, off, ext;
@@ -399,7 +412,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	afm_zs_unlock(zs);
 
 	afm_zs_spare_drain(&sp);
-	return idx + 1;
+	return (idx + 1) << set->shift | zs->nr;
 
 full:
 	afm_zs_unlock(zs);
@@ -412,7 +425,8 @@ nomem:
 
 void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 {
-	struct afm_zs_pool *zs = pool->store;
+	unsigned long h = handle;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &h);
 	struct afm_zs_cur c;
 	unsigned long idx;
 	struct afm_zspage *z;
@@ -422,7 +436,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	s64 e;
 
 	afm_zs_lock(zs);
-	ent = afm_zs_entry(zs, handle);
+	ent = afm_zs_entry(zs, h);
 	if (!ent)
 		goto invalid;
 	e = atomic64_read(ent);
@@ -443,7 +457,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	len = afm_zs_chdr_read(&c, afm_ze_off(e) - AFM_ZS_HDR, &idx, NULL);
 	afm_zs_unplace(zs, z, &c, afm_ze_off(e), afm_ze_size(e), len);
 	afm_zs_cur_end(&c);
-	afm_zt_put(zs, &zs->htab, handle - 1);
+	afm_zt_put(zs, &zs->htab, h - 1);
 	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
 		afm_zs_release(zs, z);
 	want = afm_zs_want_auto(zs);
@@ -495,13 +509,15 @@ void afm_zs_put(struct afm_zspage *z, atomic64_t *ent)
 void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 		 enum afm_mapmode mm, void *bounce)
 {
+	struct afm_zs_pool *zs;
 	struct afm_zspage *z;
 	unsigned int off, size;
 	atomic64_t *ent;
 	void *addr;
 	u64 e;
 
-	z = afm_zs_get(pool->store, handle, &ent, &e);
+	zs = afm_zs_of(pool, &handle);
+	z = afm_zs_get(zs, handle, &ent, &e);
 	if (!z)
 		return NULL;
 	off = afm_ze_off(e);
@@ -520,7 +536,7 @@ void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,
 		  enum afm_mapmode mm, void *bounce)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	atomic64_t *ent = afm_zs_entry(zs, handle);
 	/* Pinned by afm_zs_map(): the entry cannot change. */
 	u64 e = atomic64_read(ent);
@@ -537,12 +553,14 @@ void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,
 size_t afm_zs_read(struct afm_pool *pool, unsigned long handle,
 		   void *dst)
 {
+	struct afm_zs_pool *zs;
 	struct afm_zspage *z;
 	unsigned int size;
 	atomic64_t *ent;
 	u64 e;
 
-	z = afm_zs_get(pool->store, handle, &ent, &e);
+	zs = afm_zs_of(pool, &handle);
+	z = afm_zs_get(zs, handle, &ent, &e);
 	if (!z)
 		return 0;
 	size = afm_ze_size(e);
@@ -554,12 +572,14 @@ size_t afm_zs_read(struct afm_pool *pool, unsigned long handle,
 int afm_zs_write(struct afm_pool *pool, unsigned long handle,
 		 const void *src, size_t len)
 {
+	struct afm_zs_pool *zs;
 	struct afm_zspage *z;
 	atomic64_t *ent;
 	int ret = 0;
 	u64 e;
 
-	z = afm_zs_get(pool->store, handle, &ent, &e);
+	zs = afm_zs_of(pool, &handle);
+	z = afm_zs_get(zs, handle, &ent, &e);
 	if (!z)
 		return -EINVAL;
 	if (len > afm_ze_size(e))
@@ -572,7 +592,8 @@ int afm_zs_write(struct afm_pool *pool, unsigned long handle,
 
 size_t afm_zs_obj_size(struct afm_pool *pool, unsigned long handle)
 {
-	atomic64_t *ent = afm_zs_entry(pool->store, handle);
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	atomic64_t *ent = afm_zs_entry(zs, handle);
 	u64 e;
 
 	if (!ent)

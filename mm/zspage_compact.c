@@ -362,8 +362,15 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 
 void afm_zs_compact(struct afm_pool *pool)
 {
-	afm_zs_compact_goal(pool->store, ULONG_MAX, AFM_ZS_MIN_HOLES,
-			    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++) {
+		afm_zs_compact_goal(set->shard[i], ULONG_MAX, AFM_ZS_MIN_HOLES,
+				    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+		if (fatal_signal_pending(current))
+			break;
+	}
 }
 
 /*

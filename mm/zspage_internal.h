@@ -288,8 +288,9 @@ struct afm_zs_table {
 };
 
 /**
- * struct afm_zs_pool - zspage store state of a pool
+ * struct afm_zs_pool - a shard of the zspage store of a pool
  * @pool: the generic pool.
+ * @nr: its number among the pool's shards.
  * @lock: the pool lock, see the file comment.
  * @htab: handle table.
  * @dtab: descriptor table.
@@ -349,6 +350,7 @@ struct afm_zs_table {
  */
 struct afm_zs_pool {
 	struct afm_pool *pool;
+	unsigned int nr;
 	spinlock_t lock;	/* pool lock, see "Locking" above */
 	struct afm_zs_table htab;
 	struct afm_zs_table dtab;
@@ -405,6 +407,43 @@ struct afm_zs_pool {
 	unsigned int test_quiet;
 #endif
 };
+
+/*
+ * Shards (see "Shards" in zspage_store.c): at most AFM_ZS_MAX_SHARDS, two
+ * CPUs a shard on 128 CPUs, enough to make contention rare; each costs a
+ * struct afm_zs_pool, its table pages and the tail of its open zspage.
+ */
+#define AFM_ZS_MAX_SHARDS	64U
+
+/**
+ * struct afm_zs_set - the zspage store of a pool: independent shards
+ * @nr: number of shards, a power of two.
+ * @shift: log2 of @nr: a handle is (shard handle << @shift) | shard.
+ * @test_shard: KUnit hook (afm_zs_test_alloc_shard()): the shard new
+ *	objects go to, -1 for the current CPU's.
+ * @shard: the shards. Set at creation, never changed.
+ */
+struct afm_zs_set {
+	unsigned int nr;
+	unsigned int shift;
+	int test_shard;
+	struct afm_zs_pool *shard[];
+};
+
+/*
+ * The shard of the object of @handle (a handle from afm_zs_malloc(), or
+ * any value: the shard handle of a bad one is no live entry); *@handle is
+ * turned into the handle within that shard.
+ */
+static __always_inline struct afm_zs_pool *afm_zs_of(struct afm_pool *pool,
+						     unsigned long *handle)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = set->shard[*handle & (set->nr - 1)];
+
+	*handle >>= set->shift;
+	return zs;
+}
 
 /*
  * Bottom halves and the pool lock. The pool lock and the exclusive gate
@@ -723,6 +762,8 @@ enum { AFM_ZS_AUTO_NO, AFM_ZS_AUTO_NOW, AFM_ZS_AUTO_LATER };
 
 /* Automatic compaction trigger, module parameter (zspage_compact.c). */
 extern unsigned int afm_zs_auto_permille;
+/* Shards of a new pool, module parameter (zspage_store.c). */
+extern unsigned int afm_zs_shards;
 
 /* zspage_table.c */
 int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,

@@ -64,9 +64,26 @@
  * rest's, each in one hold of the zspage's gate with one walk of its page
  * chain (struct afm_zs_cur).
 
+ * Shards
+ * ------
+ * A pool is AFM_ZS_MAX_SHARDS or fewer independent shards (struct
+ * afm_zs_pool; struct afm_zs_set holds them), by default one per possible
+ * CPU rounded up to a power of two (module parameter zspage_shards). Each
+ * has its own lock, tables, zspages, hole index, tails, compaction state,
+ * workers and shrinker; everything below describes one shard. Allocation
+ * takes the shard of the CPU it runs on; free, map, read and write the
+ * shard the handle names; so CPUs that allocate and free their own objects
+ * never share a lock or a cache line, and a free from another CPU only
+ * meets that shard's allocations. Objects never move between shards.
+ * Pool-wide queries (pages, statistics, afm_compact()) visit every shard.
+ * The price: each shard's own open zspage tail and table pages (a few
+ * pages a shard) and holes that only allocations on their shard's CPUs
+ * reuse (compaction takes the rest).
+ *
  * Handle encoding
  * ---------------
- * A handle is 1 + the index of an 8-byte entry in the pool's handle table.
+ * A handle is (shard handle << log2(shards)) | shard number, the shard
+ * handle 1 + the index of an 8-byte entry in the shard's handle table.
  * The table is a top array of directory pages, each holding AFM_ZT_PTRS
  * pointers to table pages of PAGE_SIZE / 8 entries (262144 entries per
  * directory with 4 KiB pages); every directory and table page is an
@@ -188,7 +205,8 @@
  *   page lock (PG_locked)           taken by the migration core around
  *                                   isolate/migrate/putback; by the
  *                                   deferred free with lock_page().
- *   afm_zs_pool.lock (spinlock_bh)  tables, tail buckets, the hole index
+ *   afm_zs_pool.lock (spinlock_bh)  one a shard, never two at once:
+ *                                   tables, tail buckets, the hole index
  *                                   (heads, records, hole headers),
  *                                   zspage counters and flags, every entry
  *                                   change except pins. Not taken by
@@ -239,7 +257,21 @@
 
 /* Pool setup and queries */
 
-static int afm_zs_create(struct afm_pool *pool)
+/*
+ * Shards of a new pool: afm_zs_shards, or with 0 one per possible CPU; a
+ * power of two, at most AFM_ZS_MAX_SHARDS.
+ */
+unsigned int afm_zs_shards;
+module_param_named(zspage_shards, afm_zs_shards, uint, 0644);
+MODULE_PARM_DESC(zspage_shards,
+		 "zspage store: shards of a new pool (rounded up to a power of two, at most 64), 0 = one per possible CPU");
+
+static void afm_zs_shard_destroy(struct afm_zs_pool *zs);
+
+/* Shard @nr of @pool, or NULL. */
+static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
+					       unsigned int nr,
+					       unsigned int shift)
 {
 	struct afm_zs_pool *zs;
 	unsigned int b;
@@ -254,20 +286,21 @@ static int afm_zs_create(struct afm_pool *pool)
 
 	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
 	if (!zs)
-		return -ENOMEM;
+		return NULL;
 	zs->cand = kvmalloc_array(AFM_ZS_MAX_VICTIMS, sizeof(*zs->cand),
 				  GFP_KERNEL);
 	if (!zs->cand)
 		goto fail;
 	zs->pool = pool;
+	zs->nr = nr;
 	zs->idx_bits = AFM_ZH_IDX_BITS;
 	spin_lock_init(&zs->lock);
 	zs->htab.slot_size = sizeof(u64);
 	zs->htab.per_page = AFM_ZH_PER_PAGE;
 	zs->htab.open_free = AFM_ZH_PER_PAGE / 4;
 	zs->htab.cur = ULONG_MAX;
-	/* Handles stay far below the error values. */
-	zs->htab.max_pages = (ULONG_MAX >> 1) / AFM_ZH_PER_PAGE;
+	/* Handles (with the shard bits) stay far below the error values. */
+	zs->htab.max_pages = (ULONG_MAX >> (1 + shift)) / AFM_ZH_PER_PAGE;
 	zs->htab.lock = &zs->lock;
 	zs->htab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->dtab.slot_size = sizeof(struct afm_zspage);
@@ -299,7 +332,7 @@ static int afm_zs_create(struct afm_pool *pool)
 	INIT_WORK(&zs->compact_work, afm_zs_compact_work);
 	INIT_DELAYED_WORK(&zs->late_work, afm_zs_late_work);
 
-	zs->shrinker = shrinker_alloc(0, "afm-zspage-%s", pool->name);
+	zs->shrinker = shrinker_alloc(0, "afm-zspage-%s-%u", pool->name, nr);
 	if (!zs->shrinker)
 		goto fail;
 	zs->shrinker->count_objects = afm_zs_count_objects;
@@ -308,9 +341,7 @@ static int afm_zs_create(struct afm_pool *pool)
 	zs->shrinker->seeks = DEFAULT_SEEKS;
 	zs->shrinker->batch = AFM_ZS_MAX_VICTIMS * AFM_ZS_PAGES / 4;
 	shrinker_register(zs->shrinker);
-
-	pool->store = zs;
-	return 0;
+	return zs;
 
 fail:
 	kfree(rcu_dereference_protected(zs->htab.top, true));
@@ -318,12 +349,51 @@ fail:
 	kfree(rcu_dereference_protected(zs->rtab.top, true));
 	kvfree(zs->cand);
 	kvfree(zs);
+	return NULL;
+}
+
+static int afm_zs_create(struct afm_pool *pool)
+{
+	unsigned int want = READ_ONCE(afm_zs_shards), n, i;
+	struct afm_zs_set *set;
+
+	if (!want)
+		want = num_possible_cpus();
+	n = roundup_pow_of_two(clamp(want, 1U, AFM_ZS_MAX_SHARDS));
+	set = kzalloc(struct_size(set, shard, n), GFP_KERNEL);
+	if (!set)
+		return -ENOMEM;
+	set->nr = n;
+	set->shift = ilog2(n);
+	set->test_shard = -1;
+	for (i = 0; i < n; i++) {
+		set->shard[i] = afm_zs_shard_create(pool, i, set->shift);
+		if (!set->shard[i])
+			goto fail;
+	}
+	pool->store = set;
+	return 0;
+
+fail:
+	while (i--)
+		afm_zs_shard_destroy(set->shard[i]);
+	kfree(set);
 	return -ENOMEM;
 }
 
 static void afm_zs_destroy(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++)
+		afm_zs_shard_destroy(set->shard[i]);
+	kfree(set);
+}
+
+static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
+{
+	struct afm_pool *pool = zs->pool;
 	unsigned long pg, end;
 	unsigned int i;
 
@@ -373,22 +443,34 @@ static void afm_zs_destroy(struct afm_pool *pool)
 
 static unsigned long afm_zs_total_pages(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned long pages = 0;
+	unsigned int i;
 
-	return atomic_long_read(&zs->total_pages);
+	for (i = 0; i < set->nr; i++)
+		pages += atomic_long_read(&set->shard[i]->total_pages);
+	return pages;
 }
 
 static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
 
-	afm_zs_lock(zs);
-	st->objects = zs->objects;
-	st->stored_bytes = zs->live_bytes;
-	st->meta_bytes = (zs->htab.pages + zs->htab.dirs + zs->dtab.pages +
-			  zs->dtab.dirs + zs->rtab.pages + zs->rtab.dirs) <<
-			 PAGE_SHIFT;
-	afm_zs_unlock(zs);
+	st->objects = 0;
+	st->stored_bytes = 0;
+	st->meta_bytes = 0;
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		afm_zs_lock(zs);
+		st->objects += zs->objects;
+		st->stored_bytes += zs->live_bytes;
+		st->meta_bytes += (zs->htab.pages + zs->htab.dirs +
+				   zs->dtab.pages + zs->dtab.dirs +
+				   zs->rtab.pages + zs->rtab.dirs) << PAGE_SHIFT;
+		afm_zs_unlock(zs);
+	}
 }
 
 /*
@@ -433,24 +515,14 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *   reuse    objects placed in indexed holes / their bytes / holes on
  *            the hole index now / their bytes
  */
-static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
-			       char name[16],
-			       unsigned long val[NR_AFM_CLASS_STATS])
+/* Add row @class of shard @zs to @v. */
+static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
+				     unsigned int class, unsigned long *v)
 {
-	static const char *const names[] = {
-		"handles", "descs", "free", "migrate", "compact", "auto",
-		"reuse",
-	};
-	struct afm_zs_pool *zs = pool->store;
-	unsigned long *v = val;
-
-	memset(val, 0, sizeof(unsigned long) * NR_AFM_CLASS_STATS);
 	if (class < AFM_ZS_GROUPS) {
 		unsigned long pg;
 		unsigned int i;
 
-		snprintf(name, 16, "fill%u-%u", class * 100 / AFM_ZS_GROUPS,
-			 (class + 1) * 100 / AFM_ZS_GROUPS);
 		for (pg = 0; ; pg++) {
 			struct afm_zspage *base;
 
@@ -481,70 +553,96 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 	}
 	if (class >= AFM_ZS_NR_ROWS)
 		return;
-	strscpy(name, names[class - AFM_ZS_GROUPS], 16);
 	afm_zs_lock(zs);
 	switch (class) {
 	case AFM_ZS_ROW_HANDLES:
-		v[0] = zs->htab.used;
-		v[1] = zs->htab.pages * AFM_ZH_PER_PAGE - zs->htab.used;
-		v[2] = zs->htab.pages;
-		v[3] = zs->htab.pages + zs->htab.dirs;
+		v[0] += zs->htab.used;
+		v[1] += zs->htab.pages * AFM_ZH_PER_PAGE - zs->htab.used;
+		v[2] += zs->htab.pages;
+		v[3] += zs->htab.pages + zs->htab.dirs;
 		break;
 	case AFM_ZS_ROW_DESCS:
-		v[0] = zs->dtab.used;
-		v[1] = zs->dtab.pages * AFM_ZD_PER_PAGE - zs->dtab.used;
-		v[2] = zs->dtab.pages;
-		v[3] = zs->dtab.pages + zs->dtab.dirs;
+		v[0] += zs->dtab.used;
+		v[1] += zs->dtab.pages * AFM_ZD_PER_PAGE - zs->dtab.used;
+		v[2] += zs->dtab.pages;
+		v[3] += zs->dtab.pages + zs->dtab.dirs;
 		break;
 	case AFM_ZS_ROW_FREE:
-		v[0] = afm_zs_holes(zs);
-		v[1] = zs->tail_bytes;
-		v[2] = zs->dead_zspages;
-		v[3] = afm_zs_holes(zs) >> PAGE_SHIFT;
+		v[0] += afm_zs_holes(zs);
+		v[1] += zs->tail_bytes;
+		v[2] += zs->dead_zspages;
+		v[3] += afm_zs_holes(zs) >> PAGE_SHIFT;
 		break;
 	case AFM_ZS_ROW_MIGRATE:
-		v[0] = atomic_long_read(&zs->st.migrated);
-		v[1] = atomic_long_read(&zs->st.migrate_busy);
-		v[2] = atomic_long_read(&zs->st.isolated);
-		v[3] = atomic_long_read(&zs->st.putback);
+		v[0] += atomic_long_read(&zs->st.migrated);
+		v[1] += atomic_long_read(&zs->st.migrate_busy);
+		v[2] += atomic_long_read(&zs->st.isolated);
+		v[3] += atomic_long_read(&zs->st.putback);
 		break;
 	case AFM_ZS_ROW_COMPACT:
-		v[0] = zs->st.moved;
-		v[1] = zs->st.evacuated;
-		v[2] = zs->st.passes;
-		v[3] = zs->st.freed;
+		v[0] += zs->st.moved;
+		v[1] += zs->st.evacuated;
+		v[2] += zs->st.passes;
+		v[3] += zs->st.freed;
 		break;
 	case AFM_ZS_ROW_AUTO:
-		v[0] = zs->st.auto_runs;
-		v[1] = zs->st.shrink_scans;
-		v[2] = zs->st.auto_freed;
-		v[3] = zs->st.shrink_freed;
+		v[0] += zs->st.auto_runs;
+		v[1] += zs->st.shrink_scans;
+		v[2] += zs->st.auto_freed;
+		v[3] += zs->st.shrink_freed;
 		break;
 	case AFM_ZS_ROW_REUSE:
-		v[0] = zs->st.hole_reused;
-		v[1] = zs->st.hole_bytes;
-		v[2] = zs->hole_nr;
-		v[3] = zs->hole_rec_bytes;
+		v[0] += zs->st.hole_reused;
+		v[1] += zs->st.hole_bytes;
+		v[2] += zs->hole_nr;
+		v[3] += zs->hole_rec_bytes;
 		break;
 	}
 	afm_zs_unlock(zs);
 }
 
+static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
+			       char name[16],
+			       unsigned long val[NR_AFM_CLASS_STATS])
+{
+	static const char *const names[] = {
+		"handles", "descs", "free", "migrate", "compact", "auto",
+		"reuse",
+	};
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	memset(val, 0, sizeof(unsigned long) * NR_AFM_CLASS_STATS);
+	if (class < AFM_ZS_GROUPS)
+		snprintf(name, 16, "fill%u-%u", class * 100 / AFM_ZS_GROUPS,
+			 (class + 1) * 100 / AFM_ZS_GROUPS);
+	else if (class < AFM_ZS_NR_ROWS)
+		strscpy(name, names[class - AFM_ZS_GROUPS], 16);
+	for (i = 0; i < set->nr; i++)
+		afm_zs_shard_class_stats(set->shard[i], class, val);
+}
+
 static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
-	unsigned long bytes;
+	struct afm_zs_set *set = pool->store;
+	unsigned long bytes = struct_size(set, shard, set->nr);
+	struct afm_zs_pool *zs;
+	unsigned int i;
 
 	rcu_read_lock();
-	bytes = struct_size_t(struct afm_zt_top, dir,
-			      rcu_dereference(zs->htab.top)->size) +
-		struct_size_t(struct afm_zt_top, dir,
-			      rcu_dereference(zs->dtab.top)->size) +
-		struct_size_t(struct afm_zt_top, dir,
-			      rcu_dereference(zs->rtab.top)->size);
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		bytes += struct_size_t(struct afm_zt_top, dir,
+				       rcu_dereference(zs->htab.top)->size) +
+			 struct_size_t(struct afm_zt_top, dir,
+				       rcu_dereference(zs->dtab.top)->size) +
+			 struct_size_t(struct afm_zt_top, dir,
+				       rcu_dereference(zs->rtab.top)->size) +
+			 sizeof(struct afm_zs_pool) +
+			 AFM_ZS_MAX_VICTIMS * sizeof(u32);
+	}
 	rcu_read_unlock();
-	return bytes + sizeof(struct afm_zs_pool) +
-	       AFM_ZS_MAX_VICTIMS * sizeof(u32);
+	return bytes;
 }
 
 /*
@@ -625,20 +723,39 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->hole_recorded = zs->hole_rec_bytes;
 }
 
+/* Add @src to @dst, field by field (all unsigned long). */
+static void afm_zs_add_counters(struct afm_zs_counters *dst,
+				const struct afm_zs_counters *src)
+{
+	unsigned long *d = (unsigned long *)dst;
+	const unsigned long *v = (const unsigned long *)src;
+	unsigned int i;
+
+	BUILD_BUG_ON(sizeof(*dst) % sizeof(unsigned long));
+	for (i = 0; i < sizeof(*dst) / sizeof(unsigned long); i++)
+		d[i] += v[i];
+}
+
 /**
  * afm_zs_get_counters() - snapshot of the store's counters (KUnit hook)
  * @pool: a zspage-store pool
- * @c: filled in
+ * @c: filled in: the sums over its shards
  *
- * Context: process or softirq context; takes the pool lock.
+ * Context: process or softirq context; takes each shard's pool lock.
  */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_counters one;
+	unsigned int i;
 
-	afm_zs_lock(zs);
-	afm_zs_read_counters(zs, c);
-	afm_zs_unlock(zs);
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < set->nr; i++) {
+		afm_zs_lock(set->shard[i]);
+		afm_zs_read_counters(set->shard[i], &one);
+		afm_zs_unlock(set->shard[i]);
+		afm_zs_add_counters(c, &one);
+	}
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
 
@@ -767,6 +884,10 @@ static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
 		      nr != zs->rtab.used || bytes != zs->hole_rec_bytes);
 }
 
+static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
+				       struct afm_zs_counters *c,
+				       struct afm_zs_counters *rc);
+
 /**
  * afm_zs_test_audit() - counters against a recount (KUnit hook)
  * @pool: a zspage-store pool
@@ -786,14 +907,36 @@ static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
  * AFM_ZS_PAGES pages pointing back to it, directory pages count their
  * table pages, and the hole index is consistent (afm_zs_audit_index()).
  *
- * Context: process context; takes the pool lock for the whole walk.
+ * Every shard is audited on its own, in one hold of its lock; @c and @rc
+ * are the sums over the shards.
+ *
+ * Context: process context; takes each shard's pool lock for its walk.
  * Return: the number of inconsistencies found (0 when all is well).
  */
 unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			       struct afm_zs_counters *c,
 			       struct afm_zs_counters *rc)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_counters one, rone;
+	unsigned int i, bad = 0;
+
+	memset(c, 0, sizeof(*c));
+	memset(rc, 0, sizeof(*rc));
+	for (i = 0; i < set->nr; i++) {
+		bad += afm_zs_shard_audit(set->shard[i], &one, &rone);
+		afm_zs_add_counters(c, &one);
+		afm_zs_add_counters(rc, &rone);
+	}
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
+
+/* afm_zs_test_audit() of shard @zs. */
+static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
+				       struct afm_zs_counters *c,
+				       struct afm_zs_counters *rc)
+{
 	unsigned long pg, i, objs = 0, live = 0, linked = 0, idx;
 	unsigned int bad = 0, len;
 
@@ -870,7 +1013,6 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 	afm_zs_unlock(zs);
 	return bad;
 }
-EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
 
 /**
  * afm_zs_test_quiet() - keep the kernel away from a pool (KUnit hook)
@@ -889,9 +1031,11 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
  */
 void afm_zs_test_quiet(struct afm_pool *pool, unsigned int what)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
 
-	WRITE_ONCE(zs->test_quiet, what);
+	for (i = 0; i < set->nr; i++)
+		WRITE_ONCE(set->shard[i]->test_quiet, what);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_quiet);
 
@@ -928,7 +1072,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_isolate_page);
 int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		    struct afm_zs_obj_info *info)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	struct afm_zspage *z;
 	atomic64_t *ent;
 	int ret = -ENOENT;
@@ -939,7 +1084,8 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 	e = ent ? atomic64_read(ent) : 0;
 	if (e & AFM_ZE_LIVE) {
 		z = afm_zs_desc(zs, afm_ze_id(e));
-		info->zspage_id = afm_ze_id(e);
+		info->shard = zs->nr;
+		info->zspage_id = afm_ze_id(e) << set->shift | zs->nr;
 		info->offset = afm_ze_off(e);
 		info->size = afm_ze_size(e);
 		info->pins = (e & AFM_ZE_PINS) >> AFM_ZE_PIN_SHIFT;
@@ -952,6 +1098,9 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
+
+static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
+					   unsigned int *nr);
 
 /**
  * afm_zs_test_bad_holes() - check the hole index (KUnit hook)
@@ -969,7 +1118,22 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
  */
 unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned int i, bad = 0, one;
+
+	*nr = 0;
+	for (i = 0; i < set->nr; i++) {
+		bad += afm_zs_shard_bad_holes(set->shard[i], &one);
+		*nr += one;
+	}
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
+
+/* afm_zs_test_bad_holes() of shard @zs. */
+static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
+					   unsigned int *nr)
+{
 	unsigned long pg, i, linked = 0;
 	unsigned int bad = 0;
 
@@ -988,7 +1152,6 @@ unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
 	afm_zs_unlock(zs);
 	return bad;
 }
-EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
 
 /**
  * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)
@@ -1002,7 +1165,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
  */
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle)
 {
-	atomic64_t *ent = afm_zs_entry(pool->store, handle);
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	atomic64_t *ent = afm_zs_entry(zs, handle);
 	u64 e;
 
 	return ent && afm_ze_pin(ent, &e);
@@ -1016,7 +1180,9 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pin);
  */
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle)
 {
-	afm_ze_unpin(afm_zs_entry(pool->store, handle));
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+
+	afm_ze_unpin(afm_zs_entry(zs, handle));
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
 
@@ -1032,10 +1198,11 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
  */
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle)
 {
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	atomic64_t *ent;
 	u64 e;
 
-	return afm_zs_get(pool->store, handle, &ent, &e);
+	return afm_zs_get(zs, handle, &ent, &e);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_hold_zspage);
 
@@ -1046,7 +1213,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_hold_zspage);
  */
 void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	atomic64_t *ent = afm_zs_entry(zs, handle);
 
 	afm_zs_put(afm_zs_desc(zs, afm_ze_id(atomic64_read(ent))), ent);
@@ -1063,7 +1230,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_release_zspage);
  */
 struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	struct page *page = NULL;
 	struct afm_zspage *z;
 	atomic64_t *ent;
@@ -1084,6 +1251,8 @@ struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_get_page);
 
+static void afm_zs_shard_flush_work(struct afm_zs_pool *zs);
+
 /**
  * afm_zs_flush_work() - wait for queued automatic compaction and deferred
  *	frees (KUnit hook)
@@ -1095,8 +1264,17 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_get_page);
  */
 void afm_zs_flush_work(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
 
+	for (i = 0; i < set->nr; i++)
+		afm_zs_shard_flush_work(set->shard[i]);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
+
+/* afm_zs_flush_work() of shard @zs. */
+static void afm_zs_shard_flush_work(struct afm_zs_pool *zs)
+{
 	int i;
 
 	WRITE_ONCE(zs->late_force, true);
@@ -1117,7 +1295,6 @@ void afm_zs_flush_work(struct afm_pool *pool)
 	}
 	WRITE_ONCE(zs->late_force, false);
 }
-EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
 
 /**
  * afm_zs_shrinker_count() - the shrinker's count_objects (KUnit hook)
@@ -1129,7 +1306,16 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
  */
 unsigned long afm_zs_shrinker_count(struct afm_pool *pool)
 {
-	return afm_zs_count(pool->store);
+	struct afm_zs_set *set = pool->store;
+	unsigned long n = 0, one;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++) {
+		one = afm_zs_count(set->shard[i]);
+		if (one != SHRINK_EMPTY)
+			n += one;
+	}
+	return n ? n : SHRINK_EMPTY;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_count);
 
@@ -1145,7 +1331,16 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_count);
 unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
 				   unsigned long nr_pages)
 {
-	return afm_zs_scan(pool->store, nr_pages);
+	struct afm_zs_set *set = pool->store;
+	unsigned long freed = 0, one;
+	unsigned int i;
+
+	for (i = 0; i < set->nr && freed < nr_pages; i++) {
+		one = afm_zs_scan(set->shard[i], nr_pages - freed);
+		if (one != SHRINK_STOP)
+			freed += one;
+	}
+	return freed ? freed : SHRINK_STOP;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_scan);
 
@@ -1191,20 +1386,25 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_entry_bytes);
  * Handles then share header bits every 2^@bits handles, as handles above
  * 2^26 do in a pool that large: compaction must tell them apart.
  *
- * Context: process context; takes the pool lock.
+ * Context: process context; takes each shard's pool lock.
  * Return: 0, or -EINVAL if @bits is out of range or the pool has objects.
  */
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
 {
-	struct afm_zs_pool *zs = pool->store;
-	int ret = -EINVAL;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
+	int ret = 0;
 
-	afm_zs_lock(zs);
-	if (bits && bits <= AFM_ZH_IDX_BITS && !zs->objects) {
-		zs->idx_bits = bits;
-		ret = 0;
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		afm_zs_lock(zs);
+		if (bits && bits <= AFM_ZH_IDX_BITS && !zs->objects)
+			zs->idx_bits = bits;
+		else
+			ret = -EINVAL;
+		afm_zs_unlock(zs);
 	}
-	afm_zs_unlock(zs);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
@@ -1219,27 +1419,78 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
  * table pages, so that a test reaches many directories, and the growth of
  * the top level, with few objects.
  *
- * Context: process context; takes the pool lock.
+ * Context: process context; takes each shard's pool lock.
  * Return: 0, or -EINVAL if @shift is out of range or the pool has
  * directory pages.
  */
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift)
 {
-	struct afm_zs_pool *zs = pool->store;
-	int ret = -EINVAL;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
+	int ret = 0;
 
-	afm_zs_lock(zs);
-	if (shift <= ilog2(AFM_ZT_PTRS) && !zs->htab.dirs && !zs->dtab.dirs &&
-	    !zs->rtab.dirs) {
-		zs->htab.dshift = shift;
-		zs->dtab.dshift = shift;
-		zs->rtab.dshift = shift;
-		ret = 0;
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		afm_zs_lock(zs);
+		if (shift <= ilog2(AFM_ZT_PTRS) && !zs->htab.dirs &&
+		    !zs->dtab.dirs && !zs->rtab.dirs) {
+			zs->htab.dshift = shift;
+			zs->dtab.dshift = shift;
+			zs->rtab.dshift = shift;
+		} else {
+			ret = -EINVAL;
+		}
+		afm_zs_unlock(zs);
 	}
-	afm_zs_unlock(zs);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_small_dirs);
+
+/**
+ * afm_zs_set_shards() - set the shards of new pools (KUnit hook)
+ * @nr: new value of the zspage_shards parameter
+ *
+ * Context: any context.
+ */
+void afm_zs_set_shards(unsigned int nr)
+{
+	WRITE_ONCE(afm_zs_shards, nr);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_shards);
+
+/**
+ * afm_zs_get_shards() - read the shards of new pools (KUnit hook)
+ *
+ * Context: any context.
+ * Return: the zspage_shards parameter.
+ */
+unsigned int afm_zs_get_shards(void)
+{
+	return READ_ONCE(afm_zs_shards);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_shards);
+
+/**
+ * afm_zs_test_alloc_shard() - the shard allocations use (KUnit hook)
+ * @pool: a zspage-store pool
+ * @shard: a shard of it, or -1 for the current CPU's (the default)
+ *
+ * Lets a test on one CPU place objects in every shard.
+ *
+ * Context: any context.
+ * Return: the number of shards of @pool, or -EINVAL if @shard is not one.
+ */
+int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard)
+{
+	struct afm_zs_set *set = pool->store;
+
+	if (shard < -1 || shard >= (int)set->nr)
+		return -EINVAL;
+	WRITE_ONCE(set->test_shard, shard);
+	return set->nr;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_alloc_shard);
 
 /**
  * afm_zs_header_bytes() - bytes of an object's header (KUnit hook)

@@ -78,7 +78,9 @@ struct afm_zs_counters {
 
 /**
  * struct afm_zs_obj_info - where an object lives (KUnit hook)
- * @zspage_id: id of its zspage.
+ * @shard: its shard.
+ * @zspage_id: id of its zspage, unique in the pool (its id in the shard,
+ *	with the shard number in the low bits).
  * @offset: offset of its first byte in the zspage (its header lies in
  *	the afm_zs_header_bytes() bytes before it).
  * @size: its size.
@@ -86,6 +88,7 @@ struct afm_zs_counters {
  * @pins: current pin count.
  */
 struct afm_zs_obj_info {
+	unsigned int shard;
 	unsigned int zspage_id;
 	unsigned int offset;
 	unsigned int size;
@@ -122,5 +125,8 @@ unsigned int afm_zs_entry_bytes(void);
 unsigned int afm_zs_header_bytes(void);
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits);
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift);
+void afm_zs_set_shards(unsigned int nr);
+unsigned int afm_zs_get_shards(void);
+int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard);
 
 #endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */
