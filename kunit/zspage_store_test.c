@@ -759,6 +759,8 @@ static void afm_zs_test_stress(struct kunit *test)
 	afm_zs_put_pattern(test, ts->pool, st->own, AFM_ZS_STRESS_OWN_SEED,
 			   AFM_ZS_STRESS_OWN_SIZE, buf, 0);
 	st->deadline = jiffies + secs * HZ;
+	/* The workers allocate in the shards of their CPUs. */
+	afm_zs_test_alloc_shard(ts->pool, -1);
 
 	for (i = 0; i < want; i++) {
 		if (i < AFM_ZS_STRESS_WORKERS) {
@@ -783,6 +785,7 @@ static void afm_zs_test_stress(struct kunit *test)
 	if (atomic_sub_and_test(want + 1 - started, &st->running))
 		complete(&st->done);
 	wait_for_completion(&st->done);
+	afm_zs_test_alloc_shard(ts->pool, 0);
 	/* The migrator's object, migrated and moved about, is intact. */
 	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, st->own,
 					     AFM_ZS_STRESS_OWN_SEED,

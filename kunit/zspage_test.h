@@ -28,10 +28,18 @@
 #include "afm_test.h"
 #include "../mm/zspage_store.h"
 
-/* A new zspage-store pool with @n handle slots, released with the test. */
+/*
+ * A new zspage-store pool with @n handle slots, released with the test.
+ * Its allocations all go to shard 0, whatever CPU the test runs on, so that
+ * where an object goes does not depend on the CPU (the debug guest has
+ * two); afm_zs_test_stress and afm_zs_test_shards choose otherwise.
+ */
 static inline struct afm_test_set *afm_zs_set(struct kunit *test, unsigned int n)
 {
-	return afm_test_set_store(test, n, AFM_STORE_ZSPAGE);
+	struct afm_test_set *ts = afm_test_set_store(test, n, AFM_STORE_ZSPAGE);
+
+	KUNIT_ASSERT_GT(test, afm_zs_test_alloc_shard(ts->pool, 0), 0);
+	return ts;
 }
 
 static inline void afm_zs_restore_permille(void *data)
