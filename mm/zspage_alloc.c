@@ -29,15 +29,14 @@ unsigned int afm_zs_hole_class(unsigned int len)
 
 /*
  * A free record of the hole table, or 0 (then the hole stays off the
- * index, left to compaction). Table pages come from @sp, else are
- * allocated without sleeping: free may run in atomic context, and a hole
- * off the index loses no data. Return: its number + 1.
+ * index, left to compaction). A table page it needs is allocated without
+ * sleeping: free may run in atomic context, and a hole off the index loses
+ * no data. Return: its number + 1.
  */
-static u32 afm_zs_rec_new(struct afm_zs_pool *zs, struct afm_zs_spare *sp)
+static u32 afm_zs_rec_new(struct afm_zs_pool *zs)
 {
-	struct afm_zs_spare local = { };
+	struct afm_zs_spare sp = { };
 	unsigned long pg, r;
-	unsigned int need;
 
 	lockdep_assert_held(&zs->lock);
 	if (afm_zt_find(&zs->rtab, &pg))
@@ -47,17 +46,13 @@ static u32 afm_zs_rec_new(struct afm_zs_pool *zs, struct afm_zs_spare *sp)
 		zs->rtab_short = true;
 		return 0;
 	}
-	need = afm_zt_need(&zs->rtab, pg);
-	if (!sp || sp->nr_meta < need) {
-		sp = &local;
-		if (afm_zs_spare_fill(zs, sp, need, 0,
-				      GFP_NOWAIT | __GFP_NOWARN)) {
-			afm_zs_spare_drain(sp);
-			return 0;
-		}
+	if (afm_zs_spare_fill(zs, &sp, afm_zt_need(&zs->rtab, pg), 0,
+			      GFP_NOWAIT | __GFP_NOWARN)) {
+		afm_zs_spare_drain(&sp);
+		return 0;
 	}
-	r = afm_zt_take(zs, &zs->rtab, pg, sp);
-	afm_zs_spare_drain(&local);
+	r = afm_zt_take(zs, &zs->rtab, pg, &sp);
+	afm_zs_spare_drain(&sp);
 	return r + 1;
 }
 
@@ -306,7 +301,7 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 			r1 = 0;
 		}
 		if (len >= AFM_ZS_HOLE_MIN && !r1)
-			r1 = afm_zs_rec_new(zs, NULL);
+			r1 = afm_zs_rec_new(zs);
 		if (r1) {
 			afm_zs_hole_link(zs, z, hoff, len, r1);
 			afm_zs_chole_write(c, hoff, len, r1);
