@@ -78,13 +78,15 @@ vm-test: guest
 
 # The in-VM tests on the debug kernel (what make check runs), in one boot
 # (tests/vm/debug-suite.sh: KUnit suites with stress, zram integrity on
-# afmalloc/zspage with the tiny dataset, fault injection, bad input, zswap);
+# afmalloc/zspage with the tiny dataset, fault injection, bad input, zswap,
+# short swap churn on zram);
 # the run fails on any splat in dmesg and ends with a kmemleak scan.
 vm-test-debug: guest-debug
 	$(TIMED) vm-debug-suite $(VM_DEBUG) --timeout 2400 --append "slab_nomerge page_owner=on" \
 		$(TOP)/tests/vm/debug-suite.sh --kunit-dir $(DEBUG_KDIR) \
 		--dataset "$$($(TOP)/bench/dataset.sh tiny)" \
-		--zswap-load "$$($(TOP)/tests/vm/zswap-stock.sh --print-load)"
+		--zswap-load "$$($(TOP)/tests/vm/zswap-stock.sh --print-load)" \
+		--churn-bin "$$($(TOP)/bench/churn/run.sh --print-bin)"
 
 # zswap on afmalloc built into the project's kernel.
 vm-test-zswap: guest

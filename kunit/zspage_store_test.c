@@ -216,6 +216,107 @@ static void afm_zs_test_bad_handles(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[0]), 777);
 }
 
+static void afm_zs_restore_shards(void *data)
+{
+	afm_zs_set_shards((unsigned long)data);
+}
+
+/*
+ * Shards: a pool of four (zspage_shards=4) gets objects in the shard the
+ * allocation names (one CPU here: afm_zs_test_alloc_shard() names each in
+ * turn); each shard packs its own zspages and handle table, handles of
+ * every shard reach their objects byte for byte, a freed handle of one
+ * shard is no object there (not another shard's object), the
+ * counters are the sums of the shards', compaction gives back pages in
+ * every shard, and freeing everything gives back every page.
+ */
+static void afm_zs_test_shards(struct kunit *test)
+{
+	const unsigned int nr = 4, per = 256, n = nr * per;
+	unsigned long old = afm_zs_get_shards(), h;
+	unsigned int i, seen = 0, *sizes;
+	struct afm_zs_counters before, c;
+	struct afm_zs_obj_info info;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	sizes = kunit_kcalloc(test, n, sizeof(*sizes), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, sizes);
+	afm_zs_permille(test, 0);
+	afm_zs_set_shards(3);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_shards,
+						  (void *)old));
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	/* 3 is rounded up to 4. */
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, -1), nr);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_alloc_shard(ts->pool, nr), -EINVAL);
+	for (i = 0; i < n; i++) {
+		KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, i % nr),
+				nr);
+		sizes[i] = 100 + (i * 37) % 3000;
+		ts->h[i] = afm_test_malloc(test, ts->pool, sizes[i]);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, sizes[i], buf,
+				   i);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_EXPECT_EQ(test, info.shard, i % nr);
+		KUNIT_EXPECT_EQ(test, info.zspage_id % nr, i % nr);
+		seen |= BIT(info.shard);
+	}
+	KUNIT_EXPECT_EQ(test, seen, BIT(nr) - 1);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.objects, n);
+	/* Each shard has its own handle table page and zspages. */
+	KUNIT_EXPECT_EQ(test, c.table_pages, 2 * nr);
+	KUNIT_EXPECT_GE(test, c.zspages, nr);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/*
+	 * A freed handle is no object in its shard, whatever the others hold
+	 * (afm_zs_test_bad_handles shows a free of it is refused).
+	 */
+	h = ts->h[1];
+	afm_free(ts->pool, h);
+	ts->h[1] = 0;
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, h), 0);
+	KUNIT_EXPECT_EQ(test, afm_zs_obj_info(ts->pool, h, &info), -ENOENT);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.objects, n - 1);
+
+	/* Three of every four go, in every shard: compaction frees pages. */
+	for (i = 0; i < n; i++) {
+		if (i % 8 < 2 || !ts->h[i])
+			continue;
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_LT(test, c.total_pages, before.total_pages);
+	KUNIT_EXPECT_GT(test, c.moved, before.moved);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < n; i++) {
+		if (!ts->h[i])
+			continue;
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, sizes[i], buf, i & 1));
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_EXPECT_EQ(test, info.shard, i % nr);
+	}
+	for (i = 0; i < n; i++) {
+		if (!ts->h[i])
+			continue;
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
 /* zram's flags are honoured: data pages are movable zspage pages. */
 static void afm_zs_test_gfp(struct kunit *test)
 {
@@ -656,6 +757,8 @@ static void afm_zs_test_stress(struct kunit *test)
 	afm_zs_put_pattern(test, ts->pool, st->own, AFM_ZS_STRESS_OWN_SEED,
 			   AFM_ZS_STRESS_OWN_SIZE, buf, 0);
 	st->deadline = jiffies + secs * HZ;
+	/* The workers allocate in the shards of their CPUs. */
+	afm_zs_test_alloc_shard(ts->pool, -1);
 
 	for (i = 0; i < want; i++) {
 		if (i < AFM_ZS_STRESS_WORKERS) {
@@ -680,6 +783,7 @@ static void afm_zs_test_stress(struct kunit *test)
 	if (atomic_sub_and_test(want + 1 - started, &st->running))
 		complete(&st->done);
 	wait_for_completion(&st->done);
+	afm_zs_test_alloc_shard(ts->pool, 0);
 	/* The migrator's object, migrated and moved about, is intact. */
 	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, st->own,
 					     AFM_ZS_STRESS_OWN_SEED,
@@ -940,6 +1044,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_packing),
 	KUNIT_CASE(afm_zs_test_density),
 	KUNIT_CASE(afm_zs_test_bad_handles),
+	KUNIT_CASE(afm_zs_test_shards),
 	KUNIT_CASE(afm_zs_test_gfp),
 	KUNIT_CASE(afm_zs_test_classes),
 	KUNIT_CASE_SLOW(afm_zs_test_stress),

@@ -28,10 +28,18 @@
 #include "afm_test.h"
 #include "../mm/zspage_store.h"
 
-/* A new zspage-store pool with @n handle slots, released with the test. */
+/*
+ * A new zspage-store pool with @n handle slots, released with the test.
+ * Its allocations all go to shard 0, whatever CPU the test runs on, so that
+ * where an object goes does not depend on the CPU (the debug guest has
+ * two); afm_zs_test_stress and afm_zs_test_shards choose otherwise.
+ */
 static inline struct afm_test_set *afm_zs_set(struct kunit *test, unsigned int n)
 {
-	return afm_test_set_store(test, n, AFM_STORE_ZSPAGE);
+	struct afm_test_set *ts = afm_test_set_store(test, n, AFM_STORE_ZSPAGE);
+
+	KUNIT_ASSERT_GT(test, afm_zs_test_alloc_shard(ts->pool, 0), 0);
+	return ts;
 }
 
 static inline void afm_zs_restore_permille(void *data)
@@ -178,12 +186,14 @@ static inline void afm_zs_expect_consistent(struct kunit *test, struct afm_pool 
 	KUNIT_EXPECT_EQ(test, c.data_pages, rc.data_pages);
 	KUNIT_EXPECT_EQ(test, c.table_pages, rc.table_pages);
 	KUNIT_EXPECT_EQ(test, c.desc_pages, rc.desc_pages);
+	KUNIT_EXPECT_EQ(test, c.hole_pages, rc.hole_pages);
 	KUNIT_EXPECT_EQ(test, c.total_pages, rc.total_pages);
 	afm_pool_stats(pool, &st);
 	KUNIT_EXPECT_EQ(test, st.objects, rc.objects);
 	KUNIT_EXPECT_EQ(test, st.stored_bytes, rc.live_bytes);
 	KUNIT_EXPECT_EQ(test, st.meta_bytes,
-			(rc.table_pages + rc.desc_pages) << PAGE_SHIFT);
+			(rc.table_pages + rc.desc_pages + rc.hole_pages) <<
+			PAGE_SHIFT);
 }
 
 /* Fill with AFM objects of afm_zs_size(i), free three of every four. */

@@ -6,8 +6,11 @@
  * write), which pin the entry and enter the zspage's gate.
  *
  * Locking: malloc and free take the pool lock (bottom halves off; free may
- * run with hardirqs off) and allocate pages only without it; accessors
- * never take it.
+ * run with hardirqs off), then the gate of the zspage they change, shared,
+ * for their header accesses (struct afm_zs_cur). Malloc allocates pages
+ * only without the pool lock; free may take a hole table page with
+ * GFP_NOWAIT under it (else the hole stays off the index). The hole index
+ * (heads, records) is under the pool lock. Accessors never take it.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -25,21 +28,56 @@ unsigned int afm_zs_hole_class(unsigned int len)
 }
 
 /*
- * Put the @len bytes at @off of @z (at least AFM_ZS_HOLE_MIN, free, below
- * its fill offset) on the hole index, first of their class.
+ * A free record of the hole table, or 0 (then the hole stays off the
+ * index, left to compaction). A table page it needs is allocated without
+ * sleeping: free may run in atomic context, and a hole off the index loses
+ * no data. Return: its number + 1.
  */
-static void afm_zs_hole_link(struct afm_zs_pool *zs, struct afm_zspage *z,
-			     unsigned int off, unsigned int len)
+static u32 afm_zs_rec_new(struct afm_zs_pool *zs)
 {
-	unsigned int c = afm_zs_hole_class(len);
-	u64 head = zs->hole_heads[c], addr = afm_zs_hole_addr(z->id, off);
+	struct afm_zs_spare sp = { };
+	unsigned long pg, r;
 
 	lockdep_assert_held(&zs->lock);
-	afm_zs_hole_write(z, off, len, 0, head);
+	if (afm_zt_find(&zs->rtab, &pg))
+		return 0;
+	if (afm_zt_short(&zs->rtab, pg)) {
+		/* The next malloc grows the top level. */
+		zs->rtab_short = true;
+		return 0;
+	}
+	if (afm_zs_spare_fill(zs, &sp, afm_zt_need(&zs->rtab, pg), 0,
+			      GFP_NOWAIT | __GFP_NOWARN)) {
+		afm_zs_spare_drain(&sp);
+		return 0;
+	}
+	r = afm_zt_take(zs, &zs->rtab, pg, &sp);
+	afm_zs_spare_drain(&sp);
+	return r + 1;
+}
+
+/*
+ * Put record @r1 (@r1 - 1: its number), holding the @len bytes at @off of
+ * @z (at least AFM_ZS_HOLE_MIN, free, below its fill offset), first on the
+ * list of its class. The caller writes the hole's header
+ * (afm_zs_chole_write()) before it lets go of the pool lock.
+ */
+static void afm_zs_hole_link(struct afm_zs_pool *zs, struct afm_zspage *z,
+			     unsigned int off, unsigned int len, u32 r1)
+{
+	unsigned int c = afm_zs_hole_class(len);
+	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
+	u32 head = zs->hole_heads[c];
+
+	lockdep_assert_held(&zs->lock);
+	rec->id = z->id;
+	rec->off = off;
+	rec->len = len;
+	rec->prev = 0;
+	rec->next = head;
 	if (head)
-		afm_zs_link_write(afm_zs_desc(zs, afm_zs_addr_id(head)),
-				  afm_zs_addr_off(head), 0, addr);
-	zs->hole_heads[c] = addr;
+		afm_zs_rec(zs, head)->prev = r1;
+	zs->hole_heads[c] = r1;
 	__set_bit(c, zs->hole_map);
 	z->linked++;
 	zs->hole_nr++;
@@ -47,44 +85,42 @@ static void afm_zs_hole_link(struct afm_zs_pool *zs, struct afm_zspage *z,
 }
 
 /*
- * Take the indexed hole of @len bytes at @off of @z, with links @prev and
- * @next, off the hole index, leaving its header as it is (the caller
- * writes a new one).
+ * Take record @r1 of a hole of @z off the list of its class; the record
+ * and the hole's header stay as they are (the caller reuses or frees the
+ * one and rewrites the other).
  */
-static void __afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
-				 unsigned int off, unsigned int len, u64 prev,
-				 u64 next)
+static void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
+			       u32 r1)
 {
-	unsigned int c = afm_zs_hole_class(len);
+	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
+	unsigned int c = afm_zs_hole_class(rec->len);
 
 	lockdep_assert_held(&zs->lock);
-	if (prev)
-		afm_zs_link_write(afm_zs_desc(zs, afm_zs_addr_id(prev)),
-				  afm_zs_addr_off(prev), 1, next);
+	if (rec->prev)
+		afm_zs_rec(zs, rec->prev)->next = rec->next;
 	else
-		zs->hole_heads[c] = next;
-	if (next)
-		afm_zs_link_write(afm_zs_desc(zs, afm_zs_addr_id(next)),
-				  afm_zs_addr_off(next), 0, prev);
+		zs->hole_heads[c] = rec->next;
+	if (rec->next)
+		afm_zs_rec(zs, rec->next)->prev = rec->prev;
 	if (!zs->hole_heads[c])
 		__clear_bit(c, zs->hole_map);
 	z->linked--;
 	zs->hole_nr--;
-	zs->hole_rec_bytes -= len;
+	zs->hole_rec_bytes -= rec->len;
 }
 
 /*
- * Take the indexed hole of @len bytes at @off of @z off the hole index; its
- * header stays, without AFM_ZH_HOLE.
+ * Take the indexed hole with record @r1 of @z off the index for good: its
+ * record is freed, its header left without AFM_ZH_HOLE.
  */
-void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
-			unsigned int off, unsigned int len)
+static void afm_zs_hole_drop(struct afm_zs_pool *zs, struct afm_zspage *z,
+			     u32 r1)
 {
-	u64 prev, next;
+	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
 
-	afm_zs_hole_read(z, off, &prev, &next);
-	__afm_zs_hole_unlink(zs, z, off, len, prev, next);
-	afm_zs_hdr_write(z, off, len, 0);
+	afm_zs_hole_unlink(zs, z, r1);
+	afm_zs_hdr_write(z, rec->off, rec->len, 0);
+	afm_zt_put(zs, &zs->rtab, r1 - 1);
 }
 
 /*
@@ -95,16 +131,19 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 {
 	unsigned int off = 0, len;
 	unsigned long idx;
+	u32 r1 = 0;
 
 	lockdep_assert_held(&zs->lock);
 	while (z->linked && off < z->tail) {
-		len = afm_zs_hdr_read(z, off, &idx);
+		len = afm_zs_hdr_read(z, off, &idx, &r1);
 		if (WARN_ONCE(len < AFM_ZS_HDR || off + len > z->tail,
 			      "afmalloc: pool %s: bad extent at %u of zspage %u\n",
 			      zs->pool->name, off, z->id))
 			break;
-		if (idx == AFM_ZS_LINKED)
-			afm_zs_hole_unlink(zs, z, off, len);
+		if (idx == AFM_ZS_LINKED) {
+			afm_zs_hole_unlink(zs, z, r1);
+			afm_zt_put(zs, &zs->rtab, r1 - 1);
+		}
 		off += len;
 	}
 }
@@ -112,17 +151,15 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 /**
  * struct afm_zs_hole - a hole on the hole index, as afm_zs_hole_find() found it
  * @z: its zspage.
+ * @r1: its record number + 1.
  * @off: its offset.
  * @len: its length.
- * @prev: the address of the hole before it on its list (0: none).
- * @next: the address of the hole after it (0: none).
  */
 struct afm_zs_hole {
 	struct afm_zspage *z;
+	u32 r1;
 	unsigned int off;
 	unsigned int len;
-	u64 prev;
-	u64 next;
 };
 
 /*
@@ -130,35 +167,39 @@ struct afm_zs_hole {
  * first AFM_ZS_HOLE_TRIES holes of its class (the rest of a hole of the
  * same class is slack: under 16 bytes), else the first hole of the next
  * class with any (all of them fit). Holes of victims met on the way are
- * taken off the index. Return: true and *@h, or false.
+ * taken off the index. Only records are read. Return: true and *@h, or
+ * false.
  */
 static bool afm_zs_hole_find(struct afm_zs_pool *zs, unsigned int need,
 			     struct afm_zs_hole *h)
 {
 	unsigned int c0 = afm_zs_hole_class(need), c = c0, tries = 0;
-	u64 addr = zs->hole_heads[c0];
+	u32 r1 = zs->hole_heads[c0];
+	struct afm_zs_hrec *rec;
 
 	lockdep_assert_held(&zs->lock);
 	for (;;) {
-		if (!addr || (c == c0 && tries >= AFM_ZS_HOLE_TRIES)) {
+		if (!r1 || (c == c0 && tries >= AFM_ZS_HOLE_TRIES)) {
 			c = find_next_bit(zs->hole_map, AFM_ZS_NR_HCLASSES,
 					  c + 1);
 			if (c >= AFM_ZS_NR_HCLASSES)
 				return false;
-			addr = zs->hole_heads[c];
+			r1 = zs->hole_heads[c];
 		}
 		tries++;
-		h->z = afm_zs_desc(zs, afm_zs_addr_id(addr));
-		h->off = afm_zs_addr_off(addr);
-		h->len = afm_zs_hole_read(h->z, h->off, &h->prev, &h->next);
-		addr = h->next;
+		rec = afm_zs_rec(zs, r1);
+		h->r1 = r1;
+		r1 = rec->next;
+		if (rec->len < need)
+			continue;
+		h->z = afm_zs_desc(zs, rec->id);
 		if (h->z->flags & AFM_ZS_VICTIM) {
-			__afm_zs_hole_unlink(zs, h->z, h->off, h->len, h->prev,
-					     h->next);
-			afm_zs_hdr_write(h->z, h->off, h->len, 0);
-		} else if (h->len >= need) {
-			return true;
+			afm_zs_hole_drop(zs, h->z, h->r1);
+			continue;
 		}
+		h->off = rec->off;
+		h->len = rec->len;
+		return true;
 	}
 }
 
@@ -175,9 +216,11 @@ static void afm_zs_count_in(struct afm_zs_pool *zs, struct afm_zspage *z,
 /*
  * Put an object of @size bytes into hole @h (from afm_zs_hole_find(),
  * under the same hold of the pool lock). A rest of at least
- * AFM_ZS_HOLE_MIN bytes becomes a hole on the index, a smaller one stays
- * in the object's extent. Return: the length of the object's extent (its
- * header is the caller's to write).
+ * AFM_ZS_HOLE_MIN bytes becomes a hole on the index, with the hole's
+ * record; a smaller one stays in the object's extent and the record is
+ * freed. Return: the length of the object's extent; shorter than @h->len
+ * when there is a rest (its header and the object's are the caller's to
+ * write).
  */
 static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 				     struct afm_zs_hole *h, unsigned int size)
@@ -188,14 +231,16 @@ static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 	lockdep_assert_held(&zs->lock);
 	VM_WARN_ON_ONCE(z->flags != AFM_ZS_USED || h->off + h->len > z->tail ||
 			h->len < ext);
-	__afm_zs_hole_unlink(zs, z, h->off, h->len, h->prev, h->next);
+	afm_zs_hole_unlink(zs, z, h->r1);
 	afm_zs_count_in(zs, z, size);
 	zs->st.hole_reused++;
 	zs->st.hole_bytes += size;
-	if (h->len - ext >= AFM_ZS_HOLE_MIN)
-		afm_zs_hole_link(zs, z, h->off + ext, h->len - ext);
-	else
+	if (h->len - ext >= AFM_ZS_HOLE_MIN) {
+		afm_zs_hole_link(zs, z, h->off + ext, h->len - ext, h->r1);
+	} else {
+		afm_zt_put(zs, &zs->rtab, h->r1 - 1);
 		ext = h->len;
+	}
 	afm_zs_hlist_update(zs, z);
 	return ext;
 }
@@ -220,14 +265,18 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
  * Remove the object of @size bytes at data offset @off, in an extent of
  * @len bytes, from @z's counts. Its extent joins the tail if last; else,
  * unless @z is a victim or now empty, it becomes a hole on the index,
- * merged with an indexed hole that follows it (its header stays in any
- * case: compaction steps over it).
+ * merged with an indexed hole that follows it (whose record it takes
+ * over); without a record it stays off the index (its header stays in
+ * any case: compaction steps over it). @c: a cursor on @z, or NULL when
+ * @z is a victim (compaction).
  */
 void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
-		    unsigned int off, unsigned int size, unsigned int len)
+		    struct afm_zs_cur *c, unsigned int off, unsigned int size,
+		    unsigned int len)
 {
 	unsigned int hoff = off - AFM_ZS_HDR, nlen;
 	unsigned long idx;
+	u32 r1 = 0;
 
 	z->live -= size;
 	z->objs--;
@@ -237,31 +286,53 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 		zs->victim_live -= size;
 		return;
 	}
+	if (WARN_ON_ONCE(!c))
+		return;
 	if (hoff + len == z->tail) {
 		z->tail = hoff;
 		zs->tail_bytes += len;
 		afm_zs_rebucket(zs, z);
 	} else if (z->objs) {
-		nlen = afm_zs_hdr_read(z, hoff + len, &idx);
+		nlen = afm_zs_chdr_read(c, hoff + len, &idx, &r1);
 		if (idx == AFM_ZS_LINKED && len + nlen <= AFM_ZS_MAX_EXT) {
-			afm_zs_hole_unlink(zs, z, hoff + len, nlen);
+			afm_zs_hole_unlink(zs, z, r1);
 			len += nlen;
+		} else if (idx == AFM_ZS_LINKED) {
+			r1 = 0;
 		}
-		if (len >= AFM_ZS_HOLE_MIN)
-			afm_zs_hole_link(zs, z, hoff, len);
+		if (len >= AFM_ZS_HOLE_MIN && !r1)
+			r1 = afm_zs_rec_new(zs);
+		if (r1) {
+			afm_zs_hole_link(zs, z, hoff, len, r1);
+			afm_zs_chole_write(c, hoff, len, r1);
+		}
 	}
 	afm_zs_hlist_update(zs, z);
+}
+
+/* The shard for an allocation on this CPU. */
+static struct afm_zs_pool *afm_zs_here(struct afm_zs_set *set)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	int t = READ_ONCE(set->test_shard);
+
+	if (t >= 0)
+		return set->shard[t];
+#endif
+	return set->shard[raw_smp_processor_id() & (set->nr - 1)];
 }
 
 unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			    gfp_t gfp)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = afm_zs_here(set);
 	struct afm_zs_spare sp = { };
-	unsigned long hpg, dpg = 0, idx;
+	unsigned long hpg, dpg = 0, rpg, idx;
 	unsigned int meta, data, off, ext;
 	struct afm_zs_hole hole;
 	struct afm_zspage *z;
+	struct afm_zs_cur c;
 	bool in_hole;
 	atomic64_t *ent;
 
@@ -274,6 +345,17 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			if (afm_zt_grow(zs, &zs->htab, hpg, gfp))
 				goto nomem;
 			continue;
+		}
+		/* Frees take hole records without sleeping: grow here. */
+		if (unlikely(zs->rtab_short) &&
+		    !afm_zt_find(&zs->rtab, &rpg)) {
+			zs->rtab_short = false;
+			if (afm_zt_short(&zs->rtab, rpg)) {
+				afm_zs_unlock(zs);
+				if (afm_zt_grow(zs, &zs->rtab, rpg, gfp))
+					goto nomem;
+				continue;
+			}
 		}
 		meta = afm_zt_need(&zs->htab, hpg);
 		data = 0;
@@ -315,13 +397,17 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	}
 	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
 	WRITE_ONCE(zs->last_alloc, jiffies);
-	afm_zs_hdr_write(z, off, ext, idx + 1);
+	afm_zs_cur_begin(&c, z);
+	afm_zs_chdr_write(&c, off, ext, idx + 1);
+	if (in_hole && ext < hole.len)
+		afm_zs_chole_write(&c, off + ext, hole.len - ext, hole.r1);
+	afm_zs_cur_end(&c);
 	ent = afm_zs_entry(zs, idx + 1);
 	atomic64_set(ent, afm_ze_make(z->id, off + AFM_ZS_HDR, size));
 	afm_zs_unlock(zs);
 
 	afm_zs_spare_drain(&sp);
-	return idx + 1;
+	return (idx + 1) << set->shift | zs->nr;
 
 full:
 	afm_zs_unlock(zs);
@@ -334,7 +420,9 @@ nomem:
 
 void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 {
-	struct afm_zs_pool *zs = pool->store;
+	unsigned long h = handle;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &h);
+	struct afm_zs_cur c;
 	unsigned long idx;
 	struct afm_zspage *z;
 	unsigned int len;
@@ -343,7 +431,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	s64 e;
 
 	afm_zs_lock(zs);
-	ent = afm_zs_entry(zs, handle);
+	ent = afm_zs_entry(zs, h);
 	if (!ent)
 		goto invalid;
 	e = atomic64_read(ent);
@@ -360,9 +448,11 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	} while (!atomic64_try_cmpxchg(ent, &e, 0));
 
 	z = afm_zs_desc(zs, afm_ze_id(e));
-	len = afm_zs_hdr_read(z, afm_ze_off(e) - AFM_ZS_HDR, &idx);
-	afm_zs_unplace(zs, z, afm_ze_off(e), afm_ze_size(e), len);
-	afm_zt_put(zs, &zs->htab, handle - 1);
+	afm_zs_cur_begin(&c, z);
+	len = afm_zs_chdr_read(&c, afm_ze_off(e) - AFM_ZS_HDR, &idx, NULL);
+	afm_zs_unplace(zs, z, &c, afm_ze_off(e), afm_ze_size(e), len);
+	afm_zs_cur_end(&c);
+	afm_zt_put(zs, &zs->htab, h - 1);
 	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
 		afm_zs_release(zs, z);
 	want = afm_zs_want_auto(zs);
@@ -414,13 +504,15 @@ void afm_zs_put(struct afm_zspage *z, atomic64_t *ent)
 void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 		 enum afm_mapmode mm, void *bounce)
 {
+	struct afm_zs_pool *zs;
 	struct afm_zspage *z;
 	unsigned int off, size;
 	atomic64_t *ent;
 	void *addr;
 	u64 e;
 
-	z = afm_zs_get(pool->store, handle, &ent, &e);
+	zs = afm_zs_of(pool, &handle);
+	z = afm_zs_get(zs, handle, &ent, &e);
 	if (!z)
 		return NULL;
 	off = afm_ze_off(e);
@@ -439,7 +531,7 @@ void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,
 		  enum afm_mapmode mm, void *bounce)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	atomic64_t *ent = afm_zs_entry(zs, handle);
 	/* Pinned by afm_zs_map(): the entry cannot change. */
 	u64 e = atomic64_read(ent);
@@ -456,12 +548,14 @@ void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,
 size_t afm_zs_read(struct afm_pool *pool, unsigned long handle,
 		   void *dst)
 {
+	struct afm_zs_pool *zs;
 	struct afm_zspage *z;
 	unsigned int size;
 	atomic64_t *ent;
 	u64 e;
 
-	z = afm_zs_get(pool->store, handle, &ent, &e);
+	zs = afm_zs_of(pool, &handle);
+	z = afm_zs_get(zs, handle, &ent, &e);
 	if (!z)
 		return 0;
 	size = afm_ze_size(e);
@@ -473,12 +567,14 @@ size_t afm_zs_read(struct afm_pool *pool, unsigned long handle,
 int afm_zs_write(struct afm_pool *pool, unsigned long handle,
 		 const void *src, size_t len)
 {
+	struct afm_zs_pool *zs;
 	struct afm_zspage *z;
 	atomic64_t *ent;
 	int ret = 0;
 	u64 e;
 
-	z = afm_zs_get(pool->store, handle, &ent, &e);
+	zs = afm_zs_of(pool, &handle);
+	z = afm_zs_get(zs, handle, &ent, &e);
 	if (!z)
 		return -EINVAL;
 	if (len > afm_ze_size(e))
@@ -491,7 +587,8 @@ int afm_zs_write(struct afm_pool *pool, unsigned long handle,
 
 size_t afm_zs_obj_size(struct afm_pool *pool, unsigned long handle)
 {
-	atomic64_t *ent = afm_zs_entry(pool->store, handle);
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	atomic64_t *ent = afm_zs_entry(zs, handle);
 	u64 e;
 
 	if (!ent)

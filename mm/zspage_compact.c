@@ -164,7 +164,7 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	atomic64_set_release(ent, afm_ze_make(d->id, doff + AFM_ZS_HDR, size));
 	preempt_enable();
 
-	afm_zs_unplace(zs, v, off, size, len);
+	afm_zs_unplace(zs, v, NULL, off, size, len);
 	zs->st.moved++;
 	return true;
 }
@@ -211,7 +211,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 
 	/* A victim's extents do not change: only frees reach it. */
 	while (v->objs && *off < v->tail) {
-		len = afm_zs_hdr_read(v, *off, &idx);
+		len = afm_zs_hdr_read(v, *off, &idx, NULL);
 		zs->st.walked++;
 		if (WARN_ONCE(len < AFM_ZS_HDR || *off + len > v->tail,
 			      "afmalloc: pool %s: bad extent at %u of zspage %u\n",
@@ -362,8 +362,15 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 
 void afm_zs_compact(struct afm_pool *pool)
 {
-	afm_zs_compact_goal(pool->store, ULONG_MAX, AFM_ZS_MIN_HOLES,
-			    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++) {
+		afm_zs_compact_goal(set->shard[i], ULONG_MAX, AFM_ZS_MIN_HOLES,
+				    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+		if (fatal_signal_pending(current))
+			break;
+	}
 }
 
 /*

@@ -66,6 +66,7 @@
 #define AFM_ZT_OPEN		1UL	/* directory entry: page open for allocation */
 #define AFM_ZH_PER_PAGE		(PAGE_SIZE / sizeof(u64))
 #define AFM_ZD_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zspage))
+#define AFM_ZR_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zs_hrec))
 
 /* Tail buckets: AFM_ZS_GRAIN wide below PAGE_SIZE, one per page above. */
 #define AFM_ZS_SMALL_BUCKETS	128
@@ -77,19 +78,23 @@
 
 /*
  * Hole index (see "Placement"): every hole of at least AFM_ZS_HOLE_MIN
- * bytes of a live zspage that allocation may use is on one of
- * AFM_ZS_NR_HCLASSES lists by length (AFM_ZS_HCLASS_W bytes wide), linked
- * through the hole itself: its header has AFM_ZH_HOLE set and is followed
- * by the addresses (AFM_ZS_LINK bytes each, see afm_zs_hole_addr()) of the
- * previous and the next hole of its list. Allocation looks at up to
- * AFM_ZS_HOLE_TRIES holes of the class of the extent for the best fit,
+ * bytes of a live zspage that allocation may use has a record (struct
+ * afm_zs_hrec) in the pool's hole table, on one of AFM_ZS_NR_HCLASSES
+ * lists by length (AFM_ZS_HCLASS_W bytes wide); the hole's header has
+ * AFM_ZH_HOLE set and is followed by its record number (AFM_ZS_RECNO
+ * bytes), so that a free finds the record of the hole after it. The lists
+ * live in pool-owned table pages, never in the zspages: taking a hole off
+ * a list touches no data page. Allocation looks at up to
+ * AFM_ZS_HOLE_TRIES holes of the class of the extent for the first fit,
  * then takes the first hole of the next class that has any. A rest smaller
- * than AFM_ZS_HOLE_MIN stays in the object's extent (slack) rather than
- * becoming a hole nothing can use. Holes merge with a hole that follows
- * them up to AFM_ZS_MAX_EXT bytes.
+ * than AFM_ZS_HOLE_MIN (which could only hold objects of at most 11
+ * bytes) stays in the object's extent as slack rather than becoming a
+ * hole. Holes merge with a hole that follows them up to AFM_ZS_MAX_EXT
+ * bytes.
  */
-#define AFM_ZS_LINK		6
-#define AFM_ZS_HOLE_MIN		(AFM_ZS_HDR + 2 * AFM_ZS_LINK)
+#define AFM_ZS_RECNO		4
+#define AFM_ZS_HOLE_HDR		(AFM_ZS_HDR + AFM_ZS_RECNO)
+#define AFM_ZS_HOLE_MIN		17
 #define AFM_ZS_MAX_EXT		(BIT(AFM_ZH_LEN_BITS) - 1)
 #define AFM_ZS_HCLASS_W		16
 #define AFM_ZS_NR_HCLASSES	(BIT(AFM_ZH_LEN_BITS) / AFM_ZS_HCLASS_W)
@@ -203,6 +208,24 @@ struct afm_zspage {
 };
 
 /**
+ * struct afm_zs_hrec - a hole on the hole index, a slot of the hole table
+ * @id: the zspage of the hole.
+ * @prev: record number + 1 of the previous hole of its class (0: none).
+ * @next: record number + 1 of the next one (0: none).
+ * @off: offset of the hole (its header) in the zspage.
+ * @len: its length.
+ *
+ * Under the pool lock.
+ */
+struct afm_zs_hrec {
+	u32 id;
+	u32 prev;
+	u32 next;
+	afm_zs_off_t off;
+	afm_zs_off_t len;
+};
+
+/**
  * struct afm_zt_top - the top level of a slot table
  * @rcu: frees it after a larger one replaced it (lockless lookups may still
  *	be reading it).
@@ -225,7 +248,8 @@ struct afm_zt_top {
  *	directory page's struct page counts present table pages in ->private
  *	and open ones in ->index; a table page's counts its used slots in
  *	->private and holds 1 + its first free slot (0: none) in ->index.
- * @slot_size: bytes per slot (8 or sizeof(struct afm_zspage)).
+ * @slot_size: bytes per slot (8, sizeof(struct afm_zspage) or
+ *	sizeof(struct afm_zs_hrec)).
  * @per_page: slots per table page.
  * @open_free: free slots that make a table page open (a quarter).
  * @cur: table page slots are taken from while it has any free, else
@@ -238,7 +262,8 @@ struct afm_zt_top {
  * @pages: table pages.
  * @dirs: directory pages.
  * @max_pages: table pages its slot numbers can address (the descriptor
- *	table's: zspage ids must fit an entry); no limit for handles.
+ *	table's: zspage ids must fit an entry; the hole table's: record
+ *	numbers + 1 fit a u32); no limit for handles.
  * @lock: the pool lock.
  * @dshift: log2 of the table pages a directory page points to (AFM_ZT_PTRS;
  *	fewer only in KUnit, afm_zs_test_small_dirs()).
@@ -263,11 +288,13 @@ struct afm_zs_table {
 };
 
 /**
- * struct afm_zs_pool - zspage store state of a pool
+ * struct afm_zs_pool - a shard of the zspage store of a pool
  * @pool: the generic pool.
+ * @nr: its number among the pool's shards.
  * @lock: the pool lock, see the file comment.
  * @htab: handle table.
  * @dtab: descriptor table.
+ * @rtab: hole table: the records of the hole index.
  * @tails: tail buckets: zspages by the size of their tail.
  * @tail_map: non-empty tail buckets.
  * @dead: empty zspages whose pages wait for afm_zs_free_work().
@@ -284,12 +311,14 @@ struct afm_zs_table {
  *	times AFM_ZS_MIN_HOLES); compaction takes its victims from the top.
  * @hlist_map: non-empty hole lists.
  * @hlist_count: zspages on each hole list.
- * @hole_heads: the hole index: the address of the first hole of each
- *	class (afm_zs_hole_addr(), 0: none). A hole on it is free bytes
- *	below the fill offset of a live zspage; holes of victims stay on it
- *	until allocation meets them (it takes them off and goes on), the
- *	release of their zspage or the end of the pass.
+ * @hole_heads: the hole index: record number + 1 of the first hole of
+ *	each class (0: none). A hole on it is free bytes below the fill
+ *	offset of a live zspage; holes of victims stay on it until
+ *	allocation meets them (it takes them off and goes on) or the release
+ *	of their zspage.
  * @hole_map: classes with any hole.
+ * @rtab_short: a free found the hole table's top level too small for a
+ *	record; the next malloc grows it (frees cannot sleep).
  * @hole_rec_bytes: bytes of the holes on the index.
  * @hole_nr: holes on the index.
  * @last_alloc: jiffies of the last allocation (the rest run waits until
@@ -321,9 +350,11 @@ struct afm_zs_table {
  */
 struct afm_zs_pool {
 	struct afm_pool *pool;
+	unsigned int nr;
 	spinlock_t lock;	/* pool lock, see "Locking" above */
 	struct afm_zs_table htab;
 	struct afm_zs_table dtab;
+	struct afm_zs_table rtab;
 	struct list_head tails[AFM_ZS_NR_BUCKETS];
 	DECLARE_BITMAP(tail_map, AFM_ZS_NR_BUCKETS);
 	struct list_head dead;
@@ -338,8 +369,9 @@ struct afm_zs_pool {
 	struct list_head hlists[AFM_ZS_NR_HLISTS];
 	u64 hlist_map;
 	unsigned long hlist_count[AFM_ZS_NR_HLISTS];
-	u64 hole_heads[AFM_ZS_NR_HCLASSES];
+	u32 hole_heads[AFM_ZS_NR_HCLASSES];
 	DECLARE_BITMAP(hole_map, AFM_ZS_NR_HCLASSES);
+	bool rtab_short;
 	unsigned long hole_rec_bytes;
 	unsigned long hole_nr;
 	unsigned long last_alloc;
@@ -375,6 +407,43 @@ struct afm_zs_pool {
 	unsigned int test_quiet;
 #endif
 };
+
+/*
+ * Shards (see "Shards" in zspage_store.c): at most AFM_ZS_MAX_SHARDS, two
+ * CPUs a shard on 128 CPUs, enough to make contention rare; each costs a
+ * struct afm_zs_pool, its table pages and the tail of its open zspage.
+ */
+#define AFM_ZS_MAX_SHARDS	64U
+
+/**
+ * struct afm_zs_set - the zspage store of a pool: independent shards
+ * @nr: number of shards, a power of two.
+ * @shift: log2 of @nr: a handle is (shard handle << @shift) | shard.
+ * @test_shard: KUnit hook (afm_zs_test_alloc_shard()): the shard new
+ *	objects go to, -1 for the current CPU's.
+ * @shard: the shards. Set at creation, never changed.
+ */
+struct afm_zs_set {
+	unsigned int nr;
+	unsigned int shift;
+	int test_shard;
+	struct afm_zs_pool *shard[];
+};
+
+/*
+ * The shard of the object of @handle (a handle from afm_zs_malloc(), or
+ * any value: the shard handle of a bad one is no live entry); *@handle is
+ * turned into the handle within that shard.
+ */
+static __always_inline struct afm_zs_pool *afm_zs_of(struct afm_pool *pool,
+						     unsigned long *handle)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = set->shard[*handle & (set->nr - 1)];
+
+	*handle >>= set->shift;
+	return zs;
+}
 
 /*
  * Bottom halves and the pool lock. The pool lock and the exclusive gate
@@ -636,20 +705,23 @@ static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int 
 	return page;
 }
 
-/* Address on the hole index of byte @off of zspage @id (0 is none). */
-static inline u64 afm_zs_hole_addr(u32 id, unsigned int off)
-{
-	return (u64)(id + 1) << (PAGE_SHIFT + AFM_ZS_ORDER) | off;
-}
+/**
+ * struct afm_zs_cur - a cursor for header accesses to one zspage
+ * @z: the zspage, whose gate is held (shared) while the cursor is used.
+ * @page: page @nr of @z, or NULL before the first access.
+ * @nr: its number in the zspage.
+ */
+struct afm_zs_cur {
+	struct afm_zspage *z;
+	struct page *page;
+	unsigned int nr;
+};
 
-static inline u32 afm_zs_addr_id(u64 addr)
+/* Record @r1 - 1 of the hole table (@r1: a list link, not 0). */
+static inline struct afm_zs_hrec *afm_zs_rec(struct afm_zs_pool *zs, u32 r1)
 {
-	return (addr >> (PAGE_SHIFT + AFM_ZS_ORDER)) - 1;
-}
-
-static inline unsigned int afm_zs_addr_off(u64 addr)
-{
-	return addr & (AFM_ZS_SIZE - 1);
+	return afm_zt_lookup(&zs->rtab, r1 - 1, sizeof(struct afm_zs_hrec),
+			     AFM_ZR_PER_PAGE);
 }
 
 /*
@@ -690,6 +762,8 @@ enum { AFM_ZS_AUTO_NO, AFM_ZS_AUTO_NOW, AFM_ZS_AUTO_LATER };
 
 /* Automatic compaction trigger, module parameter (zspage_compact.c). */
 extern unsigned int afm_zs_auto_permille;
+/* Shards of a new pool, module parameter (zspage_store.c). */
+extern unsigned int afm_zs_shards;
 
 /* zspage_table.c */
 int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
@@ -720,13 +794,15 @@ void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
 void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 		      unsigned int len, unsigned long handle);
 unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
-			     unsigned long *idx);
-void afm_zs_hole_write(struct afm_zspage *z, unsigned int off,
-		       unsigned int len, u64 prev, u64 next);
-unsigned int afm_zs_hole_read(struct afm_zspage *z, unsigned int off,
-			      u64 *prev, u64 *next);
-void afm_zs_link_write(struct afm_zspage *z, unsigned int off,
-		       unsigned int which, u64 val);
+			     unsigned long *idx, u32 *r1);
+void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z);
+void afm_zs_cur_end(struct afm_zs_cur *c);
+void afm_zs_chdr_write(struct afm_zs_cur *c, unsigned int off,
+		       unsigned int len, unsigned long handle);
+unsigned int afm_zs_chdr_read(struct afm_zs_cur *c, unsigned int off,
+			      unsigned long *idx, u32 *r1);
+void afm_zs_chole_write(struct afm_zs_cur *c, unsigned int off,
+			unsigned int len, u32 r1);
 void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z);
@@ -740,13 +816,12 @@ void afm_zs_free_work(struct work_struct *work);
 
 /* zspage_alloc.c */
 unsigned int afm_zs_hole_class(unsigned int len);
-void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
-			unsigned int off, unsigned int len);
 void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z);
 unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 			  unsigned int size);
 void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
-		    unsigned int off, unsigned int size, unsigned int len);
+		    struct afm_zs_cur *c, unsigned int off, unsigned int size,
+		    unsigned int len);
 unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			    gfp_t gfp);
 void afm_zs_free(struct afm_pool *pool, unsigned long handle);

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * afmalloc zspage store: zspages. The exclusive side of the zspage gate,
- * copies between zspages and buffers, object headers (the reverse map) and
- * the links of indexed holes, hole lists and tail buckets, making zspages
- * and freeing them (at once or through the dead list and its worker).
+ * copies between zspages and buffers, object and hole headers (the reverse
+ * map) through cursors, hole lists and tail buckets, making zspages and
+ * freeing them (at once or through the dead list and its worker).
  *
  * Locking: hole lists, tail buckets and zspage state under the pool lock;
- * copies, header and link accesses under the gate (shared), which callers
- * of the copy helpers hold and the header and link helpers take (header
- * and link writes also under the pool lock); the exclusive gate and page
- * locks around freeing (see "Locking" in zspage_store.c).
+ * copies and header accesses under the gate (shared), which callers of the
+ * copy helpers hold, a cursor holds from afm_zs_cur_begin() to
+ * afm_zs_cur_end() and afm_zs_hdr_read()/afm_zs_hdr_write() take (header
+ * writes also under the pool lock); the exclusive gate and page locks
+ * around freeing (see "Locking" in zspage_store.c).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -109,7 +110,7 @@ void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
 	}
 }
 
-/* Object headers (see "Reverse map") and hole links (see "Placement") */
+/* Object headers (see "Reverse map") and hole headers (see "Placement") */
 
 static void afm_zs_le_put(u8 *buf, u64 v, unsigned int n)
 {
@@ -129,90 +130,137 @@ static u64 afm_zs_le_get(const u8 *buf, unsigned int n)
 }
 
 /*
- * Write the header of the extent of @len bytes at @off of @z: an object's
- * (@handle) or a hole's off the hole index (@handle 0). Pool lock held;
- * takes the gate.
+ * Header accesses through a cursor (struct afm_zs_cur): the caller holds
+ * the zspage's gate from afm_zs_cur_begin() to afm_zs_cur_end(), so that
+ * the page found for one access is still the page for the next: a free
+ * reads its header and the next one and writes a hole's, an allocation
+ * writes an object's header and the rest's, with one walk of the page
+ * chain (forward only) and one gate hold.
  */
-void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
-		      unsigned int len, unsigned long handle)
+void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
 {
-	u8 buf[AFM_ZS_HDR];
-
-	afm_zs_le_put(buf, len | (u64)(handle & (BIT_ULL(z->zs->idx_bits) - 1)) <<
-			   AFM_ZH_IDX_SHIFT, AFM_ZS_HDR);
+	c->z = z;
+	c->page = NULL;
+	c->nr = 0;
 	afm_zg_in(z);
-	afm_zs_copy_in(z, off, buf, AFM_ZS_HDR);
-	afm_zg_out(z);
+}
+
+void afm_zs_cur_end(struct afm_zs_cur *c)
+{
+	afm_zg_out(c->z);
+}
+
+static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
+{
+	struct page *page = c->page;
+	unsigned int i = c->nr;
+
+	if (!page || nr < i) {
+		page = READ_ONCE(c->z->first);
+		i = 0;
+	}
+	for (; i < nr; i++)
+		page = (struct page *)READ_ONCE(page->index);
+	c->page = page;
+	c->nr = nr;
+	return page;
+}
+
+/* Copy @n (a header's few) bytes at @off to or from @buf. */
+static void afm_zs_cur_io(struct afm_zs_cur *c, unsigned int off, u8 *buf,
+			  unsigned int n, bool write)
+{
+	while (n) {
+		unsigned int po = offset_in_page(off);
+		unsigned int k = min_t(unsigned int, n, PAGE_SIZE - po);
+		u8 *p = kmap_local_page(afm_zs_cur_page(c, off >> PAGE_SHIFT));
+
+		if (write)
+			memcpy(p + po, buf, k);
+		else
+			memcpy(buf, p + po, k);
+		kunmap_local(p);
+		buf += k;
+		off += k;
+		n -= k;
+	}
 }
 
 /*
- * Read the header at @off of @z. Pool lock held; takes the gate. Return:
- * the extent length; *@idx: the handle bits (see afm_zs_hdr_write()), or
- * AFM_ZS_LINKED for a hole on the hole index.
+ * Write the header of the extent of @len bytes at @off of the cursor's
+ * zspage: an object's (@handle) or a hole's off the hole index (@handle
+ * 0). Pool lock held.
  */
-unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
-			     unsigned long *idx)
+void afm_zs_chdr_write(struct afm_zs_cur *c, unsigned int off,
+		       unsigned int len, unsigned long handle)
 {
 	u8 buf[AFM_ZS_HDR];
+
+	afm_zs_le_put(buf, len | (u64)(handle &
+				       (BIT_ULL(c->z->zs->idx_bits) - 1)) <<
+			   AFM_ZH_IDX_SHIFT, AFM_ZS_HDR);
+	afm_zs_cur_io(c, off, buf, AFM_ZS_HDR, true);
+}
+
+/*
+ * Read the header at @off of the cursor's zspage. Pool lock held. Return:
+ * the extent length; *@idx: the handle bits (see afm_zs_chdr_write()), or
+ * AFM_ZS_LINKED for a hole on the hole index; then, if @r1 is not NULL,
+ * *@r1 is its record number + 1 (the same read covers both).
+ */
+unsigned int afm_zs_chdr_read(struct afm_zs_cur *c, unsigned int off,
+			      unsigned long *idx, u32 *r1)
+{
+	unsigned int n = r1 ? min(AFM_ZS_HOLE_HDR, AFM_ZS_SIZE - off) :
+			      AFM_ZS_HDR;
+	u8 buf[AFM_ZS_HOLE_HDR];
 	u64 v;
 
-	afm_zg_in(z);
-	afm_zs_copy_out(z, off, buf, AFM_ZS_HDR);
-	afm_zg_out(z);
+	afm_zs_cur_io(c, off, buf, n, false);
 	v = afm_zs_le_get(buf, AFM_ZS_HDR);
 	*idx = v & AFM_ZH_HOLE ? AFM_ZS_LINKED : v >> AFM_ZH_IDX_SHIFT;
+	if (*idx == AFM_ZS_LINKED && r1 && n == AFM_ZS_HOLE_HDR)
+		*r1 = afm_zs_le_get(buf + AFM_ZS_HDR, AFM_ZS_RECNO) + 1;
 	return v & (BIT(AFM_ZH_LEN_BITS) - 1);
 }
 
 /*
- * Make the @len bytes at @off of @z a hole on the hole index, between
- * holes @prev and @next (addresses, 0: none): its header with AFM_ZH_HOLE,
- * then the two links. Pool lock held; takes the gate.
+ * Make the @len bytes at @off of the cursor's zspage a hole on the hole
+ * index, with record @r1 - 1: its header with AFM_ZH_HOLE, then the
+ * record number. Pool lock held.
  */
-void afm_zs_hole_write(struct afm_zspage *z, unsigned int off,
-		       unsigned int len, u64 prev, u64 next)
+void afm_zs_chole_write(struct afm_zs_cur *c, unsigned int off,
+			unsigned int len, u32 r1)
 {
-	u8 buf[AFM_ZS_HOLE_MIN];
+	u8 buf[AFM_ZS_HOLE_HDR];
 
 	afm_zs_le_put(buf, len | AFM_ZH_HOLE, AFM_ZS_HDR);
-	afm_zs_le_put(buf + AFM_ZS_HDR, prev, AFM_ZS_LINK);
-	afm_zs_le_put(buf + AFM_ZS_HDR + AFM_ZS_LINK, next, AFM_ZS_LINK);
-	afm_zg_in(z);
-	afm_zs_copy_in(z, off, buf, AFM_ZS_HOLE_MIN);
-	afm_zg_out(z);
+	afm_zs_le_put(buf + AFM_ZS_HDR, r1 - 1, AFM_ZS_RECNO);
+	afm_zs_cur_io(c, off, buf, AFM_ZS_HOLE_HDR, true);
 }
 
-/*
- * The indexed hole at @off of @z: its links in *@prev and *@next. Pool
- * lock held; takes the gate. Return: its length.
- */
-unsigned int afm_zs_hole_read(struct afm_zspage *z, unsigned int off,
-			      u64 *prev, u64 *next)
+/* afm_zs_chdr_write() in a gate hold of its own. */
+void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
+		      unsigned int len, unsigned long handle)
 {
-	u8 buf[AFM_ZS_HOLE_MIN];
+	struct afm_zs_cur c;
 
-	afm_zg_in(z);
-	afm_zs_copy_out(z, off, buf, sizeof(buf));
-	afm_zg_out(z);
-	*prev = afm_zs_le_get(buf + AFM_ZS_HDR, AFM_ZS_LINK);
-	*next = afm_zs_le_get(buf + AFM_ZS_HDR + AFM_ZS_LINK, AFM_ZS_LINK);
-	return afm_zs_le_get(buf, AFM_ZS_HDR) & (BIT(AFM_ZH_LEN_BITS) - 1);
+	afm_zs_cur_begin(&c, z);
+	afm_zs_chdr_write(&c, off, len, handle);
+	afm_zs_cur_end(&c);
 }
 
-/*
- * Set link @which (0: prev, 1: next) of the indexed hole at @off of @z to
- * @val. Pool lock held; takes the gate.
- */
-void afm_zs_link_write(struct afm_zspage *z, unsigned int off,
-		       unsigned int which, u64 val)
+/* afm_zs_chdr_read() in a gate hold of its own. */
+unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
+			     unsigned long *idx, u32 *r1)
 {
-	u8 buf[AFM_ZS_LINK];
+	struct afm_zs_cur c;
+	unsigned int len;
 
-	afm_zs_le_put(buf, val, AFM_ZS_LINK);
-	afm_zg_in(z);
-	afm_zs_copy_in(z, off + AFM_ZS_HDR + which * AFM_ZS_LINK, buf,
-		       AFM_ZS_LINK);
-	afm_zg_out(z);
+	afm_zs_cur_begin(&c, z);
+	len = afm_zs_chdr_read(&c, off, idx, r1);
+	afm_zs_cur_end(&c);
+	return len;
 }
 
 /*

@@ -27,10 +27,12 @@
  * Placement (reuse policy)
  * ------------------------
  * Every free hole of at least AFM_ZS_HOLE_MIN (17) bytes is on the hole
- * index: lists by length (AFM_ZS_HCLASS_W = 16 bytes per class), linked
- * through the holes themselves (after the header, 6-byte addresses of the
- * previous and next hole: zspage id + 1 and offset), so that the index
- * costs no memory and has no bound. Allocation takes the tighter of two
+ * index: lists by length (AFM_ZS_HCLASS_W = 16 bytes per class) of
+ * 16-byte records (zspage id, offset, length, links) in the pool's hole
+ * table, a slot table like the handle table (below), so that the index has
+ * no bound and taking a hole off it touches no data page; the hole's
+ * header says it is indexed and is followed by its record number, so that
+ * a free finds the record of the hole after it. Allocation takes the tighter of two
  * fits: the best of the first AFM_ZS_HOLE_TRIES holes of the extent's
  * class (or the first hole of the next class with any, which all fit),
  * and the smallest tail that fits (tails bucketed by size in AFM_ZS_GRAIN
@@ -53,14 +55,35 @@
  * go where an object was freed, as in zsmalloc's size classes, but without
  * class rounding and across sizes; holes smaller than every request, and
  * those beyond a reserve of 1/64 of the live bytes (AFM_ZS_RESERVE_SHIFT),
- * are left to compaction (below). Indexed holes of a victim stay linked
+ * are left to compaction (below), as are holes a free could not get a
+ * record for without sleeping. Indexed holes of a victim stay linked
  * until allocation meets one (it takes it off the index and goes on), or
  * the victim is released (afm_zs_holes_unlink_all() walks its extents), so
- * picking victims costs no walk.
+ * picking victims costs no walk. A free reads its header and the next one
+ * and writes the hole's, an allocation writes the object's header and the
+ * rest's, each in one hold of the zspage's gate with one walk of its page
+ * chain (struct afm_zs_cur).
 
+ * Shards
+ * ------
+ * A pool is AFM_ZS_MAX_SHARDS or fewer independent shards (struct
+ * afm_zs_pool; struct afm_zs_set holds them), by default one per possible
+ * CPU rounded up to a power of two (module parameter zspage_shards). Each
+ * has its own lock, tables, zspages, hole index, tails, compaction state,
+ * workers and shrinker; everything below describes one shard. Allocation
+ * takes the shard of the CPU it runs on; free, map, read and write the
+ * shard the handle names; so CPUs that allocate and free their own objects
+ * never share a lock or a cache line, and a free from another CPU only
+ * meets that shard's allocations. Objects never move between shards.
+ * Pool-wide queries (pages, statistics, afm_compact()) visit every shard.
+ * The price: each shard's own open zspage tail and table pages (a few
+ * pages a shard) and holes that only allocations on their shard's CPUs
+ * reuse (compaction takes the rest).
+ *
  * Handle encoding
  * ---------------
- * A handle is 1 + the index of an 8-byte entry in the pool's handle table.
+ * A handle is (shard handle << log2(shards)) | shard number, the shard
+ * handle 1 + the index of an 8-byte entry in the shard's handle table.
  * The table is a top array of directory pages, each holding AFM_ZT_PTRS
  * pointers to table pages of PAGE_SIZE / 8 entries (262144 entries per
  * directory with 4 KiB pages); every directory and table page is an
@@ -115,7 +138,8 @@
  * footprint = size + 5 (header) + 8 (entry) + (size + 5) * 73 / 32768
  * (descriptor share), plus holes until reused or compacted, slack (under
  * 17 bytes, only in an object placed in a hole) and unfilled tails. No
- * size-class rounding, no alignment padding. At the untar benchmark's mean
+ * size-class rounding, no alignment padding. Each indexed hole costs a
+ * 16-byte record in the hole table. At the untar benchmark's mean
  * object size (1300 bytes) that is 0.38% for headers + 0.62% for entries +
  * 0.22% for descriptors; zsmalloc spends 16 bytes per object (handle slot
  * and object header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail
@@ -169,7 +193,8 @@
  * ---------------
  * afm_get_total_pages() counts, exactly: zspage pages (including those of
  * empty zspages waiting for the deferred free), handle table pages,
- * descriptor table pages and the directory pages of both tables. Nothing is
+ * descriptor table pages, hole table pages and the directory pages of the
+ * three tables. Nothing is
  * allocated from a slab cache except the pool structure itself and the
  * compaction candidate array (aux_bytes).
  *
@@ -180,8 +205,9 @@
  *   page lock (PG_locked)           taken by the migration core around
  *                                   isolate/migrate/putback; by the
  *                                   deferred free with lock_page().
- *   afm_zs_pool.lock (spinlock_bh)  tables, tail buckets, the hole index
- *                                   (heads, and the links in the holes),
+ *   afm_zs_pool.lock (spinlock_bh)  one a shard, never two at once:
+ *                                   tables, tail buckets, the hole index
+ *                                   (heads, records, hole headers),
  *                                   zspage counters and flags, every entry
  *                                   change except pins. Not taken by
  *                                   map, read, write or migration.
@@ -196,7 +222,11 @@
  *   zspage gate (afm_zspage.gate)   shared: accessors (map, read, write,
  *                                   header reads and writes,
  *                                   compaction copying) keep the zspage's
- *                                   page array stable; exclusive: migration
+ *                                   page chain stable (malloc and free
+ *                                   hold it across their header accesses
+ *                                   and the index updates between them,
+ *                                   under the pool lock, never across a
+ *                                   zspage's release); exclusive: migration
  *                                   replacing a page, and freeing a zspage.
  *                                   Held with preemption (exclusive: and
  *                                   bottom halves) disabled, never across a
@@ -227,7 +257,21 @@
 
 /* Pool setup and queries */
 
-static int afm_zs_create(struct afm_pool *pool)
+/*
+ * Shards of a new pool: afm_zs_shards, or with 0 one per possible CPU; a
+ * power of two, at most AFM_ZS_MAX_SHARDS.
+ */
+unsigned int afm_zs_shards;
+module_param_named(zspage_shards, afm_zs_shards, uint, 0644);
+MODULE_PARM_DESC(zspage_shards,
+		 "zspage store: shards of a new pool (rounded up to a power of two, at most 64), 0 = one per possible CPU");
+
+static void afm_zs_shard_destroy(struct afm_zs_pool *zs);
+
+/* Shard @nr of @pool, or NULL. */
+static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
+					       unsigned int nr,
+					       unsigned int shift)
 {
 	struct afm_zs_pool *zs;
 	unsigned int b;
@@ -235,28 +279,28 @@ static int afm_zs_create(struct afm_pool *pool)
 	BUILD_BUG_ON(AFM_ZE_ID_BITS < 1);
 	BUILD_BUG_ON(AFM_ZS_NR_BUCKETS >= AFM_ZS_NO_BUCKET);
 	BUILD_BUG_ON(AFM_ZS_NR_HLISTS > 64);
-	/* A hole address (zspage id + 1, offset) fits a link. */
-	BUILD_BUG_ON(AFM_ZE_ID_BITS + 1 + PAGE_SHIFT + AFM_ZS_ORDER >
-		     AFM_ZS_LINK * BITS_PER_BYTE);
+	/* An indexed hole holds its header and its record number. */
+	BUILD_BUG_ON(AFM_ZS_HOLE_MIN < AFM_ZS_HOLE_HDR);
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
 
 	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
 	if (!zs)
-		return -ENOMEM;
+		return NULL;
 	zs->cand = kvmalloc_array(AFM_ZS_MAX_VICTIMS, sizeof(*zs->cand),
 				  GFP_KERNEL);
 	if (!zs->cand)
 		goto fail;
 	zs->pool = pool;
+	zs->nr = nr;
 	zs->idx_bits = AFM_ZH_IDX_BITS;
 	spin_lock_init(&zs->lock);
 	zs->htab.slot_size = sizeof(u64);
 	zs->htab.per_page = AFM_ZH_PER_PAGE;
 	zs->htab.open_free = AFM_ZH_PER_PAGE / 4;
 	zs->htab.cur = ULONG_MAX;
-	/* Handles stay far below the error values. */
-	zs->htab.max_pages = (ULONG_MAX >> 1) / AFM_ZH_PER_PAGE;
+	/* Handles (with the shard bits) stay far below the error values. */
+	zs->htab.max_pages = (ULONG_MAX >> (1 + shift)) / AFM_ZH_PER_PAGE;
 	zs->htab.lock = &zs->lock;
 	zs->htab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->dtab.slot_size = sizeof(struct afm_zspage);
@@ -268,7 +312,16 @@ static int afm_zs_create(struct afm_pool *pool)
 			     AFM_ZD_PER_PAGE;
 	zs->dtab.lock = &zs->lock;
 	zs->dtab.dshift = ilog2(AFM_ZT_PTRS);
-	if (afm_zt_init(&zs->htab) || afm_zt_init(&zs->dtab))
+	zs->rtab.slot_size = sizeof(struct afm_zs_hrec);
+	zs->rtab.per_page = AFM_ZR_PER_PAGE;
+	zs->rtab.open_free = AFM_ZR_PER_PAGE / 4;
+	zs->rtab.cur = ULONG_MAX;
+	/* Record numbers + 1 fit a u32 (list links). */
+	zs->rtab.max_pages = U32_MAX / AFM_ZR_PER_PAGE;
+	zs->rtab.lock = &zs->lock;
+	zs->rtab.dshift = ilog2(AFM_ZT_PTRS);
+	if (afm_zt_init(&zs->htab) || afm_zt_init(&zs->dtab) ||
+	    afm_zt_init(&zs->rtab))
 		goto fail;
 	for (b = 0; b < AFM_ZS_NR_BUCKETS; b++)
 		INIT_LIST_HEAD(&zs->tails[b]);
@@ -279,7 +332,7 @@ static int afm_zs_create(struct afm_pool *pool)
 	INIT_WORK(&zs->compact_work, afm_zs_compact_work);
 	INIT_DELAYED_WORK(&zs->late_work, afm_zs_late_work);
 
-	zs->shrinker = shrinker_alloc(0, "afm-zspage-%s", pool->name);
+	zs->shrinker = shrinker_alloc(0, "afm-zspage-%s-%u", pool->name, nr);
 	if (!zs->shrinker)
 		goto fail;
 	zs->shrinker->count_objects = afm_zs_count_objects;
@@ -288,21 +341,59 @@ static int afm_zs_create(struct afm_pool *pool)
 	zs->shrinker->seeks = DEFAULT_SEEKS;
 	zs->shrinker->batch = AFM_ZS_MAX_VICTIMS * AFM_ZS_PAGES / 4;
 	shrinker_register(zs->shrinker);
-
-	pool->store = zs;
-	return 0;
+	return zs;
 
 fail:
 	kfree(rcu_dereference_protected(zs->htab.top, true));
 	kfree(rcu_dereference_protected(zs->dtab.top, true));
+	kfree(rcu_dereference_protected(zs->rtab.top, true));
 	kvfree(zs->cand);
 	kvfree(zs);
+	return NULL;
+}
+
+static int afm_zs_create(struct afm_pool *pool)
+{
+	unsigned int want = READ_ONCE(afm_zs_shards), n, i;
+	struct afm_zs_set *set;
+
+	if (!want)
+		want = num_possible_cpus();
+	n = roundup_pow_of_two(clamp(want, 1U, AFM_ZS_MAX_SHARDS));
+	set = kzalloc(struct_size(set, shard, n), GFP_KERNEL);
+	if (!set)
+		return -ENOMEM;
+	set->nr = n;
+	set->shift = ilog2(n);
+	set->test_shard = -1;
+	for (i = 0; i < n; i++) {
+		set->shard[i] = afm_zs_shard_create(pool, i, set->shift);
+		if (!set->shard[i])
+			goto fail;
+	}
+	pool->store = set;
+	return 0;
+
+fail:
+	while (i--)
+		afm_zs_shard_destroy(set->shard[i]);
+	kfree(set);
 	return -ENOMEM;
 }
 
 static void afm_zs_destroy(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++)
+		afm_zs_shard_destroy(set->shard[i]);
+	kfree(set);
+}
+
+static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
+{
+	struct afm_pool *pool = zs->pool;
 	unsigned long pg, end;
 	unsigned int i;
 
@@ -344,6 +435,7 @@ static void afm_zs_destroy(struct afm_pool *pool)
 
 	afm_zt_destroy(zs, &zs->htab);
 	afm_zt_destroy(zs, &zs->dtab);
+	afm_zt_destroy(zs, &zs->rtab);
 	WARN_ON_ONCE(atomic_long_read(&zs->total_pages));
 	kvfree(zs->cand);
 	kvfree(zs);
@@ -351,21 +443,34 @@ static void afm_zs_destroy(struct afm_pool *pool)
 
 static unsigned long afm_zs_total_pages(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned long pages = 0;
+	unsigned int i;
 
-	return atomic_long_read(&zs->total_pages);
+	for (i = 0; i < set->nr; i++)
+		pages += atomic_long_read(&set->shard[i]->total_pages);
+	return pages;
 }
 
 static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
 
-	afm_zs_lock(zs);
-	st->objects = zs->objects;
-	st->stored_bytes = zs->live_bytes;
-	st->meta_bytes = (zs->htab.pages + zs->htab.dirs + zs->dtab.pages +
-			  zs->dtab.dirs) << PAGE_SHIFT;
-	afm_zs_unlock(zs);
+	st->objects = 0;
+	st->stored_bytes = 0;
+	st->meta_bytes = 0;
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		afm_zs_lock(zs);
+		st->objects += zs->objects;
+		st->stored_bytes += zs->live_bytes;
+		st->meta_bytes += (zs->htab.pages + zs->htab.dirs +
+				   zs->dtab.pages + zs->dtab.dirs +
+				   zs->rtab.pages + zs->rtab.dirs) << PAGE_SHIFT;
+		afm_zs_unlock(zs);
+	}
 }
 
 /*
@@ -410,24 +515,14 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *   reuse    objects placed in indexed holes / their bytes / holes on
  *            the hole index now / their bytes
  */
-static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
-			       char name[16],
-			       unsigned long val[NR_AFM_CLASS_STATS])
+/* Add row @class of shard @zs to @v. */
+static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
+				     unsigned int class, unsigned long *v)
 {
-	static const char *const names[] = {
-		"handles", "descs", "free", "migrate", "compact", "auto",
-		"reuse",
-	};
-	struct afm_zs_pool *zs = pool->store;
-	unsigned long *v = val;
-
-	memset(val, 0, sizeof(unsigned long) * NR_AFM_CLASS_STATS);
 	if (class < AFM_ZS_GROUPS) {
 		unsigned long pg;
 		unsigned int i;
 
-		snprintf(name, 16, "fill%u-%u", class * 100 / AFM_ZS_GROUPS,
-			 (class + 1) * 100 / AFM_ZS_GROUPS);
 		for (pg = 0; ; pg++) {
 			struct afm_zspage *base;
 
@@ -458,68 +553,96 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 	}
 	if (class >= AFM_ZS_NR_ROWS)
 		return;
-	strscpy(name, names[class - AFM_ZS_GROUPS], 16);
 	afm_zs_lock(zs);
 	switch (class) {
 	case AFM_ZS_ROW_HANDLES:
-		v[0] = zs->htab.used;
-		v[1] = zs->htab.pages * AFM_ZH_PER_PAGE - zs->htab.used;
-		v[2] = zs->htab.pages;
-		v[3] = zs->htab.pages + zs->htab.dirs;
+		v[0] += zs->htab.used;
+		v[1] += zs->htab.pages * AFM_ZH_PER_PAGE - zs->htab.used;
+		v[2] += zs->htab.pages;
+		v[3] += zs->htab.pages + zs->htab.dirs;
 		break;
 	case AFM_ZS_ROW_DESCS:
-		v[0] = zs->dtab.used;
-		v[1] = zs->dtab.pages * AFM_ZD_PER_PAGE - zs->dtab.used;
-		v[2] = zs->dtab.pages;
-		v[3] = zs->dtab.pages + zs->dtab.dirs;
+		v[0] += zs->dtab.used;
+		v[1] += zs->dtab.pages * AFM_ZD_PER_PAGE - zs->dtab.used;
+		v[2] += zs->dtab.pages;
+		v[3] += zs->dtab.pages + zs->dtab.dirs;
 		break;
 	case AFM_ZS_ROW_FREE:
-		v[0] = afm_zs_holes(zs);
-		v[1] = zs->tail_bytes;
-		v[2] = zs->dead_zspages;
-		v[3] = afm_zs_holes(zs) >> PAGE_SHIFT;
+		v[0] += afm_zs_holes(zs);
+		v[1] += zs->tail_bytes;
+		v[2] += zs->dead_zspages;
+		v[3] += afm_zs_holes(zs) >> PAGE_SHIFT;
 		break;
 	case AFM_ZS_ROW_MIGRATE:
-		v[0] = atomic_long_read(&zs->st.migrated);
-		v[1] = atomic_long_read(&zs->st.migrate_busy);
-		v[2] = atomic_long_read(&zs->st.isolated);
-		v[3] = atomic_long_read(&zs->st.putback);
+		v[0] += atomic_long_read(&zs->st.migrated);
+		v[1] += atomic_long_read(&zs->st.migrate_busy);
+		v[2] += atomic_long_read(&zs->st.isolated);
+		v[3] += atomic_long_read(&zs->st.putback);
 		break;
 	case AFM_ZS_ROW_COMPACT:
-		v[0] = zs->st.moved;
-		v[1] = zs->st.evacuated;
-		v[2] = zs->st.passes;
-		v[3] = zs->st.freed;
+		v[0] += zs->st.moved;
+		v[1] += zs->st.evacuated;
+		v[2] += zs->st.passes;
+		v[3] += zs->st.freed;
 		break;
 	case AFM_ZS_ROW_AUTO:
-		v[0] = zs->st.auto_runs;
-		v[1] = zs->st.shrink_scans;
-		v[2] = zs->st.auto_freed;
-		v[3] = zs->st.shrink_freed;
+		v[0] += zs->st.auto_runs;
+		v[1] += zs->st.shrink_scans;
+		v[2] += zs->st.auto_freed;
+		v[3] += zs->st.shrink_freed;
 		break;
 	case AFM_ZS_ROW_REUSE:
-		v[0] = zs->st.hole_reused;
-		v[1] = zs->st.hole_bytes;
-		v[2] = zs->hole_nr;
-		v[3] = zs->hole_rec_bytes;
+		v[0] += zs->st.hole_reused;
+		v[1] += zs->st.hole_bytes;
+		v[2] += zs->hole_nr;
+		v[3] += zs->hole_rec_bytes;
 		break;
 	}
 	afm_zs_unlock(zs);
 }
 
+static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
+			       char name[16],
+			       unsigned long val[NR_AFM_CLASS_STATS])
+{
+	static const char *const names[] = {
+		"handles", "descs", "free", "migrate", "compact", "auto",
+		"reuse",
+	};
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	memset(val, 0, sizeof(unsigned long) * NR_AFM_CLASS_STATS);
+	if (class < AFM_ZS_GROUPS)
+		snprintf(name, 16, "fill%u-%u", class * 100 / AFM_ZS_GROUPS,
+			 (class + 1) * 100 / AFM_ZS_GROUPS);
+	else if (class < AFM_ZS_NR_ROWS)
+		strscpy(name, names[class - AFM_ZS_GROUPS], 16);
+	for (i = 0; i < set->nr; i++)
+		afm_zs_shard_class_stats(set->shard[i], class, val);
+}
+
 static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
-	unsigned long bytes;
+	struct afm_zs_set *set = pool->store;
+	unsigned long bytes = struct_size(set, shard, set->nr);
+	struct afm_zs_pool *zs;
+	unsigned int i;
 
 	rcu_read_lock();
-	bytes = struct_size_t(struct afm_zt_top, dir,
-			      rcu_dereference(zs->htab.top)->size) +
-		struct_size_t(struct afm_zt_top, dir,
-			      rcu_dereference(zs->dtab.top)->size);
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		bytes += struct_size_t(struct afm_zt_top, dir,
+				       rcu_dereference(zs->htab.top)->size) +
+			 struct_size_t(struct afm_zt_top, dir,
+				       rcu_dereference(zs->dtab.top)->size) +
+			 struct_size_t(struct afm_zt_top, dir,
+				       rcu_dereference(zs->rtab.top)->size) +
+			 sizeof(struct afm_zs_pool) +
+			 AFM_ZS_MAX_VICTIMS * sizeof(u32);
+	}
 	rcu_read_unlock();
-	return bytes + sizeof(struct afm_zs_pool) +
-	       AFM_ZS_MAX_VICTIMS * sizeof(u32);
+	return bytes;
 }
 
 /*
@@ -584,6 +707,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->data_pages = (zs->zspages + zs->dead_zspages) * AFM_ZS_PAGES;
 	c->table_pages = zs->htab.pages + zs->htab.dirs;
 	c->desc_pages = zs->dtab.pages + zs->dtab.dirs;
+	c->hole_pages = zs->rtab.pages + zs->rtab.dirs;
 	c->total_pages = atomic_long_read(&zs->total_pages);
 	c->migrated = atomic_long_read(&zs->st.migrated);
 	c->migrate_busy = atomic_long_read(&zs->st.migrate_busy);
@@ -599,20 +723,39 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->hole_recorded = zs->hole_rec_bytes;
 }
 
+/* Add @src to @dst, field by field (all unsigned long). */
+static void afm_zs_add_counters(struct afm_zs_counters *dst,
+				const struct afm_zs_counters *src)
+{
+	unsigned long *d = (unsigned long *)dst;
+	const unsigned long *v = (const unsigned long *)src;
+	unsigned int i;
+
+	BUILD_BUG_ON(sizeof(*dst) % sizeof(unsigned long));
+	for (i = 0; i < sizeof(*dst) / sizeof(unsigned long); i++)
+		d[i] += v[i];
+}
+
 /**
  * afm_zs_get_counters() - snapshot of the store's counters (KUnit hook)
  * @pool: a zspage-store pool
- * @c: filled in
+ * @c: filled in: the sums over its shards
  *
- * Context: process or softirq context; takes the pool lock.
+ * Context: process or softirq context; takes each shard's pool lock.
  */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_counters one;
+	unsigned int i;
 
-	afm_zs_lock(zs);
-	afm_zs_read_counters(zs, c);
-	afm_zs_unlock(zs);
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < set->nr; i++) {
+		afm_zs_lock(set->shard[i]);
+		afm_zs_read_counters(set->shard[i], &one);
+		afm_zs_unlock(set->shard[i]);
+		afm_zs_add_counters(c, &one);
+	}
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
 
@@ -671,15 +814,20 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 					 struct afm_zspage *z)
 {
 	unsigned int off = 0, len, objs = 0, linked = 0;
+	struct afm_zs_hrec *rec;
 	unsigned long idx;
+	u32 r1 = 0;
 	s64 e;
 
 	while (off < z->tail) {
-		len = afm_zs_hdr_read(z, off, &idx);
+		len = afm_zs_hdr_read(z, off, &idx, &r1);
 		if (len < AFM_ZS_HDR || off + len > z->tail)
 			return 1;
 		if (idx == AFM_ZS_LINKED) {
-			if (len < AFM_ZS_HOLE_MIN)
+			/* Its record names it back. */
+			rec = r1 ? afm_zs_rec(zs, r1) : NULL;
+			if (len < AFM_ZS_HOLE_MIN || !rec || rec->id != z->id ||
+			    rec->off != off || rec->len != len)
 				return 1;
 			linked++;
 		} else if (afm_zs_owner(zs, z, off, idx, &e)) {
@@ -694,45 +842,51 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 }
 
 /*
- * The hole index, pool lock held: every hole on it is an indexed hole of a
- * live zspage (a victim's too, see afm_zs_pool.hole_heads) in the class of
- * its length, the lists are consistent both ways, and the counts add up
- * (@linked: the zspages' indexed holes). Return: inconsistencies found.
+ * The hole index, pool lock held: every record on it is an indexed hole of
+ * a live zspage (a victim's too, see afm_zs_pool.hole_heads) in the class
+ * of its length whose header names the record, the lists are consistent
+ * both ways, and the counts add up (@linked: the zspages' indexed holes;
+ * the hole table holds no other record). Return: inconsistencies found.
  */
 static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
 				       unsigned long linked)
 {
 	unsigned long nr = 0, bytes = 0, idx;
 	unsigned int c, bad = 0, len;
-	u64 addr, prev, next, back;
+	u32 r1, back, hr1;
 
 	for (c = 0; c < AFM_ZS_NR_HCLASSES; c++) {
 		if (!zs->hole_heads[c] != !test_bit(c, zs->hole_map))
 			bad++;
 		back = 0;
-		for (addr = zs->hole_heads[c]; addr && nr <= zs->hole_nr;
-		     addr = next) {
-			struct afm_zspage *z = afm_zs_desc(zs, afm_zs_addr_id(addr));
-			unsigned int off = afm_zs_addr_off(addr);
+		for (r1 = zs->hole_heads[c]; r1 && nr <= zs->hole_nr;
+		     r1 = afm_zs_rec(zs, r1)->next) {
+			struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
+			struct afm_zspage *z = rec ? afm_zs_desc(zs, rec->id) : NULL;
 
 			nr++;
 			if (!z || (z->flags & ~AFM_ZS_VICTIM) != AFM_ZS_USED ||
-			    off + AFM_ZS_HOLE_MIN > z->tail) {
+			    rec->off + AFM_ZS_HOLE_MIN > z->tail) {
 				bad++;
 				break;
 			}
-			afm_zs_hdr_read(z, off, &idx);
-			len = afm_zs_hole_read(z, off, &prev, &next);
-			if (idx != AFM_ZS_LINKED || afm_zs_hole_class(len) != c ||
-			    off + len > z->tail || prev != back)
+			hr1 = 0;
+			len = afm_zs_hdr_read(z, rec->off, &idx, &hr1);
+			if (idx != AFM_ZS_LINKED || hr1 != r1 || len != rec->len ||
+			    afm_zs_hole_class(len) != c ||
+			    rec->off + len > z->tail || rec->prev != back)
 				bad++;
 			bytes += len;
-			back = addr;
+			back = r1;
 		}
 	}
 	return bad + (nr != zs->hole_nr || nr != linked ||
-		      bytes != zs->hole_rec_bytes);
+		      nr != zs->rtab.used || bytes != zs->hole_rec_bytes);
 }
+
+static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
+				       struct afm_zs_counters *c,
+				       struct afm_zs_counters *rc);
 
 /**
  * afm_zs_test_audit() - counters against a recount (KUnit hook)
@@ -753,14 +907,36 @@ static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
  * AFM_ZS_PAGES pages pointing back to it, directory pages count their
  * table pages, and the hole index is consistent (afm_zs_audit_index()).
  *
- * Context: process context; takes the pool lock for the whole walk.
+ * Every shard is audited on its own, in one hold of its lock; @c and @rc
+ * are the sums over the shards.
+ *
+ * Context: process context; takes each shard's pool lock for its walk.
  * Return: the number of inconsistencies found (0 when all is well).
  */
 unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			       struct afm_zs_counters *c,
 			       struct afm_zs_counters *rc)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_counters one, rone;
+	unsigned int i, bad = 0;
+
+	memset(c, 0, sizeof(*c));
+	memset(rc, 0, sizeof(*rc));
+	for (i = 0; i < set->nr; i++) {
+		bad += afm_zs_shard_audit(set->shard[i], &one, &rone);
+		afm_zs_add_counters(c, &one);
+		afm_zs_add_counters(rc, &rone);
+	}
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
+
+/* afm_zs_test_audit() of shard @zs. */
+static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
+				       struct afm_zs_counters *c,
+				       struct afm_zs_counters *rc)
+{
 	unsigned long pg, i, objs = 0, live = 0, linked = 0, idx;
 	unsigned int bad = 0, len;
 
@@ -818,7 +994,7 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 			}
 			/* The header names the handle and the extent. */
 			len = afm_zs_hdr_read(z, afm_ze_off(e) - AFM_ZS_HDR,
-					      &idx);
+					      &idx, NULL);
 			if (len < afm_ze_size(e) + AFM_ZS_HDR ||
 			    idx != ((pg * AFM_ZH_PER_PAGE + i + 1) &
 				    (BIT_ULL(zs->idx_bits) - 1)))
@@ -830,12 +1006,13 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 		bad++;
 	rc->table_pages = afm_zs_audit_table(&zs->htab, &bad);
 	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &bad);
-	rc->total_pages = rc->data_pages + rc->table_pages + rc->desc_pages;
+	rc->hole_pages = afm_zs_audit_table(&zs->rtab, &bad);
+	rc->total_pages = rc->data_pages + rc->table_pages + rc->desc_pages +
+			  rc->hole_pages;
 	bad += afm_zs_audit_index(zs, linked);
 	afm_zs_unlock(zs);
 	return bad;
 }
-EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
 
 /**
  * afm_zs_test_quiet() - keep the kernel away from a pool (KUnit hook)
@@ -854,9 +1031,11 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
  */
 void afm_zs_test_quiet(struct afm_pool *pool, unsigned int what)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
 
-	WRITE_ONCE(zs->test_quiet, what);
+	for (i = 0; i < set->nr; i++)
+		WRITE_ONCE(set->shard[i]->test_quiet, what);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_quiet);
 
@@ -893,7 +1072,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_isolate_page);
 int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		    struct afm_zs_obj_info *info)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	struct afm_zspage *z;
 	atomic64_t *ent;
 	int ret = -ENOENT;
@@ -904,7 +1084,8 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 	e = ent ? atomic64_read(ent) : 0;
 	if (e & AFM_ZE_LIVE) {
 		z = afm_zs_desc(zs, afm_ze_id(e));
-		info->zspage_id = afm_ze_id(e);
+		info->shard = zs->nr;
+		info->zspage_id = afm_ze_id(e) << set->shift | zs->nr;
 		info->offset = afm_ze_off(e);
 		info->size = afm_ze_size(e);
 		info->pins = (e & AFM_ZE_PINS) >> AFM_ZE_PIN_SHIFT;
@@ -917,6 +1098,9 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
+
+static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
+					   unsigned int *nr);
 
 /**
  * afm_zs_test_bad_holes() - check the hole index (KUnit hook)
@@ -934,7 +1118,22 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
  */
 unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned int i, bad = 0, one;
+
+	*nr = 0;
+	for (i = 0; i < set->nr; i++) {
+		bad += afm_zs_shard_bad_holes(set->shard[i], &one);
+		*nr += one;
+	}
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
+
+/* afm_zs_test_bad_holes() of shard @zs. */
+static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
+					   unsigned int *nr)
+{
 	unsigned long pg, i, linked = 0;
 	unsigned int bad = 0;
 
@@ -953,7 +1152,6 @@ unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
 	afm_zs_unlock(zs);
 	return bad;
 }
-EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
 
 /**
  * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)
@@ -967,7 +1165,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
  */
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle)
 {
-	atomic64_t *ent = afm_zs_entry(pool->store, handle);
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	atomic64_t *ent = afm_zs_entry(zs, handle);
 	u64 e;
 
 	return ent && afm_ze_pin(ent, &e);
@@ -981,7 +1180,9 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pin);
  */
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle)
 {
-	afm_ze_unpin(afm_zs_entry(pool->store, handle));
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+
+	afm_ze_unpin(afm_zs_entry(zs, handle));
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
 
@@ -997,10 +1198,11 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
  */
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle)
 {
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	atomic64_t *ent;
 	u64 e;
 
-	return afm_zs_get(pool->store, handle, &ent, &e);
+	return afm_zs_get(zs, handle, &ent, &e);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_hold_zspage);
 
@@ -1011,7 +1213,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_hold_zspage);
  */
 void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	atomic64_t *ent = afm_zs_entry(zs, handle);
 
 	afm_zs_put(afm_zs_desc(zs, afm_ze_id(atomic64_read(ent))), ent);
@@ -1028,7 +1230,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_release_zspage);
  */
 struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
 	struct page *page = NULL;
 	struct afm_zspage *z;
 	atomic64_t *ent;
@@ -1049,6 +1251,8 @@ struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_get_page);
 
+static void afm_zs_shard_flush_work(struct afm_zs_pool *zs);
+
 /**
  * afm_zs_flush_work() - wait for queued automatic compaction and deferred
  *	frees (KUnit hook)
@@ -1060,8 +1264,17 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_get_page);
  */
 void afm_zs_flush_work(struct afm_pool *pool)
 {
-	struct afm_zs_pool *zs = pool->store;
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
 
+	for (i = 0; i < set->nr; i++)
+		afm_zs_shard_flush_work(set->shard[i]);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
+
+/* afm_zs_flush_work() of shard @zs. */
+static void afm_zs_shard_flush_work(struct afm_zs_pool *zs)
+{
 	int i;
 
 	WRITE_ONCE(zs->late_force, true);
@@ -1082,7 +1295,6 @@ void afm_zs_flush_work(struct afm_pool *pool)
 	}
 	WRITE_ONCE(zs->late_force, false);
 }
-EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
 
 /**
  * afm_zs_shrinker_count() - the shrinker's count_objects (KUnit hook)
@@ -1094,7 +1306,16 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
  */
 unsigned long afm_zs_shrinker_count(struct afm_pool *pool)
 {
-	return afm_zs_count(pool->store);
+	struct afm_zs_set *set = pool->store;
+	unsigned long n = 0, one;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++) {
+		one = afm_zs_count(set->shard[i]);
+		if (one != SHRINK_EMPTY)
+			n += one;
+	}
+	return n ? n : SHRINK_EMPTY;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_count);
 
@@ -1110,7 +1331,16 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_count);
 unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
 				   unsigned long nr_pages)
 {
-	return afm_zs_scan(pool->store, nr_pages);
+	struct afm_zs_set *set = pool->store;
+	unsigned long freed = 0, one;
+	unsigned int i;
+
+	for (i = 0; i < set->nr && freed < nr_pages; i++) {
+		one = afm_zs_scan(set->shard[i], nr_pages - freed);
+		if (one != SHRINK_STOP)
+			freed += one;
+	}
+	return freed ? freed : SHRINK_STOP;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_scan);
 
@@ -1156,20 +1386,25 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_entry_bytes);
  * Handles then share header bits every 2^@bits handles, as handles above
  * 2^26 do in a pool that large: compaction must tell them apart.
  *
- * Context: process context; takes the pool lock.
+ * Context: process context; takes each shard's pool lock.
  * Return: 0, or -EINVAL if @bits is out of range or the pool has objects.
  */
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
 {
-	struct afm_zs_pool *zs = pool->store;
-	int ret = -EINVAL;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
+	int ret = 0;
 
-	afm_zs_lock(zs);
-	if (bits && bits <= AFM_ZH_IDX_BITS && !zs->objects) {
-		zs->idx_bits = bits;
-		ret = 0;
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		afm_zs_lock(zs);
+		if (bits && bits <= AFM_ZH_IDX_BITS && !zs->objects)
+			zs->idx_bits = bits;
+		else
+			ret = -EINVAL;
+		afm_zs_unlock(zs);
 	}
-	afm_zs_unlock(zs);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
@@ -1180,29 +1415,82 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
  * @shift: log2 of the table pages per directory, from 0 to the default
  *	(9 with 4 KiB pages)
  *
- * The handle and descriptor tables then need a directory every 2^@shift
+ * The handle, descriptor and hole tables then need a directory every 2^@shift
  * table pages, so that a test reaches many directories, and the growth of
  * the top level, with few objects.
  *
- * Context: process context; takes the pool lock.
+ * Context: process context; takes each shard's pool lock.
  * Return: 0, or -EINVAL if @shift is out of range or the pool has
  * directory pages.
  */
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift)
 {
-	struct afm_zs_pool *zs = pool->store;
-	int ret = -EINVAL;
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
+	int ret = 0;
 
-	afm_zs_lock(zs);
-	if (shift <= ilog2(AFM_ZT_PTRS) && !zs->htab.dirs && !zs->dtab.dirs) {
-		zs->htab.dshift = shift;
-		zs->dtab.dshift = shift;
-		ret = 0;
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		afm_zs_lock(zs);
+		if (shift <= ilog2(AFM_ZT_PTRS) && !zs->htab.dirs &&
+		    !zs->dtab.dirs && !zs->rtab.dirs) {
+			zs->htab.dshift = shift;
+			zs->dtab.dshift = shift;
+			zs->rtab.dshift = shift;
+		} else {
+			ret = -EINVAL;
+		}
+		afm_zs_unlock(zs);
 	}
-	afm_zs_unlock(zs);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_small_dirs);
+
+/**
+ * afm_zs_set_shards() - set the shards of new pools (KUnit hook)
+ * @nr: new value of the zspage_shards parameter
+ *
+ * Context: any context.
+ */
+void afm_zs_set_shards(unsigned int nr)
+{
+	WRITE_ONCE(afm_zs_shards, nr);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_shards);
+
+/**
+ * afm_zs_get_shards() - read the shards of new pools (KUnit hook)
+ *
+ * Context: any context.
+ * Return: the zspage_shards parameter.
+ */
+unsigned int afm_zs_get_shards(void)
+{
+	return READ_ONCE(afm_zs_shards);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_shards);
+
+/**
+ * afm_zs_test_alloc_shard() - the shard allocations use (KUnit hook)
+ * @pool: a zspage-store pool
+ * @shard: a shard of it, or -1 for the current CPU's (the default)
+ *
+ * Lets a test on one CPU place objects in every shard.
+ *
+ * Context: any context.
+ * Return: the number of shards of @pool, or -EINVAL if @shard is not one.
+ */
+int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard)
+{
+	struct afm_zs_set *set = pool->store;
+
+	if (shard < -1 || shard >= (int)set->nr)
+		return -EINVAL;
+	WRITE_ONCE(set->test_shard, shard);
+	return set->nr;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_alloc_shard);
 
 /**
  * afm_zs_header_bytes() - bytes of an object's header (KUnit hook)

@@ -30,6 +30,8 @@
  * @data_pages: pages of zspages, dead ones included.
  * @table_pages: handle table pages and their directory pages.
  * @desc_pages: descriptor table pages and their directory pages.
+ * @hole_pages: hole table pages (records of the hole index) and their
+ *	directory pages.
  * @total_pages: every page the store holds, afm_get_total_pages().
  * @migrated: zspage pages migrated: contents moved to a new page by the
  *	migrate_page callback (not a refusal, a putback or a page freed while
@@ -58,6 +60,7 @@ struct afm_zs_counters {
 	unsigned long data_pages;
 	unsigned long table_pages;
 	unsigned long desc_pages;
+	unsigned long hole_pages;
 	unsigned long total_pages;
 	unsigned long migrated;
 	unsigned long migrate_busy;
@@ -75,7 +78,9 @@ struct afm_zs_counters {
 
 /**
  * struct afm_zs_obj_info - where an object lives (KUnit hook)
- * @zspage_id: id of its zspage.
+ * @shard: its shard.
+ * @zspage_id: id of its zspage, unique in the pool (its id in the shard,
+ *	with the shard number in the low bits).
  * @offset: offset of its first byte in the zspage (its header lies in
  *	the afm_zs_header_bytes() bytes before it).
  * @size: its size.
@@ -83,6 +88,7 @@ struct afm_zs_counters {
  * @pins: current pin count.
  */
 struct afm_zs_obj_info {
+	unsigned int shard;
 	unsigned int zspage_id;
 	unsigned int offset;
 	unsigned int size;
@@ -119,5 +125,8 @@ unsigned int afm_zs_entry_bytes(void);
 unsigned int afm_zs_header_bytes(void);
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits);
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift);
+void afm_zs_set_shards(unsigned int nr);
+unsigned int afm_zs_get_shards(void);
+int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard);
 
 #endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */

@@ -156,7 +156,7 @@ unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
  * automatic compaction worker (see afm_compact()).
  *
  * Context: Task context, not in interrupt; does not sleep. The zspage
- * store's pool lock disables bottom halves, so with that store afm_free()
+ * store's locks disable bottom halves, so with that store afm_free()
  * may also be called from softirq context.
  * Return: nothing.
  */

@@ -16,6 +16,10 @@
 #   4. tests/vm/bad-input.sh     the bad-input matrix
 #   5. tests/vm/zswap-test.sh    zswap on afmalloc (built in), 64 MiB
 #                                working set in a 16 MiB cgroup
+#   6. tests/vm/churn-short.sh   swap churn (issue 15's workload, short)
+#                                on zram, afmalloc/zspage: every page read
+#                                back checked (zswap: step 5 and make
+#                                vm-test-churn)
 #
 # Every test runs even if an earlier one failed; the exit status is 1 if
 # any failed. Between tests every zram device is reset and zram's default
@@ -33,20 +37,23 @@
 #   fault-inject    the failure paths of afmalloc/zspage and of zswap
 #   bad-input       zram's allocator selection and afmalloc's parameters
 #   zswap           afmalloc as zswap's zpool, both stores
+#   churn           swap churn on zram, across the pool's shards
 # (Only tests/vm/zswap-stock.sh on Debian's kernel may skip what that
 # kernel cannot do, e.g. KUnit without CONFIG_KUNIT; it prints the skip.)
 #
 #   tests/vm/debug-suite.sh --kunit-dir DIR --dataset TAR --zswap-load BIN
-#                           [--stress-seconds N] [--only NAME[,NAME...]]
+#                           --churn-bin BIN [--stress-seconds N]
+#                           [--only NAME[,NAME...]]
 set -uo pipefail
 
 here=$(dirname "$(realpath "$0")")
-kdir= dataset= load= stress_s=10 only=
+kdir= dataset= load= churn= stress_s=10 only=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kunit-dir) kdir=${2:?}; shift ;;
 	--dataset) dataset=${2:?}; shift ;;
 	--zswap-load) load=${2:?}; shift ;;
+	--churn-bin) churn=${2:?}; shift ;;
 	--stress-seconds) stress_s=${2:?}; shift ;;
 	--only) only=${2:?}; shift ;;
 	-h|--help) sed -n '3,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -54,8 +61,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ -n "$kdir" ] && [ -f "$dataset" ] && [ -x "$load" ] || {
-	echo "debug-suite: --kunit-dir, --dataset TAR and --zswap-load BIN are required" >&2; exit 2; }
+[ -n "$kdir" ] && [ -f "$dataset" ] && [ -x "$load" ] && [ -x "$churn" ] || {
+	echo "debug-suite: --kunit-dir, --dataset TAR, --zswap-load BIN and --churn-bin BIN are required" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "debug-suite: must run as root (inside the guest)" >&2; exit 2; }
 
 param=/sys/module/zram/parameters/default_allocator
@@ -85,7 +92,7 @@ check_log() {  # NAME
 }
 
 # The steps that must not skip (see above): all of them.
-mandatory=",kunit,zram-integrity,fault-inject,bad-input,zswap,"
+mandatory=",kunit,zram-integrity,fault-inject,bad-input,zswap,churn,"
 failed=() summary=() ran=0
 step() {  # NAME CMD...: run one test, record its status and time
 	local name=$1 t0=$SECONDS rc res
@@ -122,6 +129,7 @@ step zram-integrity "$here/zram-integrity.sh" --dataset "$dataset" --alloc afmal
 step fault-inject "$here/fault-inject.sh" --alloc afmalloc/zspage
 step bad-input "$here/bad-input.sh"
 step zswap "$here/zswap-test.sh" --load "$load" --builtin --mb 64 --limit-mb 16
+step churn "$here/churn-short.sh" --bin "$churn" --zram afmalloc/zspage --zswap ""
 
 [ $ran -gt 0 ] || { echo "debug-suite: FAIL: --only '$only' names no step" >&2; exit 1; }
 echo "== debug-suite: summary"
