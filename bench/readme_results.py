@@ -613,7 +613,8 @@ def churn_section(name):
               and name in KERNEL_SOURCE else "")
            + before_index(name).replace(f"kernel {run_source(name)[0]}, ", "")
            + f", {m.get('accelerator', '?')}, guest {m.get('guest_memory', '?')} / "
-           f"{m.get('guest_cpus', '?')} CPUs (`{m.get('boot_args', '')}`), cgroup memory.max "
+           f"{m.get('guest_cpus', '?')} CPUs (`{m.get('boot_args', '')}`), cgroup "
+           f"{m.get('memory_limit', 'memory.max').split()[0]} "
            f"{m.get('memory_max_percent', '?')}% of the working set; workload "
            f"`{m.get('workload', '?')}`; host {m.get('host_cpus', '?')} CPUs, shared, 1-min "
            f"load {m.get('host_load1_start', '?')} at the start, {m.get('host_load1_end', '?')} "

@@ -25,8 +25,14 @@
 # from the pool file FILE (default: pool.bin next to CHURN, which
 # bench/churn/run.sh --print-bin makes on the host; without one it reads
 # /usr itself, which takes a minute under TCG). It runs in a new cgroup v2
-# with memory.max = --limit-pct (default 33) percent of its --mb, so its
-# pages are swapped out and in all the time; bench/churn/sample.py samples
+# with memory.high = --limit-pct (default 33) percent of its --mb, so its
+# pages are swapped out and in all the time. memory.high, not memory.max,
+# is the limit: the kernel reclaims above it and throttles the faulting
+# threads, but never OOM-kills (with memory.max alone, the switch phase,
+# one process sweeping 3/4 of the limit while 8 threads fault, ran into
+# memcg OOM kills on an unloaded host: the threads outran reclaim).
+# memory.max = memory.high + a quarter of --mb is only a backstop against
+# a runaway workload; usage stays at memory.high. bench/churn/sample.py samples
 # the allocator, zram/zswap and the cgroup every second next to it (outside
 # the cgroup). Before each run: page cache dropped, memory compacted.
 #
@@ -170,7 +176,8 @@ samples=$out/samples.csv progress=$out/progress.csv
 limit=$(( (mb << 20) * limit_pct / 100 ))
 note "kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) " MiB" }' /proc/meminfo);" \
 	"target $target, $comp, allocators ${alist[*]}, $runs run(s), order $order;" \
-	"workload ${churn_args[*]} in a cgroup of memory.max $((limit >> 20)) MiB, pool ${pool:-read from /usr}"
+	"workload ${churn_args[*]} in a cgroup of memory.high $((limit >> 20)) MiB" \
+	"(memory.max $(((limit + (mb << 20) / 4) >> 20)) MiB), pool ${pool:-read from /usr}"
 
 # zram_new ALLOC COMP DISKSIZE: hot_add a device, configure it; prints zramN.
 zram_new() {
@@ -311,7 +318,8 @@ one() {
 	fi
 	mkdir "$c" || die "cannot create the cgroup $c"
 	cur_cg=$c
-	echo "$limit" > "$c/memory.max"
+	echo "$((limit + (mb << 20) / 4))" > "$c/memory.max"
+	echo "$limit" > "$c/memory.high"
 	log=$out/churn-$r-$slug.log
 	n0=$(nlines "$samples")
 	$py "$sampler" --target "$target" --alloc "$a" --dev "$dev" --cgroup "$c" \

@@ -162,6 +162,7 @@ cmd="bench/churn/run.sh ${opts[*]}"
   "order": "$order",
   "workload": "churn $(printf '%s ' "${wargs[@]}")(sha256 of churn.c $(sha256sum "$here/churn.c" | cut -c1-16), of its pool.bin $(sha256sum "$(dirname "$bin")/pool.bin" | cut -c1-16))",
   "memory_max_percent": $limit_pct,
+  "memory_limit": "memory.high (memory.max a quarter of the working set above it)",
   "note": "${CHURN_NOTE:-}",
   "host_loadavg_start": "$loadavg_start",
   "host_loadavg_end": "$loadavg_end",
