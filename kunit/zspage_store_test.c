@@ -317,6 +317,80 @@ static void afm_zs_test_shards(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
 }
 
+/*
+ * Donors: holes left in a shard whose CPUs stopped allocating are reused.
+ * Shard 0 of a pool of two fills and frees every other object, so that it
+ * holds far more than AFM_ZS_DONOR_ON bytes of indexed holes; allocations
+ * named to shard 1 (no zspage yet) then take those holes instead of
+ * opening a zspage: the objects live in shard 0 (their handles say so), no
+ * page is added, the donated counter counts each, and every byte reads
+ * back. Once shard 0's holes drop below AFM_ZS_DONOR_OFF it is no donor:
+ * shard 1 opens its own zspage and the rest go there.
+ */
+static void afm_zs_test_donor(struct kunit *test)
+{
+	const unsigned int n = 256, size = 1000;
+	unsigned long old = afm_zs_get_shards();
+	unsigned int i, donated = 0, own = 0;
+	struct afm_zs_counters before, c;
+	struct afm_zs_obj_info info;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	afm_zs_permille(test, 0);
+	afm_zs_set_shards(2);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_shards,
+						  (void *)old));
+	ts = afm_zs_set(test, 2 * n);
+	afm_zs_quiet(ts);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+	}
+	for (i = 0; i < n; i += 2) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	KUNIT_ASSERT_GE(test, before.hole_recorded, n / 2 * size);
+
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 1), 2);
+	for (i = n; i < 2 * n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		if (info.shard == 0) {
+			/* Every donated object comes before shard 1's own. */
+			KUNIT_EXPECT_EQ(test, own, 0);
+			donated++;
+		} else {
+			own++;
+		}
+		if (i == n + n / 4) {
+			/* A quarter in: all in shard 0's holes, no new page. */
+			afm_zs_get_counters(ts->pool, &c);
+			KUNIT_EXPECT_EQ(test, donated, n / 4 + 1);
+			KUNIT_EXPECT_EQ(test, c.total_pages, before.total_pages);
+			KUNIT_EXPECT_EQ(test, c.zspages, before.zspages);
+		}
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.donated - before.donated, donated);
+	/* Shard 0 kept some holes for itself; shard 1 opened zspages. */
+	KUNIT_EXPECT_LT(test, donated, n / 2);
+	KUNIT_EXPECT_GT(test, own, 0);
+	KUNIT_EXPECT_GT(test, c.hole_recorded, 0);
+	KUNIT_EXPECT_GT(test, c.zspages, before.zspages);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < 2 * n; i++)
+		if (ts->h[i])
+			KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool,
+							     ts->h[i], i, size,
+							     buf, i & 1));
+}
+
 /* zram's flags are honoured: data pages are movable zspage pages. */
 static void afm_zs_test_gfp(struct kunit *test)
 {
@@ -1045,6 +1119,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_density),
 	KUNIT_CASE(afm_zs_test_bad_handles),
 	KUNIT_CASE(afm_zs_test_shards),
+	KUNIT_CASE(afm_zs_test_donor),
 	KUNIT_CASE(afm_zs_test_gfp),
 	KUNIT_CASE(afm_zs_test_classes),
 	KUNIT_CASE_SLOW(afm_zs_test_stress),

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * afmalloc zspage store: allocation, free and access. The hole index and
- * placement (hole first, then the best-fitting tail, then a new zspage),
+ * placement (hole first, then the best-fitting tail, then a donor shard's
+ * hole, then a new zspage),
  * afm_zs_malloc() and afm_zs_free(), and the accessors (map, unmap, read,
  * write), which pin the entry and enter the zspage's gate.
  *
  * Locking: malloc and free take the pool lock (bottom halves off; free may
  * run with hardirqs off), then the gate of the zspage they change, shared,
  * for their header accesses (struct afm_zs_cur). Malloc allocates pages
- * only without the pool lock; free may take a hole table page with
+ * only without the pool lock, and takes a donor shard's lock only with
+ * spin_trylock() after dropping its own; free may take a hole table page with
  * GFP_NOWAIT under it (else the hole stays off the index). The hole index
  * (heads, records) is under the pool lock. Accessors never take it.
  */
@@ -57,6 +59,19 @@ static u32 afm_zs_rec_new(struct afm_zs_pool *zs)
 }
 
 /*
+ * Make @zs a donor or not (struct afm_zs_set). The bit is tested first:
+ * the word is shared by every shard, and only a change writes it.
+ */
+static void afm_zs_donor_mark(struct afm_zs_pool *zs, bool on)
+{
+	struct afm_zs_set *set = zs->pool->store;
+
+	lockdep_assert_held(&zs->lock);
+	if (set->nr > 1 && test_bit(zs->nr, set->donors) != on)
+		assign_bit(zs->nr, set->donors, on);
+}
+
+/*
  * Put record @r1 (@r1 - 1: its number), holding the @len bytes at @off of
  * @z (at least AFM_ZS_HOLE_MIN, free, below its fill offset), first on the
  * list of its class. The caller writes the hole's header
@@ -82,6 +97,8 @@ static void afm_zs_hole_link(struct afm_zs_pool *zs, struct afm_zspage *z,
 	z->linked++;
 	zs->hole_nr++;
 	zs->hole_rec_bytes += len;
+	if (zs->hole_rec_bytes >= AFM_ZS_DONOR_ON)
+		afm_zs_donor_mark(zs, true);
 }
 
 /*
@@ -107,6 +124,8 @@ static void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
 	z->linked--;
 	zs->hole_nr--;
 	zs->hole_rec_bytes -= rec->len;
+	if (zs->hole_rec_bytes < AFM_ZS_DONOR_OFF)
+		afm_zs_donor_mark(zs, false);
 }
 
 /*
@@ -310,6 +329,81 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 	afm_zs_hlist_update(zs, z);
 }
 
+/*
+ * The donor after @zs (in shard order, wrapping), or NULL. Read without a
+ * lock: a stale bit costs one failed trylock or one missed donor.
+ */
+static struct afm_zs_pool *afm_zs_donor(struct afm_zs_set *set,
+					struct afm_zs_pool *zs)
+{
+	unsigned int d;
+
+	if (set->nr == 1)
+		return NULL;
+	d = find_next_bit(set->donors, set->nr, zs->nr + 1);
+	if (d >= set->nr)
+		d = find_first_bit(set->donors, zs->nr);
+	return d < set->nr && d != zs->nr ? set->shard[d] : NULL;
+}
+
+/*
+ * Finish an allocation of @size bytes in @z of @zs at data offset @off, an
+ * extent of @ext bytes (in hole @hole, NULL if appended to the tail), with
+ * a slot of handle table page @hpg (pages it needs from @sp): write the
+ * headers and the entry, drop the pool lock. Return: the handle.
+ */
+static unsigned long afm_zs_commit(struct afm_zs_set *set,
+				   struct afm_zs_pool *zs, struct afm_zspage *z,
+				   struct afm_zs_hole *hole, unsigned int off,
+				   unsigned int ext, unsigned long hpg,
+				   struct afm_zs_spare *sp, size_t size)
+	__releases(&zs->lock)
+{
+	unsigned long idx = afm_zt_take(zs, &zs->htab, hpg, sp);
+	struct afm_zs_cur c;
+
+	WRITE_ONCE(zs->last_alloc, jiffies);
+	afm_zs_cur_begin(&c, z);
+	afm_zs_chdr_write(&c, off, ext, idx + 1);
+	if (hole && ext < hole->len)
+		afm_zs_chole_write(&c, off + ext, hole->len - ext, hole->r1);
+	afm_zs_cur_end(&c);
+	atomic64_set(afm_zs_entry(zs, idx + 1),
+		     afm_ze_make(z->id, off + AFM_ZS_HDR, size));
+	afm_zs_unlock(zs);
+	return (idx + 1) << set->shift | zs->nr;
+}
+
+/*
+ * Allocate @size bytes in an indexed hole of donor @zs, on behalf of
+ * another shard: without waiting for its lock, growing any table or
+ * allocating. Return: the handle, or 0.
+ */
+static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
+					 struct afm_zs_pool *zs, size_t size)
+{
+	struct afm_zs_spare sp = { };
+	struct afm_zs_hole hole;
+	unsigned long hpg;
+	unsigned int ext;
+
+	afm_bh_off();
+	if (!spin_trylock(&zs->lock)) {
+		afm_bh_on();
+		return 0;
+	}
+	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
+	    afm_zt_need(&zs->htab, hpg) ||
+	    !afm_zs_hole_find(zs, size + AFM_ZS_HDR, &hole)) {
+		afm_zs_unlock(zs);
+		return 0;
+	}
+	ext = afm_zs_hole_take(zs, &hole, size);
+	zs->st.donated++;
+	return afm_zs_commit(set, zs, hole.z, &hole, hole.off, ext, hpg, &sp,
+			     size);
+}
+
 /* The shard for an allocation on this CPU. */
 static struct afm_zs_pool *afm_zs_here(struct afm_zs_set *set)
 {
@@ -327,14 +421,13 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 {
 	struct afm_zs_set *set = pool->store;
 	struct afm_zs_pool *zs = afm_zs_here(set);
+	unsigned long hpg, dpg = 0, rpg, handle;
 	struct afm_zs_spare sp = { };
-	unsigned long hpg, dpg = 0, rpg, idx;
 	unsigned int meta, data, off, ext;
+	struct afm_zs_pool *donor;
 	struct afm_zs_hole hole;
+	bool in_hole, asked = false;
 	struct afm_zspage *z;
-	struct afm_zs_cur c;
-	bool in_hole;
-	atomic64_t *ent;
 
 	for (;;) {
 		afm_zs_lock(zs);
@@ -366,6 +459,20 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			in_hole = false;
 		else if (in_hole)
 			z = NULL;
+		if (!in_hole && !z && !asked) {
+			/* Rather a hole of a donor than a new zspage. */
+			asked = true;
+			donor = afm_zs_donor(set, zs);
+			if (donor) {
+				afm_zs_unlock(zs);
+				handle = afm_zs_malloc_donor(set, donor, size);
+				if (handle) {
+					afm_zs_spare_drain(&sp);
+					return handle;
+				}
+				continue;
+			}
+		}
 		if (!in_hole && !z) {
 			if (afm_zt_find(&zs->dtab, &dpg))
 				goto full;
@@ -395,19 +502,10 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		off = afm_zs_place(zs, z, size);
 		ext = size + AFM_ZS_HDR;
 	}
-	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
-	WRITE_ONCE(zs->last_alloc, jiffies);
-	afm_zs_cur_begin(&c, z);
-	afm_zs_chdr_write(&c, off, ext, idx + 1);
-	if (in_hole && ext < hole.len)
-		afm_zs_chole_write(&c, off + ext, hole.len - ext, hole.r1);
-	afm_zs_cur_end(&c);
-	ent = afm_zs_entry(zs, idx + 1);
-	atomic64_set(ent, afm_ze_make(z->id, off + AFM_ZS_HDR, size));
-	afm_zs_unlock(zs);
-
+	handle = afm_zs_commit(set, zs, z, in_hole ? &hole : NULL, off, ext,
+			       hpg, &sp, size);
 	afm_zs_spare_drain(&sp);
-	return (idx + 1) << set->shift | zs->nr;
+	return handle;
 
 full:
 	afm_zs_unlock(zs);

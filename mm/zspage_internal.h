@@ -393,6 +393,7 @@ struct afm_zs_pool {
 		unsigned long deferred_frees;
 		unsigned long hole_reused;
 		unsigned long hole_bytes;
+		unsigned long donated;
 		unsigned long moved;
 		unsigned long walked;
 		unsigned long evacuated;
@@ -421,14 +422,27 @@ struct afm_zs_pool {
  * @shift: log2 of @nr: a handle is (shard handle << @shift) | shard.
  * @test_shard: KUnit hook (afm_zs_test_alloc_shard()): the shard new
  *	objects go to, -1 for the current CPU's.
+ * @donors: shards whose indexed holes other shards' allocations may
+ *	take (AFM_ZS_DONOR_ON); a shard sets and clears its own bit, under
+ *	its lock, with atomic bit operations; read without any lock.
  * @shard: the shards. Set at creation, never changed.
  */
 struct afm_zs_set {
 	unsigned int nr;
 	unsigned int shift;
 	int test_shard;
+	DECLARE_BITMAP(donors, AFM_ZS_MAX_SHARDS);
 	struct afm_zs_pool *shard[];
 };
+
+/*
+ * A shard with at least AFM_ZS_DONOR_ON bytes of indexed holes is a donor
+ * (its bit in &afm_zs_set.donors) until they drop below AFM_ZS_DONOR_OFF:
+ * an allocation whose own shard would open a zspage takes a hole of a
+ * donor instead (see "Shards" in zspage_store.c).
+ */
+#define AFM_ZS_DONOR_ON		(2 * AFM_ZS_SIZE)
+#define AFM_ZS_DONOR_OFF	AFM_ZS_SIZE
 
 /*
  * The shard of the object of @handle (a handle from afm_zs_malloc(), or

@@ -37,7 +37,8 @@
  * class (or the first hole of the next class with any, which all fit),
  * and the smallest tail that fits (tails bucketed by size in AFM_ZS_GRAIN
  * steps below PAGE_SIZE and in pages above); only when neither fits is a
- * new zspage opened. A brand-new zspage has the largest tail, so
+ * hole of a donor shard taken (see "Shards") or else a new zspage opened.
+ * A brand-new zspage has the largest tail, so
  * consecutive allocations fill it in order (objects written together lie
  * together and tend to die together, which frees whole zspages without
  * copying), while the tails of older zspages are topped up by objects that
@@ -77,8 +78,14 @@
  * meets that shard's allocations. Objects never move between shards.
  * Pool-wide queries (pages, statistics, afm_compact()) visit every shard.
  * The price: each shard's own open zspage tail and table pages (a few
- * pages a shard) and holes that only allocations on their shard's CPUs
- * reuse (compaction takes the rest).
+ * pages a shard). Holes are not stranded in a shard whose CPUs stopped
+ * allocating (a task that moved to another CPU, frees from elsewhere): a
+ * shard with at least AFM_ZS_DONOR_ON bytes of indexed holes is a donor
+ * (a bit in struct afm_zs_set), and an allocation whose own shard would
+ * have to open a zspage takes a hole of the next donor instead: with
+ * spin_trylock() (a busy donor is skipped), only an indexed hole, and only
+ * if the donor's handle table needs no page; the object then belongs to
+ * the donor (its handle names it). No CPU ever holds two shard locks.
  *
  * Handle encoding
  * ---------------
@@ -366,17 +373,18 @@ static int afm_zs_create(struct afm_pool *pool)
 	set->nr = n;
 	set->shift = ilog2(n);
 	set->test_shard = -1;
+	pool->store = set;
 	for (i = 0; i < n; i++) {
 		set->shard[i] = afm_zs_shard_create(pool, i, set->shift);
 		if (!set->shard[i])
 			goto fail;
 	}
-	pool->store = set;
 	return 0;
 
 fail:
 	while (i--)
 		afm_zs_shard_destroy(set->shard[i]);
+	pool->store = NULL;
 	kfree(set);
 	return -ENOMEM;
 }
@@ -720,6 +728,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->moved = zs->st.moved;
 	c->walked = zs->st.walked;
 	c->hole_reused = zs->st.hole_reused;
+	c->donated = zs->st.donated;
 	c->hole_recorded = zs->hole_rec_bytes;
 }
 

@@ -48,6 +48,8 @@
  * @walked: extents (objects and holes) compaction looked at in its
  *	victims: its work besides the copying, whatever the pool's size.
  * @hole_reused: objects placed in holes of the hole index.
+ * @donated: of those, objects allocated on behalf of another shard (the
+ *	shard was a donor, see struct afm_zs_set).
  * @hole_recorded: bytes of the holes on the hole index now.
  */
 struct afm_zs_counters {
@@ -73,6 +75,7 @@ struct afm_zs_counters {
 	unsigned long moved;
 	unsigned long walked;
 	unsigned long hole_reused;
+	unsigned long donated;
 	unsigned long hole_recorded;
 };
 
