@@ -9,7 +9,8 @@
 # compressor, then the same disksize, all before any I/O), fills each
 # device once with half-compressible data (bench/fio/zram.fio [fill]), then
 # for every run, every shape and every allocator runs the [shape] job for
-# --runtime seconds. Allocator order rotates: run r starts with allocator
+# --runtime seconds (the shape mixwrite: the [mix25] and [mix75] jobs
+# together, random overwrites of changing compressibility). Allocator order rotates: run r starts with allocator
 # number (r - 1) % N, so no allocator always goes first.
 #
 # Writes DIR/fio/run<r>-<alloc>-<shape>.json (fio's JSON output, "/" in the
@@ -26,7 +27,7 @@ usage() {
 here=$(cd "$(dirname "$0")" && pwd)
 jobfile=$here/fio/zram.fio
 out= allocs=zsmalloc,afmalloc/zspage,afmalloc/slab runs=3 runtime=10 size=256M
-shapes=write,read,randwrite,randread,randrw comp=lz4
+shapes=write,read,randwrite,randread,randrw,mixwrite comp=lz4
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--out) out=${2:?}; shift ;;
@@ -53,8 +54,8 @@ command -v fio >/dev/null || die "fio missing (bench/fio.sh installs it on the h
 IFS=, read -r -a alist <<< "$allocs"
 IFS=, read -r -a slist <<< "$shapes"
 for s in "${slist[@]}"; do
-	case "$s" in write|read|randwrite|randread|randrw) ;;
-	*) die "unknown shape '$s' (known: write, read, randwrite, randread, randrw)" ;;
+	case "$s" in write|read|randwrite|randread|randrw|mixwrite) ;;
+	*) die "unknown shape '$s' (known: write, read, randwrite, randread, randrw, mixwrite)" ;;
 	esac
 done
 
@@ -82,10 +83,14 @@ config_dev() {
 mm_row() {  # mm_row ALLOC DEV WHEN
 	echo "$1,$2,$3,$(awk '{ $1 = $1; print }' OFS=, "/sys/block/$2/mm_stat")" >> "$mm"
 }
-# run_fio SECTION DEV RW JSON: one fio call, its JSON to a file.
+# run_fio SECTIONS DEV RW JSON: one fio call running the job file's
+# SECTIONS (comma-separated) together, its JSON to a file.
 run_fio() {
+	local secs=() s
+	IFS=, read -r -a s <<< "$1"
+	secs=("${s[@]/#/--section=}")
 	FIO_DEV=/dev/$2 FIO_SIZE=$size FIO_RW=$3 FIO_RUNTIME=$runtime \
-		fio --section="$1" --output-format=json --output="$4" "$jobfile" ||
+		fio "${secs[@]}" --output-format=json --output="$4" "$jobfile" ||
 		{ cat "$4" >&2 2>/dev/null || true; die "fio $1 $3 on /dev/$2 failed"; }
 }
 # to_csv RUN ALLOC SHAPE JSON [ALLOC SHAPE JSON]...: rows for fio.csv on
@@ -137,7 +142,9 @@ for ((r = 1; r <= runs; r++)); do
 		for i in "${order[@]}"; do
 			a=${alist[$i]}
 			json=$out/fio/run$r-${a//\//-}-$s.json
-			run_fio shape "${devs[$i]}" "$s" "$json"
+			sec=shape
+			[ "$s" != mixwrite ] || sec=mix25,mix75
+			run_fio "$sec" "${devs[$i]}" "$s" "$json"
 			jobs+=("$a" "$s" "$json")
 		done
 	done

@@ -18,7 +18,7 @@ usage() {
 	echo "usage: $0 [--out DIR] [--runs N] [--runtime SEC] [--size SIZE] [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]"
 }
 out= runs=3 runtime=10 size=256M memory=2G cpus=2
-allocs=zsmalloc,afmalloc/zspage,afmalloc/slab shapes=write,read,randwrite,randread,randrw
+allocs=zsmalloc,afmalloc/zspage,afmalloc/slab shapes=write,read,randwrite,randread,randrw,mixwrite
 opts=()
 while [ $# -gt 0 ]; do
 	case "$1" in

@@ -305,7 +305,10 @@ def fio(run_dir):
                                  "date", "config_sha256", "source")), ""]
     out += _host_note(meta)
     out += [f"fio on one zram device per allocator in one boot: 4 KiB psync direct I/O, "
-            f"one job, half-compressible data, device filled first; IOPS: median of "
+            f"one job, half-compressible data, device filled first"
+            + ("; mixwrite: two jobs at once, random writes of data a quarter and "
+               "three quarters compressible" if "mixwrite" in shapes else "")
+            + f"; IOPS: median of "
             f"{len(runs)} run(s) (randrw: read + write); x zsmalloc: median of the "
             "per-run ratios to zsmalloc in the same run. The allocator order rotates "
             "per run. Under TCG (emulated CPU, shared host) the absolute numbers are "
