@@ -146,7 +146,7 @@ vm-test-churn: guest
 	$(TIMED) vm-churn-short $(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
 		$(TOP)/tests/vm/churn-short.sh --bin "$$($(TOP)/bench/churn/run.sh --print-bin)"
 
-# fio on one zram device per allocator in one boot (~15 min under TCG).
+# fio on one zram device per allocator in one boot (~10 min under TCG, host alone).
 bench-fio: setup
 	$(TOP)/bench/fio.sh $(if $(OUT),--out $(OUT))
 
