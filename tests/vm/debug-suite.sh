@@ -20,6 +20,9 @@
 #                                on zram, afmalloc/zspage: every page read
 #                                back checked (zswap: step 5 and make
 #                                vm-test-churn)
+#   7. tests/vm/zswap-zero-race.sh  pages rewritten with zeros under zswap
+#                                writeback, zsmalloc and both afmalloc
+#                                stores: the kernel fix in patches/0006
 #
 # Every test runs even if an earlier one failed; the exit status is 1 if
 # any failed. Between tests every zram device is reset and zram's default
@@ -38,22 +41,25 @@
 #   bad-input       zram's allocator selection and afmalloc's parameters
 #   zswap           afmalloc as zswap's zpool, both stores
 #   churn           swap churn on zram, across the pool's shards
+#   zero-race       zswap's stale entries behind zero-filled pages (0006)
 # (Only tests/vm/zswap-stock.sh on Debian's kernel may skip what that
 # kernel cannot do, e.g. KUnit without CONFIG_KUNIT; it prints the skip.)
 #
 #   tests/vm/debug-suite.sh --kunit-dir DIR --dataset TAR --zswap-load BIN
-#                           --churn-bin BIN [--stress-seconds N]
+#                           --churn-bin BIN --zero-race-bin BIN
+#                           [--stress-seconds N]
 #                           [--only NAME[,NAME...]]
 set -uo pipefail
 
 here=$(dirname "$(realpath "$0")")
-kdir= dataset= load= churn= stress_s=10 only=
+kdir= dataset= load= churn= zrace= stress_s=10 only=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kunit-dir) kdir=${2:?}; shift ;;
 	--dataset) dataset=${2:?}; shift ;;
 	--zswap-load) load=${2:?}; shift ;;
 	--churn-bin) churn=${2:?}; shift ;;
+	--zero-race-bin) zrace=${2:?}; shift ;;
 	--stress-seconds) stress_s=${2:?}; shift ;;
 	--only) only=${2:?}; shift ;;
 	-h|--help) sed -n '3,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -61,8 +67,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ -n "$kdir" ] && [ -f "$dataset" ] && [ -x "$load" ] && [ -x "$churn" ] || {
-	echo "debug-suite: --kunit-dir, --dataset TAR, --zswap-load BIN and --churn-bin BIN are required" >&2; exit 2; }
+[ -n "$kdir" ] && [ -f "$dataset" ] && [ -x "$load" ] && [ -x "$churn" ] && [ -x "$zrace" ] || {
+	echo "debug-suite: --kunit-dir, --dataset TAR, --zswap-load BIN, --churn-bin BIN and --zero-race-bin BIN are required" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "debug-suite: must run as root (inside the guest)" >&2; exit 2; }
 
 param=/sys/module/zram/parameters/default_allocator
@@ -92,7 +98,7 @@ check_log() {  # NAME
 }
 
 # The steps that must not skip (see above): all of them.
-mandatory=",kunit,zram-integrity,fault-inject,bad-input,zswap,churn,"
+mandatory=",kunit,zram-integrity,fault-inject,bad-input,zswap,churn,zero-race,"
 failed=() summary=() ran=0
 step() {  # NAME CMD...: run one test, record its status and time
 	local name=$1 t0=$SECONDS rc res
@@ -130,6 +136,8 @@ step fault-inject "$here/fault-inject.sh" --alloc afmalloc/zspage
 step bad-input "$here/bad-input.sh"
 step zswap "$here/zswap-test.sh" --load "$load" --builtin --mb 64 --limit-mb 16
 step churn "$here/churn-short.sh" --bin "$churn" --zram afmalloc/zspage --zswap ""
+step zero-race "$here/zswap-zero-race.sh" --guest --bin "$zrace" \
+	--zpool zsmalloc,afmalloc/zspage,afmalloc/slab --runs 1 --seconds 20
 
 [ $ran -gt 0 ] || { echo "debug-suite: FAIL: --only '$only' names no step" >&2; exit 1; }
 echo "== debug-suite: summary"
