@@ -90,9 +90,9 @@ vm-test-debug: guest-debug
 		--zero-race-bin "$$($(TOP)/tests/vm/zswap-zero-race.sh --print-bin)"
 
 # zswap's stale entries behind zero-filled pages (patches/0006): the
-# project's lean kernel, zsmalloc and both afmalloc stores, 3 runs each
-# (~8 min under TCG). tests/vm/zswap-zero-race.sh --stock shows the bug
-# on Debian's unmodified kernel.
+# project's lean kernel, zsmalloc and both afmalloc stores, 3 runs each of
+# 200 zswap writebacks and zero-filled swap-outs (a few minutes under TCG).
+# tests/vm/zswap-zero-race.sh --stock shows the bug on Debian's kernel.
 vm-test-zero-race: guest
 	$(TIMED) vm-zero-race $(TOP)/tests/vm/zswap-zero-race.sh \
 		--zpool zsmalloc,afmalloc/zspage,afmalloc/slab

@@ -21,8 +21,9 @@
 #                                back checked (zswap: step 5 and make
 #                                vm-test-churn)
 #   7. tests/vm/zswap-zero-race.sh  pages rewritten with zeros under zswap
-#                                writeback, zsmalloc and both afmalloc
-#                                stores: the kernel fix in patches/0006
+#                                writeback, zsmalloc and afmalloc/zspage
+#                                (slab: make vm-test-zero-race): the
+#                                kernel fix in patches/0006
 #
 # Every test runs even if an earlier one failed; the exit status is 1 if
 # any failed. Between tests every zram device is reset and zram's default
@@ -137,7 +138,7 @@ step bad-input "$here/bad-input.sh"
 step zswap "$here/zswap-test.sh" --load "$load" --builtin --mb 64 --limit-mb 16
 step churn "$here/churn-short.sh" --bin "$churn" --zram afmalloc/zspage --zswap ""
 step zero-race "$here/zswap-zero-race.sh" --guest --bin "$zrace" \
-	--zpool zsmalloc,afmalloc/zspage,afmalloc/slab --runs 1 --seconds 20
+	--zpool zsmalloc,afmalloc/zspage --runs 1 --events 100 --seconds 300
 
 [ $ran -gt 0 ] || { echo "debug-suite: FAIL: --only '$only' names no step" >&2; exit 1; }
 echo "== debug-suite: summary"

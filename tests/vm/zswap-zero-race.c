@@ -3,7 +3,8 @@
  * zswap-zero-race - stress the swap-out of pages that were rewritten with
  * zeros while zswap still holds an older copy of them.
  *
- *   zswap-zero-race [--pages N] [--workers W] [--seconds S] [--seed N]
+ *   zswap-zero-race [--pages N] [--workers W] [--events E] [--seconds S]
+ *                   [--seed N]
  *
  * Run it in a cgroup v2 whose memory.zswap.max is a few pages, with zswap
  * in front of a swap device (tests/vm/zswap-zero-race.sh does), so that
@@ -25,10 +26,17 @@
  * old contents land in a new swap-cache folio, and the next fault on the
  * page maps them instead of zeros.
  *
+ * How long it runs is set by what the kernel did, not by the clock: it
+ * stops once /proc/vmstat shows E (default 200) zswap writebacks (zswpwb)
+ * and E zero-filled swap-outs (swpout_zero) since it started, the two
+ * things the race needs; S seconds (default 300) is only a backstop. With
+ * --events 0 it runs for S seconds.
+ *
  * On any mismatch the page, what was expected and what was found (zero or
  * the stamp's generation) are printed and the program exits with status 3.
- * Otherwise it prints its counts and exits 0. Status 2: bad arguments or a
- * system call failed.
+ * If S seconds passed before E events of each kind, it exits with status 4
+ * (inconclusive). Otherwise it prints its counts and exits 0. Status 2: bad
+ * arguments or a system call failed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,7 +63,8 @@ struct page_state {
 
 static unsigned char *area;
 static struct page_state *state;
-static unsigned long npages = 512, nworkers = 2, seconds = 30, seed = 1;
+static unsigned long npages = 512, nworkers = 2, seconds = 300, seed = 1;
+static unsigned long events = 200;
 static volatile int stop;
 static unsigned long pageouts;
 
@@ -177,15 +186,38 @@ static void *pager(void *arg)
 	return NULL;
 }
 
-static unsigned long num(const char *opt, const char *s)
+/* zswpwb and swpout_zero from /proc/vmstat (0 if the kernel lacks one). */
+static void vmstat(unsigned long long *wb, unsigned long long *zero)
+{
+	char name[64];
+	unsigned long long v;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	*wb = 0;
+	*zero = 0;
+	if (!f) {
+		perror("zswap-zero-race: /proc/vmstat");
+		exit(2);
+	}
+	while (fscanf(f, "%63s %llu", name, &v) == 2) {
+		if (!strcmp(name, "zswpwb"))
+			*wb = v;
+		else if (!strcmp(name, "swpout_zero"))
+			*zero = v;
+	}
+	fclose(f);
+}
+
+static unsigned long num(const char *opt, const char *s, int zero_ok)
 {
 	char *end;
 	unsigned long v;
 
 	errno = 0;
 	v = strtoul(s ? s : "", &end, 10);
-	if (!s || errno || *end || !v) {
-		fprintf(stderr, "zswap-zero-race: %s needs a positive number\n", opt);
+	if (!s || errno || *end || (!v && !zero_ok)) {
+		fprintf(stderr, "zswap-zero-race: %s needs a %s number\n", opt,
+			zero_ok ? "whole" : "positive");
 		exit(2);
 	}
 	return v;
@@ -196,19 +228,24 @@ int main(int argc, char **argv)
 	struct worker *wk;
 	pthread_t ptid;
 	unsigned long i, w, checks = 0, zeros = 0, patterns = 0;
-	int a, failed = 0;
+	unsigned long long wb0, zero0, wb, zero;
+	struct timespec t0, t1;
+	double elapsed;
+	int a, failed = 0, capped = 0;
 
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--pages"))
-			npages = num(argv[a], argv[a + 1]), a++;
+			npages = num(argv[a], argv[a + 1], 0), a++;
 		else if (!strcmp(argv[a], "--workers"))
-			nworkers = num(argv[a], argv[a + 1]), a++;
+			nworkers = num(argv[a], argv[a + 1], 0), a++;
 		else if (!strcmp(argv[a], "--seconds"))
-			seconds = num(argv[a], argv[a + 1]), a++;
+			seconds = num(argv[a], argv[a + 1], 0), a++;
+		else if (!strcmp(argv[a], "--events"))
+			events = num(argv[a], argv[a + 1], 1), a++;
 		else if (!strcmp(argv[a], "--seed"))
-			seed = num(argv[a], argv[a + 1]), a++;
+			seed = num(argv[a], argv[a + 1], 0), a++;
 		else {
-			fprintf(stderr, "usage: zswap-zero-race [--pages N] [--workers W] [--seconds S] [--seed N]\n");
+			fprintf(stderr, "usage: zswap-zero-race [--pages N] [--workers W] [--events E] [--seconds S] [--seed N]\n");
 			return 2;
 		}
 	}
@@ -227,6 +264,8 @@ int main(int argc, char **argv)
 	madvise(area, npages * PG, MADV_NOHUGEPAGE);
 	for (i = 0; i < npages; i++)
 		fill(i, 0);
+	vmstat(&wb0, &zero0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	for (w = 0; w < nworkers; w++) {
 		wk[w].first = npages * w / nworkers;
@@ -241,8 +280,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zswap-zero-race: cannot start the pager\n");
 		return 2;
 	}
-	for (i = 0; i < seconds * 10 && !stop; i++)
+	while (!stop) {
 		usleep(100000);
+		vmstat(&wb, &zero);
+		if (events && wb - wb0 >= events && zero - zero0 >= events)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 >= seconds) {
+			capped = events != 0;
+			break;
+		}
+	}
 	stop = 1;
 	pthread_join(ptid, NULL);
 	for (w = 0; w < nworkers; w++) {
@@ -255,8 +303,13 @@ int main(int argc, char **argv)
 	/* A last pass after everything settled. */
 	for (i = 0; i < npages && !failed; i++)
 		failed |= check(i);
-	printf("zswap-zero-race: %lu pages, %lu checks, %lu rewrites to zeros, %lu to patterns, %lu pageout passes: %s\n",
-	       npages, checks, zeros, patterns, pageouts,
-	       failed ? "MISMATCH" : "all pages as written");
-	return failed ? 3 : 0;
+	vmstat(&wb, &zero);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	elapsed = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("zswap-zero-race: %lu pages, %lu checks, %lu rewrites to zeros, %lu to patterns, %lu pageout passes, %llu zswap writebacks, %llu zero-filled swap-outs in %.1f s: %s\n",
+	       npages, checks, zeros, patterns, pageouts, wb - wb0, zero - zero0,
+	       elapsed, failed ? "MISMATCH" :
+	       capped ? "all pages as written, but too few events (inconclusive)" :
+	       "all pages as written");
+	return failed ? 3 : capped ? 4 : 0;
 }

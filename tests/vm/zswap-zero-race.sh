@@ -5,8 +5,8 @@
 # in front of a zram swap device, every page checked.
 #
 #   tests/vm/zswap-zero-race.sh [--stock | --kernel DIR] [--zpool LIST]
-#                               [--seconds S] [--pages N] [--runs R]
-#                               [--out DIR]
+#                               [--events E] [--seconds S] [--pages N]
+#                               [--runs R] [--out DIR]
 #   tests/vm/zswap-zero-race.sh --print-bin   build the program, print its path
 #   tests/vm/zswap-zero-race.sh --guest --bin BIN [--zpool LIST] [...]
 #
@@ -16,19 +16,22 @@
 # kernel built in DIR (default $AFMALLOC_BUILD/guest, make guest), which
 # carries the fix (patches/0006-*) and where --zpool may also name
 # afmalloc/zspage and afmalloc/slab. LIST defaults to zsmalloc. Each zpool
-# gets R runs of at most S seconds (defaults 3 x 40 s; a run stops at the
-# first wrong page) on N pages (default 512). --out DIR keeps the guest
-# console there (guest.log).
+# gets R runs (default 3) on N pages (default 512); a run lasts until the
+# kernel has done E (default 200) zswap writebacks and E zero-filled
+# swap-outs, the two things the race needs, or stops at the first wrong
+# page; S seconds (default 300) is only a backstop, after which the run
+# fails as inconclusive. --out DIR keeps the guest console there
+# (guest.log).
 #
 # In the guest (--guest: through scripts/vm-run.sh, or as a step of
 # tests/vm/debug-suite.sh): zram0 (lz4, 256 MiB) is the only swap; zswap
 # (lz4, shrinker on) in front of it; the program runs in a cgroup whose
 # memory.zswap.max is 16 KiB (a few of its pages), so every zswap store
 # writes back the cgroup's oldest entries. A run passes when every page
-# read back is what was written and the run did what the race needs:
-# zero-filled swap-outs (swpout_zero) and zswap writebacks (zswpwb); a run
-# without them fails as inconclusive. Afterwards zram0 is swapped off and
-# zswap's enabled, zpool and compressor are put back.
+# read back is what was written and the kernel did E zswap writebacks
+# (zswpwb) and E zero-filled swap-outs (swpout_zero) before the backstop.
+# Afterwards zram0 is swapped off and zswap's enabled, zpool and
+# compressor are put back.
 #
 # Exit status: 0 all runs passed; 3 a page read back wrong; 1 otherwise.
 . "$(dirname "$0")/../../scripts/common.sh"
@@ -36,12 +39,13 @@
 self=$(realpath "$0")
 
 guest() {
-	local bin='' zpools=zsmalloc seconds=40 pages=512 runs=3
+	local bin='' zpools=zsmalloc events=200 seconds=300 pages=512 runs=3
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--bin) bin=${2:?}; shift ;;
 		--zpool) zpools=${2:?}; shift ;;
 		--seconds) seconds=${2:?}; shift ;;
+		--events) events=${2:?}; shift ;;
 		--pages) pages=${2:?}; shift ;;
 		--runs) runs=${2:?}; shift ;;
 		*) die "unknown guest option '$1'" ;;
@@ -89,7 +93,7 @@ guest() {
 			mapfile -t before < <(vmstat)
 			set +e
 			bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$c" \
-				"$bin" --pages "$pages" --seconds "$seconds" --seed "$r"
+				"$bin" --pages "$pages" --events "$events" --seconds "$seconds" --seed "$r"
 			st=$?
 			set -e
 			mapfile -t after < <(vmstat)
@@ -102,6 +106,9 @@ guest() {
 			if [ "$st" = 3 ]; then
 				echo "zswap-zero-race: FAIL: $zp run $r: a page read back wrong"
 				rc=3
+			elif [ "$st" = 4 ]; then
+				echo "zswap-zero-race: FAIL: $zp run $r: inconclusive (fewer than $events zswap writebacks or zero-filled swap-outs in $seconds s)"
+				[ "$rc" = 3 ] || rc=1
 			elif [ "$st" != 0 ]; then
 				echo "zswap-zero-race: FAIL: $zp run $r: the program exited $st"
 				[ "$rc" = 3 ] || rc=1
@@ -116,7 +123,7 @@ guest() {
 	echo "$was_zpool" > $zs/zpool || true
 	echo "$was_comp" > $zs/compressor || true
 	echo "$was_enabled" > $zs/enabled || true
-	[ "$rc" = 0 ] && echo "zswap-zero-race: PASS ($zpools, $runs runs of ${seconds} s each)"
+	[ "$rc" = 0 ] && echo "zswap-zero-race: PASS ($zpools, $runs runs of $events zswap writebacks and zero-filled swap-outs each)"
 	return "$rc"
 }
 
@@ -143,8 +150,8 @@ while [ $# -gt 0 ]; do
 	--stock) stock=1 ;;
 	--kernel) kdir=${2:?--kernel needs a build dir}; shift ;;
 	--out) out=${2:?--out needs a folder}; shift ;;
-	--zpool|--seconds|--pages|--runs) gargs+=("$1" "${2:?$1 needs a value}"); shift ;;
-	-h|--help) sed -n '3,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--zpool|--events|--seconds|--pages|--runs) gargs+=("$1" "${2:?$1 needs a value}"); shift ;;
+	-h|--help) sed -n '3,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1'" ;;
 	esac
 	shift
