@@ -14,6 +14,7 @@
 #   make vm-test   the in-VM tests on the lean guest kernel, quick dataset
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
+#   make vm-test-zero-race  zswap's stale entries behind zero pages (patches/0006)
 #
 # Caches live in $(AFMALLOC_CACHE) (default ~/.cache/afmalloc).
 
@@ -43,7 +44,7 @@ TIMED := $(TOP)/scripts/timed.sh
 all: help
 
 help:
-	@sed -n '3,16p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	$(TIMED) setup $(TOP)/scripts/setup.sh

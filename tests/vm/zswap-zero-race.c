@@ -41,7 +41,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <stdint.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,19 +53,23 @@
 #define MADV_PAGEOUT 21
 #endif
 
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef unsigned char u8;
+
 #define PG 4096UL
 #define MAGIC 0x7a7a7261636521ULL	/* "!ecarzz" */
 
 struct page_state {
-	uint32_t gen;		/* last generation written */
-	uint8_t zero;		/* last write was all zeros */
+	u32 gen;		/* last generation written */
+	u8 zero;		/* last write was all zeros */
 };
 
 static unsigned char *area;
 static struct page_state *state;
 static unsigned long npages = 512, nworkers = 2, seconds = 300, seed = 1;
 static unsigned long events = 200;
-static volatile int stop;
+static atomic_int stop;
 static unsigned long pageouts;
 
 /*
@@ -73,13 +77,13 @@ static unsigned long pageouts;
  * xorshift stream (about 2 KiB after compression, so that a few pages
  * fill the cgroup's zswap limit), the second half a repeated text word.
  */
-static uint64_t word(unsigned long i, uint32_t gen, unsigned long k, uint64_t *x)
+static u64 word(unsigned long i, u32 gen, unsigned long k, u64 *x)
 {
 	if (k == 0)
 		return MAGIC;
 	if (k == 1) {
-		*x = (((uint64_t)i << 32) | gen) * 0x9e3779b97f4a7c15ULL | 1;
-		return ((uint64_t)i << 32) | gen;
+		*x = (((u64)i << 32) | gen) * 0x9e3779b97f4a7c15ULL | 1;
+		return ((u64)i << 32) | gen;
 	}
 	if (k >= PG / 16)
 		return 0x2065676170206f72ULL;
@@ -89,10 +93,10 @@ static uint64_t word(unsigned long i, uint32_t gen, unsigned long k, uint64_t *x
 	return *x;
 }
 
-static void fill(unsigned long i, uint32_t gen)
+static void fill(unsigned long i, u32 gen)
 {
-	uint64_t *w = (uint64_t *)(area + i * PG);
-	uint64_t x = 0;
+	u64 *w = (u64 *)(area + i * PG);
+	u64 x = 0;
 	unsigned long k;
 
 	for (k = 0; k < PG / 8; k++)
@@ -102,7 +106,7 @@ static void fill(unsigned long i, uint32_t gen)
 /* Returns 0 if page i holds what state[i] says, else prints and returns 1. */
 static int check(unsigned long i)
 {
-	const uint64_t *w = (const uint64_t *)(area + i * PG);
+	const u64 *w = (const u64 *)(area + i * PG);
 	const struct page_state *s = &state[i];
 	unsigned long k, nz = 0;
 
@@ -112,7 +116,7 @@ static int check(unsigned long i)
 		if (!nz)
 			return 0;
 	} else {
-		uint64_t x = 0;
+		u64 x = 0;
 
 		for (k = 0; k < PG / 8; k++)
 			if (w[k] != word(i, s->gen, k, &x))
@@ -147,8 +151,8 @@ static void *work(void *arg)
 	struct worker *wk = arg;
 	unsigned long i;
 
-	while (!stop && !wk->failed) {
-		for (i = wk->first; i < wk->last && !stop; i++) {
+	while (!atomic_load(&stop) && !wk->failed) {
+		for (i = wk->first; i < wk->last && !atomic_load(&stop); i++) {
 			if (check(i)) {
 				wk->failed = 1;
 				break;
@@ -169,14 +173,14 @@ static void *work(void *arg)
 		}
 	}
 	if (wk->failed)
-		stop = 1;
+		atomic_store(&stop, 1);
 	return NULL;
 }
 
 static void *pager(void *arg)
 {
 	(void)arg;
-	while (!stop) {
+	while (!atomic_load(&stop)) {
 		if (madvise(area, npages * PG, MADV_PAGEOUT)) {
 			perror("zswap-zero-race: madvise(MADV_PAGEOUT)");
 			exit(2);
@@ -187,7 +191,7 @@ static void *pager(void *arg)
 }
 
 /* zswpwb and swpout_zero from /proc/vmstat (0 if the kernel lacks one). */
-static void vmstat(unsigned long long *wb, unsigned long long *zero)
+static void read_counters(unsigned long long *wb, unsigned long long *zero)
 {
 	char name[64];
 	unsigned long long v;
@@ -234,20 +238,24 @@ int main(int argc, char **argv)
 	int a, failed = 0, capped = 0;
 
 	for (a = 1; a < argc; a++) {
-		if (!strcmp(argv[a], "--pages"))
-			npages = num(argv[a], argv[a + 1], 0), a++;
-		else if (!strcmp(argv[a], "--workers"))
-			nworkers = num(argv[a], argv[a + 1], 0), a++;
-		else if (!strcmp(argv[a], "--seconds"))
-			seconds = num(argv[a], argv[a + 1], 0), a++;
-		else if (!strcmp(argv[a], "--events"))
-			events = num(argv[a], argv[a + 1], 1), a++;
-		else if (!strcmp(argv[a], "--seed"))
-			seed = num(argv[a], argv[a + 1], 0), a++;
-		else {
-			fprintf(stderr, "usage: zswap-zero-race [--pages N] [--workers W] [--events E] [--seconds S] [--seed N]\n");
+		const char *opt = argv[a], *val = argv[a + 1];
+
+		if (!strcmp(opt, "--pages")) {
+			npages = num(opt, val, 0);
+		} else if (!strcmp(opt, "--workers")) {
+			nworkers = num(opt, val, 0);
+		} else if (!strcmp(opt, "--seconds")) {
+			seconds = num(opt, val, 0);
+		} else if (!strcmp(opt, "--events")) {
+			events = num(opt, val, 1);
+		} else if (!strcmp(opt, "--seed")) {
+			seed = num(opt, val, 0);
+		} else {
+			fputs("usage: zswap-zero-race [--pages N] [--workers W]\n", stderr);
+			fputs("       [--events E] [--seconds S] [--seed N]\n", stderr);
 			return 2;
 		}
+		a++;
 	}
 	if (nworkers > npages) {
 		fprintf(stderr, "zswap-zero-race: more workers than pages\n");
@@ -264,7 +272,7 @@ int main(int argc, char **argv)
 	madvise(area, npages * PG, MADV_NOHUGEPAGE);
 	for (i = 0; i < npages; i++)
 		fill(i, 0);
-	vmstat(&wb0, &zero0);
+	read_counters(&wb0, &zero0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	for (w = 0; w < nworkers; w++) {
@@ -280,9 +288,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zswap-zero-race: cannot start the pager\n");
 		return 2;
 	}
-	while (!stop) {
+	while (!atomic_load(&stop)) {
 		usleep(100000);
-		vmstat(&wb, &zero);
+		read_counters(&wb, &zero);
 		if (events && wb - wb0 >= events && zero - zero0 >= events)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -291,7 +299,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	stop = 1;
+	atomic_store(&stop, 1);
 	pthread_join(ptid, NULL);
 	for (w = 0; w < nworkers; w++) {
 		pthread_join(wk[w].tid, NULL);
@@ -303,13 +311,15 @@ int main(int argc, char **argv)
 	/* A last pass after everything settled. */
 	for (i = 0; i < npages && !failed; i++)
 		failed |= check(i);
-	vmstat(&wb, &zero);
+	read_counters(&wb, &zero);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	elapsed = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("zswap-zero-race: %lu pages, %lu checks, %lu rewrites to zeros, %lu to patterns, %lu pageout passes, %llu zswap writebacks, %llu zero-filled swap-outs in %.1f s: %s\n",
-	       npages, checks, zeros, patterns, pageouts, wb - wb0, zero - zero0,
-	       elapsed, failed ? "MISMATCH" :
-	       capped ? "all pages as written, but too few events (inconclusive)" :
+	printf("zswap-zero-race: %lu pages, %lu checks, %lu rewrites to zeros, %lu to patterns,",
+	       npages, checks, zeros, patterns);
+	printf(" %lu pageout passes, %llu zswap writebacks,", pageouts, wb - wb0);
+	printf(" %llu zero-filled swap-outs in %.1f s: %s\n", zero - zero0, elapsed,
+	       failed ? "MISMATCH" : capped ?
+	       "all pages as written, but too few events (inconclusive)" :
 	       "all pages as written");
 	return failed ? 3 : capped ? 4 : 0;
 }
