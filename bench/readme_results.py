@@ -104,7 +104,7 @@ SUMMARY = {
     "zswap_stock": "zswap-stock",           # zswap on Debian's kernel
     # Swap churn (bench/churn/), a row group each; one still running (no
     # meta.json) or missing is left out with a note.
-    "churn": ("churn-zram-lz4", "churn-zswap-lz4", "churn-zram-zstd"),
+    "churn": ("churn-zram-lz4", "churn-zswap-lz4", "churn-zram-zstd", "churn-zswap-zstd"),
 }
 
 # The zspage store's hole cache: runs whose kernel predates it are labelled.
