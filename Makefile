@@ -8,7 +8,7 @@
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
-#   make bench-speed  in-kernel ops/s of every allocator (bench/speed.sh)
+#   make bench-speed  in-kernel ops/s of every allocator (bench/speed/run.sh)
 #   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
 #   make bench-churn  swap churn on zram or zswap (CHURN_TARGET), every page checked
 #   make vm-test   the in-VM tests on the lean guest kernel, quick dataset
@@ -158,11 +158,11 @@ vm-test-churn: guest
 
 # fio on one zram device per allocator in one boot (~10 min under TCG, host alone).
 bench-fio: setup
-	$(TOP)/bench/fio.sh $(if $(OUT),--out $(OUT))
+	$(TOP)/bench/fio/run.sh $(if $(OUT),--out $(OUT))
 
 # zswap wall time, afmalloc vs zsmalloc switched at run time in one boot (~8 min under TCG).
 bench-zswap-time: setup
-	$(TOP)/bench/zswap-time.sh $(if $(OUT),--out $(OUT))
+	$(TOP)/bench/zswap-time/run.sh $(if $(OUT),--out $(OUT))
 
 # After a make check: copy its step times and the logs with reliability
 # rows into bench/results/ (then regenerate the README's results).
@@ -171,7 +171,7 @@ results-collect:
 
 # In-kernel microbenchmark: ops/s of every allocator in one boot, 3 runs.
 bench-speed: setup
-	$(TOP)/bench/speed.sh $(if $(OUT),--out $(OUT))
+	$(TOP)/bench/speed/run.sh $(if $(OUT),--out $(OUT))
 
 # zswap effective compression (Zswapped/Zswap) of afmalloc and zsmalloc on
 # the same workload in one boot of Debian's kernel, recorded for the README.

@@ -12,8 +12,8 @@ bench/results/README.md is generated whole: an index of the folders of
 bench/results/ and one section per folder, in name order. A folder holds
 what bench/run.sh writes (steps.csv, meta.json, overhead.png, the
 fragmentation tests' CSVs and frag.png; with --runs N, run-K folders and
-summary.md), bench/speed.sh's speed.csv, bench/fio.sh's fio.csv,
-bench/zswap-time.sh's zswap-time.csv, a make bench-zswap log (zswap.log),
+summary.md), bench/speed/run.sh's speed.csv, bench/fio/run.sh's fio.csv,
+bench/zswap-time/run.sh's zswap-time.csv, a make bench-zswap log (zswap.log),
 bench/churn/run.sh's swap-churn run (samples.csv, progress.csv, meta.json;
 skipped with a note on stderr while meta.json is missing: a run still
 going), a make check or make demo record of scripts/timed.sh (check.tsv or demo.tsv; folders
@@ -1539,9 +1539,10 @@ def folder_section(name):
     if timings_file(name):
         return out + timings_section(name, timings_file(name))
     meta = report.load_meta(d)
-    for csvname, fn, default in (("speed.csv", report.speed, "bench/speed.sh"),
-                                 ("fio.csv", report.fio, "bench/fio.sh"),
-                                 ("zswap-time.csv", report.zswap_time, "bench/zswap-time.sh")):
+    for csvname, fn, default in (("speed.csv", report.speed, "bench/speed/run.sh"),
+                                 ("fio.csv", report.fio, "bench/fio/run.sh"),
+                                 ("zswap-time.csv", report.zswap_time,
+                                  "bench/zswap-time/run.sh")):
         if os.path.isfile(os.path.join(d, csvname)):
             text = fn(d).rstrip()
             if "Reproduce:" not in text:

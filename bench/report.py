@@ -30,13 +30,26 @@ def load(run_dir):
     return rows, load_meta(run_dir)
 
 
+# Host scripts that moved into a folder per workload (bench/WORKLOAD/run.sh):
+# a committed meta.json keeps the command as it was run, the reports show
+# the path that runs it now.
+MOVED = {"bench/speed.sh": "bench/speed/run.sh", "bench/fio.sh": "bench/fio/run.sh",
+         "bench/zswap-time.sh": "bench/zswap-time/run.sh"}
+
+
 def load_meta(run_dir):
-    """RUN_DIR/meta.json as a dict, {} when missing."""
+    """RUN_DIR/meta.json as a dict, {} when missing ("command" with MOVED's
+    paths)."""
     mpath = os.path.join(run_dir, "meta.json")
     if not os.path.isfile(mpath):
         return {}
     with open(mpath) as f:
-        return json.load(f)
+        meta = json.load(f)
+    cmd = meta.get("command")
+    if isinstance(cmd, str) and cmd.split(" ", 1)[0] in MOVED:
+        first, sep, rest = cmd.partition(" ")
+        meta["command"] = MOVED[first] + sep + rest
+    return meta
 
 
 def pct(x):
@@ -178,7 +191,7 @@ def _ratios(val, runs, cases, base):
 
 
 def speed_ratios(run_dir):
-    """Per-run ratios of a bench/speed.sh run, in run order.
+    """Per-run ratios of a bench/speed/run.sh run, in run order.
 
     Return: {(alloc, op, threads): [ops/s over zsmalloc's ops/s in the same
     run]} for every allocator but zsmalloc; afmalloc's copy ops (alloc-copy,
@@ -205,7 +218,7 @@ def _fio_iops(rows):
 
 
 def fio_ratios(run_dir):
-    """Per-run ratios of a bench/fio.sh run, in run order.
+    """Per-run ratios of a bench/fio/run.sh run, in run order.
 
     Return: {(alloc, shape): [IOPS over zsmalloc's IOPS in the same run]}
     for every allocator but zsmalloc (randrw: read + write IOPS).
@@ -217,7 +230,7 @@ def fio_ratios(run_dir):
 
 
 def speed(run_dir):
-    """Markdown table of a bench/speed.sh run (speed.csv, meta.json).
+    """Markdown table of a bench/speed/run.sh run (speed.csv, meta.json).
 
     Per operation and thread count: each allocator's median ops/s over the
     runs and the median over the runs of its ratio to zsmalloc's ops/s in
@@ -282,7 +295,7 @@ def _host_note(meta):
 
 
 def fio(run_dir):
-    """Markdown tables of a bench/fio.sh run (fio.csv, meta.json).
+    """Markdown tables of a bench/fio/run.sh run (fio.csv, meta.json).
 
     Per job shape: each allocator's median IOPS over the runs (read and
     write IOPS added up for randrw) and the median over the runs of its
@@ -351,7 +364,7 @@ def fio(run_dir):
 
 
 def zswap_time(run_dir):
-    """Markdown table of a bench/zswap-time.sh run (zswap-time.csv, meta.json).
+    """Markdown table of a bench/zswap-time/run.sh run (zswap-time.csv, meta.json).
 
     Per allocator: median over the runs of the workload's write, verify and
     wall time, of what zswap held at the stop (Zswapped/Zswap) and of the

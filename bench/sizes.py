@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Compressed-size histogram of the untar dataset, for bench/speed.sh.
+"""Compressed-size histogram of the untar dataset, for bench/speed/run.sh.
 
 usage: bench/sizes.py [--tar TAR] [--mode files|tar] [--bucket N] [--out CSV]
 

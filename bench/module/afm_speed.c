@@ -3,7 +3,7 @@
  * afm_speed: operations per second of zsmalloc, afmalloc/slab and
  * afmalloc/zspage in the same boot, on the same object sizes.
  *
- * User space (bench/speed-guest.sh) drives it through debugfs:
+ * User space (bench/speed/guest.sh) drives it through debugfs:
  *
  *   /sys/kernel/debug/afm_speed/sizes    write lines "<lo> <hi> <count>":
  *                                        the histogram of object sizes

@@ -18,7 +18,7 @@
 # The workload program is built here with the host's gcc into
 # $AFMALLOC_BUILD/zswap-load/ (the guest shares the host's root fs);
 # --print-load only builds it and prints its path, booting nothing
-# (bench/zswap-time.sh times the same workload).
+# (bench/zswap-time/run.sh times the same workload).
 #
 # Skips: Debian's kernel may lack something a check needs (KUnit without
 # CONFIG_KUNIT; afmalloc's debugfs statistics in a module built without

@@ -4,18 +4,18 @@
 # times the zswap test's checksummed workload (tests/vm/zswap-test.sh, built
 # by tests/vm/zswap-stock.sh --print-load) in a memory-limited cgroup with
 # zswap.zpool switched at run time between afmalloc and zsmalloc, the order
-# alternating per run (bench/zswap-time-guest.sh), then prints the markdown
+# alternating per run (bench/zswap-time/guest.sh), then prints the markdown
 # table (bench/report.py zswap_time(): medians of the runs, ratio to
 # zsmalloc in the same run).
-#   bench/zswap-time.sh [--out DIR] [--runs N] [--mb N] [--limit-mb N]
-#                       [--passes N] [--stock] [--memory SIZE] [--cpus N]
+#   bench/zswap-time/run.sh [--out DIR] [--runs N] [--mb N] [--limit-mb N]
+#                           [--passes N] [--stock] [--memory SIZE] [--cpus N]
 # Kernel: the project's guest kernel, afmalloc built in (default), or with
 # --stock Debian's unmodified 6.12 kernel with afmalloc.ko
 # (scripts/stock-kernel.sh). Results: DIR (default
 # $AFMALLOC_CACHE/results/zswap-time-<date>) gets zswap-time.csv,
 # meta.json (with the host's load average at the start and the end: the
 # host is shared), zswap-time.md and the guest log.
-. "$(dirname "$0")/../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/common.sh"
 
 usage() {
 	echo "usage: $0 [--out DIR] [--runs N] [--mb N] [--limit-mb N] [--passes N] [--stock] [--memory SIZE] [--cpus N]"
@@ -71,7 +71,7 @@ t0=$SECONDS
 set +e
 "$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kernel" --memory "$memory" --cpus "$cpus" \
 	--rwdir "$out" --timeout "$timeout_s" \
-	"$AFMALLOC_TOP/bench/zswap-time-guest.sh" --load "$load" --out "$out" "${kargs[@]}" \
+	"$AFMALLOC_TOP/bench/zswap-time/guest.sh" --load "$load" --out "$out" "${kargs[@]}" \
 	--runs "$runs" --mb "$mb" --limit-mb "$limit_mb" --passes "$passes" 2>&1 |
 	tee "$out/guest.log"
 rc=${PIPESTATUS[0]}
@@ -82,7 +82,7 @@ load_end=$(cut -d' ' -f1 /proc/loadavg)
 
 accel=$(guest_accel "$out/guest.log")
 cmd="make bench-zswap-time"
-[ ${#opts[@]} -eq 0 ] || cmd="bench/zswap-time.sh ${opts[*]}"
+[ ${#opts[@]} -eq 0 ] || cmd="bench/zswap-time/run.sh ${opts[*]}"
 { cat <<JSON
 {
   "kernel": "$kver",

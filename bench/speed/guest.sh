@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# The allocator microbenchmark, run inside the guest as root (bench/speed.sh
-# boots the guest and calls it):
-#   bench/speed-guest.sh --ko PATH --sizes CSV --out DIR [--runs N]
+# The allocator microbenchmark, run inside the guest as root
+# (bench/speed/run.sh boots the guest and calls it):
+#   bench/speed/guest.sh --ko PATH --sizes CSV --out DIR [--runs N]
 #                        [--duration-ms N] [--working-set N] [--seed N]
 #
 # Loads afm_speed.ko (bench/module/afm_speed.c, built by

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # zram block I/O speed per allocator with fio (issue #7 item 4b): installs
-# fio, builds the guest kernel, boots ONE guest and runs bench/fio-guest.sh
+# fio, builds the guest kernel, boots ONE guest and runs bench/fio/guest.sh
 # there (one zram device per allocator, the same size and compressor, the
 # job shapes of bench/fio/zram.fio, allocator order rotated per run), then
 # prints the markdown table (bench/report.py fio(): median IOPS of the runs,
 # median of the per-run ratios to zsmalloc in the same boot).
-#   bench/fio.sh [--out DIR] [--runs N] [--runtime SEC] [--size SIZE]
-#                [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]
+#   bench/fio/run.sh [--out DIR] [--runs N] [--runtime SEC] [--size SIZE]
+#                    [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]
 # Results: DIR (default $AFMALLOC_CACHE/results/fio-<date>) gets fio.csv,
 # fio/*.json (fio's own output per job), mm_stat.csv, meta.json, fio.md and
 # the guest log. meta.json records the host's load average at the start and
 # the end: the host is shared, and under TCG the guest's speed follows it.
-. "$(dirname "$0")/../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/common.sh"
 
 usage() {
 	echo "usage: $0 [--out DIR] [--runs N] [--runtime SEC] [--size SIZE] [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]"
@@ -64,7 +64,7 @@ t0=$SECONDS
 set +e
 "$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus "$cpus" \
 	--rwdir "$out" --timeout "$timeout_s" \
-	"$AFMALLOC_TOP/bench/fio-guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
+	"$AFMALLOC_TOP/bench/fio/guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
 	--runtime "$runtime" --size "$size" --shapes "$shapes" 2>&1 | tee "$out/guest.log"
 rc=${PIPESTATUS[0]}
 set -e
@@ -73,7 +73,7 @@ set -e
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 
 cmd="make bench-fio"
-[ ${#opts[@]} -eq 0 ] || cmd="bench/fio.sh ${opts[*]}"
+[ ${#opts[@]} -eq 0 ] || cmd="bench/fio/run.sh ${opts[*]}"
 { echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,

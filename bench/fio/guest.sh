@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # fio on zram, one device per allocator, run inside the guest as root
-# (bench/fio.sh boots the guest and calls it):
-#   bench/fio-guest.sh --out DIR [--alloc LIST] [--runs N] [--runtime SEC]
+# (bench/fio/run.sh boots the guest and calls it):
+#   bench/fio/guest.sh --out DIR [--alloc LIST] [--runs N] [--runtime SEC]
 #                      [--size SIZE] [--shapes LIST] [--comp ALG]
 #
 # Configures one zram device per allocator (hot-added; allocator, then
@@ -25,7 +25,7 @@ usage() {
 	echo "usage: $0 --out DIR [--alloc LIST] [--runs N] [--runtime SEC] [--size SIZE] [--shapes LIST] [--comp ALG]"
 }
 here=$(cd "$(dirname "$0")" && pwd)
-jobfile=$here/fio/zram.fio
+jobfile=$here/zram.fio
 out= allocs=zsmalloc,afmalloc/zspage,afmalloc/slab runs=3 runtime=10 size=256M
 shapes=write,read,randwrite,randread,randrw,mixwrite comp=lz4
 while [ $# -gt 0 ]; do
@@ -49,7 +49,7 @@ done
 [[ "$size" =~ ^[1-9][0-9]*[MG]$ ]] || die "--size must look like 256M or 1G, not '$size'"
 [ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
 [ "${AFMALLOC_IN_VM:-}" = 1 ] || die "runs inside a throw-away VM (scripts/vm-run.sh) only"
-command -v fio >/dev/null || die "fio missing (bench/fio.sh installs it on the host)"
+command -v fio >/dev/null || die "fio missing (bench/fio/run.sh installs it on the host)"
 [ -f "$jobfile" ] || die "no job file $jobfile"
 IFS=, read -r -a alist <<< "$allocs"
 IFS=, read -r -a slist <<< "$shapes"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# zswap timing, run inside the guest as root (bench/zswap-time.sh boots the
-# guest and calls it):
-#   bench/zswap-time-guest.sh --load BIN --out DIR (--module KO | --builtin)
+# zswap timing, run inside the guest as root (bench/zswap-time/run.sh boots
+# the guest and calls it):
+#   bench/zswap-time/guest.sh --load BIN --out DIR (--module KO | --builtin)
 #                             [--runs N] [--mb N] [--limit-mb N] [--passes N]
 #
 # The workload is tests/vm/zswap-test.sh's checksummed program (BIN, built

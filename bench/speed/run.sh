@@ -2,18 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 # Allocator speed (issue #7 item 4a): builds the guest kernel and
 # afm_speed.ko, boots ONE guest and runs the in-kernel microbenchmark there
-# (bench/speed-guest.sh: the module loaded once per run), then prints the
+# (bench/speed/guest.sh: the module loaded once per run), then prints the
 # markdown table (bench/report.py speed(): medians of the runs, ratio to
 # zsmalloc of the same run).
-#   bench/speed.sh [--out DIR] [--runs N] [--duration-ms N] [--working-set N]
-#                  [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]
+#   bench/speed/run.sh [--out DIR] [--runs N] [--duration-ms N] [--working-set N]
+#                      [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]
 # ARGS: extra guest kernel arguments, e.g. afmalloc.zspage_auto_permille=0
 # to measure the zspage store without its automatic compaction.
 # Object sizes: bench/data/sizes-lz4.csv (bench/sizes.py: LZ4 sizes of the
 # quick dataset's 4 KiB pages). Results: DIR (default
 # $AFMALLOC_CACHE/results/speed-<date>) gets speed.csv, speed-run<r>.txt,
 # meta.json, speed.md and the guest log.
-. "$(dirname "$0")/../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/common.sh"
 
 usage() {
 	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]"
@@ -59,7 +59,7 @@ t0=$SECONDS
 set +e
 "$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus "$cpus" \
 	--rwdir "$out" --timeout "$timeout_s" ${append:+--append "$append"} \
-	"$AFMALLOC_TOP/bench/speed-guest.sh" --ko "$kodir/afm_speed.ko" --sizes "$sizes" \
+	"$AFMALLOC_TOP/bench/speed/guest.sh" --ko "$kodir/afm_speed.ko" --sizes "$sizes" \
 	--out "$out" --runs "$runs" --duration-ms "$duration_ms" \
 	--working-set "$working_set" 2>&1 | tee "$out/guest.log"
 rc=${PIPESTATUS[0]}
@@ -68,7 +68,7 @@ set -e
 [ -s "$out/speed.csv" ] || die "no $out/speed.csv after the guest run"
 
 cmd="make bench-speed"
-[ ${#opts[@]} -eq 0 ] || cmd="bench/speed.sh ${opts[*]}"
+[ ${#opts[@]} -eq 0 ] || cmd="bench/speed/run.sh ${opts[*]}"
 { echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON; } > "$out/meta.json"
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
