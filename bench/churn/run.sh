@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Swap-churn benchmark (issue 15), host side: builds the workload
 # (bench/churn/churn.c, into $AFMALLOC_CACHE/churn/) and the lean guest
-# kernel, boots ONE guest that runs bench/churn/churn-guest.sh for every
-# allocator (and run), then writes the report (bench/churn/report.py).
+# kernel, boots ONE guest (bench/lib/vm-bench.sh) that runs
+# bench/churn/churn-guest.sh for every allocator (and run), then writes
+# the report (bench/churn/report.py).
 #
 #   bench/churn/run.sh [--target zram|zswap] [--alloc LIST] [--comp lz4|zstd]
 #                      [--runs N] [--order forward|reverse] [--mb N]
@@ -29,11 +30,13 @@
 # Results: DIR (default $AFMALLOC_CACHE/results/churn-<target>-<comp>-<date>)
 # gets samples.csv, progress.csv, one log per run and churn-guest.log
 # (churn-guest.sh; stall-dmesg.log if its watchdog fired), guest.log (the
-# guest's output), meta.json, report.md and overhead.png (if matplotlib is
-# in $AFMALLOC_VENV). churn-*.log covers churn-guest.log when a rerun
+# guest's output), console.log (the guest console), meta.json, report.md
+# and overhead.png (if matplotlib is in $AFMALLOC_VENV). churn-*.log covers churn-guest.log when a rerun
 # clears the folder.
 # shellcheck source=../../scripts/common.sh disable=SC1091
 . "$(dirname "$0")/../../scripts/common.sh"
+# shellcheck source=SCRIPTDIR/../lib/vm-bench.sh
+. "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 here=$AFMALLOC_TOP/bench/churn
 
@@ -58,7 +61,7 @@ build_bin() {
 }
 
 usage() {
-	sed -n '8,15p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '9,16p' "$0" | sed 's/^# \{0,1\}//'
 }
 target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1 order=forward
 mb=384 procs=4 threads=2 churn=120 exit_s=60 switch=60 switch_slot=15 rest=60 rewrite=0.1 limit_pct=33
@@ -102,20 +105,13 @@ done
 [ "$runs" -ge 1 ] || die "--runs must be at least 1"
 [ "$mb" -ge 8 ] || die "--mb must be at least 8"
 [ "$switch_slot" -ge 1 ] || die "--switch-slot must be at least 1"
-need_root "the churn benchmark (it boots a VM)"
 case "${CHURN_NOTE:-}" in *[\"\\]*) die "CHURN_NOTE must not hold quotes or backslashes" ;; esac
 
-"$AFMALLOC_TOP/scripts/setup.sh"
+vmb_setup "the churn benchmark"
 bin=$(build_bin)
-if [ -z "$kernel" ]; then
-	kernel=$("$AFMALLOC_TOP/scripts/build-guest.sh")
-fi
-[ -f "$kernel/arch/x86/boot/bzImage" ] || die "no kernel image in $kernel"
-[ -n "$out" ] || out=$AFMALLOC_CACHE/results/churn-$target-$comp-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
-out=$(realpath "$out")
-rm -f "$out"/samples.csv "$out"/progress.csv "$out"/churn-*.log "$out"/report.md \
-	"$out"/overhead.png "$out"/meta.json "$out"/stall-dmesg.log
+vmb_kernel "$kernel"
+vmb_out "churn-$target-$comp" samples.csv progress.csv 'churn-*.log' report.md \
+	overhead.png meta.json stall-dmesg.log
 
 IFS=, read -r -a alist <<< "$allocs"
 wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit "$exit_s"
@@ -130,28 +126,14 @@ wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit 
 per_run=$((churn + exit_s + switch + rest + 300))
 timeout_s=$((900 + runs * ${#alist[@]} * per_run))
 boot_args="slab_nomerge${append:+ $append}"
-vmargs=(--kernel "$kernel" --memory "$memory" --cpus "$cpus" --rwdir "$out"
-	--timeout "$timeout_s" --append "$boot_args")
-vmargs+=(--log "$out/console.log")
-load_start=$(cut -d' ' -f1 /proc/loadavg)
-loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)
-log "churn: $target, $comp, ${alist[*]}, $runs run(s); ${wargs[*]} (host load $load_start)"
-t0=$SECONDS
-set +e
-"$AFMALLOC_TOP/scripts/vm-run.sh" "${vmargs[@]}" "$here/churn-guest.sh" --bin "$bin" --out "$out" \
+vmb_boot "$timeout_s" "churn: $target, $comp, ${alist[*]}, $runs run(s); ${wargs[*]}" \
+	--append "$boot_args" -- "$here/churn-guest.sh" --bin "$bin" --out "$out" \
 	--target "$target" --alloc "$allocs" --comp "$comp" --runs "$runs" --order "$order" \
-	--limit-pct "$limit_pct" --stall "$per_run" -- "${wargs[@]}" 2>&1 | tee "$out/guest.log"
-rc=${PIPESTATUS[0]}
-set -e
-[ "$rc" -eq 0 ] || die "the churn benchmark failed in the guest (status $rc, log $out/guest.log)"
-load_end=$(cut -d' ' -f1 /proc/loadavg)
-loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)
+	--limit-pct "$limit_pct" --stall "$per_run" -- "${wargs[@]}"
 
-# shellcheck disable=SC2034 # meta_host_fields reads $cmd
-cmd="bench/churn/run.sh ${opts[*]}"
-{ echo "{"
-  meta_kernel_fields "$kernel" "$out/guest.log"
-  cat <<JSON
+# The script's path and every option (make bench-churn passes them all).
+vmb_command bench/churn/run.sh "${opts[@]}"
+vmb_meta "$kernel" <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
   "boot_args": "$boot_args",
@@ -167,9 +149,8 @@ cmd="bench/churn/run.sh ${opts[*]}"
   "host_loadavg_start": "$loadavg_start",
   "host_loadavg_end": "$loadavg_end",
 JSON
-  meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
 py=python3
 [ -x "$AFMALLOC_VENV/bin/python3" ] && py=$AFMALLOC_VENV/bin/python3
 "$py" "$here/report.py" "$out" --out "$out/report.md" --plot "$out/overhead.png"
 cat "$out/report.md"
-log "results in $out ($((SECONDS - t0)) s)"
+vmb_done

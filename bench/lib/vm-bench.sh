@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034,SC2154
+# (SC2034, SC2154: the variables below are the run.sh's, set or read here.)
+#
+# The host side every VM benchmark shares. Source it after
+# scripts/common.sh; do not run it.
+#
+# A VM workload is a folder, bench/WORKLOAD/: run.sh on the host (its
+# options, then the steps below) and a guest script that scripts/vm-run.sh
+# runs inside ONE throw-away guest, writing its CSVs into the results
+# folder (shared read-write with the guest). A run.sh reads:
+#
+#   vmb_setup "the fio benchmark"          root, scripts/setup.sh
+#   vmb_kernel "$kernel"                   the guest kernel (built if needed)
+#   vmb_out fio fio.csv fio.md ...         the results folder, old results gone
+#   vmb_boot "$timeout_s" "fio: ..." [VM-RUN OPTION...] -- GUEST [ARG...]
+#   vmb_need_rows "$out/fio.csv"
+#   vmb_command "make bench-fio" "${opts[@]}"
+#   vmb_meta "$kernel" <<JSON              the workload's meta.json lines
+#     "runs": $runs,                       (each ending in a comma)
+#   JSON
+#   python3 .../report.py ... ; vmb_done
+#
+# What each function reads and sets (plain shell variables of the run.sh):
+#
+# vmb_setup WHAT       need_root, then scripts/setup.sh. Sets vmb_what (WHAT,
+#                      e.g. "the fio benchmark"), which vmb_boot's error names.
+# vmb_kernel [DIR]     the guest kernel: the build dir DIR (a --kernel option)
+#                      or, when DIR is empty, the lean guest kernel that
+#                      scripts/build-guest.sh builds or finds up to date.
+#                      Sets kernel; dies without DIR/arch/x86/boot/bzImage.
+# vmb_stock_kernel     Debian's unmodified 6.12 kernel and afmalloc.ko built
+#                      against its headers (scripts/stock-kernel.sh installs
+#                      and builds what is missing). Sets kernel (the image in
+#                      /boot) and STOCK_KVER, STOCK_KERNEL, STOCK_MODULE,
+#                      STOCK_KUNIT_DIR, STOCK_KUNIT_CONFIG.
+# vmb_out NAME [FILE...]  the results folder. Reads out (--out DIR; when
+#                      empty $AFMALLOC_CACHE/results/NAME-<UTC date>). Makes
+#                      it, sets out to its absolute path and removes the FILEs
+#                      (names or globs inside it) an earlier run left.
+#                      guest.log and console.log are rewritten by vmb_boot.
+# vmb_boot TIMEOUT MESSAGE [VM-RUN OPTION...] -- GUEST [ARG...]
+#                      logs MESSAGE and the host's load, then boots ONE guest:
+#                      scripts/vm-run.sh --kernel $kernel --memory $memory
+#                      --cpus $cpus --rwdir $out --timeout TIMEOUT
+#                      --log $out/console.log [OPTION...] -- GUEST ARG...
+#                      (the guest console always kept in console.log), the
+#                      guest's output shown and kept in $out/guest.log. Dies,
+#                      naming both logs, unless GUEST exits 0. Reads kernel,
+#                      memory, cpus, out, vmb_what. Sets t0 ($SECONDS at the
+#                      boot), load_start, load_end (the host's 1-minute load
+#                      average before and after: the host is shared, and under
+#                      TCG the guest's speed follows it), loadavg_start,
+#                      loadavg_end (the 1, 5 and 15-minute averages).
+# vmb_need_rows FILE   dies unless the CSV FILE has a row below its header.
+# vmb_positive VAR...  dies unless every named variable holds a positive whole
+#                      number; the message names the option (--VAR, _ as -).
+# vmb_command DEFAULT [OPT...]  sets cmd, meta.json's "command": DEFAULT
+#                      (e.g. the make target that runs the defaults) without
+#                      OPTs, else this run.sh's path in the checkout and the
+#                      OPTs ("--runs 3": each option with its value).
+# vmb_meta [KDIR]      writes $out/meta.json: "{", meta_kernel_fields KDIR
+#                      (scripts/common.sh; nothing without KDIR, for a
+#                      workload that writes its own kernel lines), the
+#                      workload's lines from stdin (each ending in a comma),
+#                      meta_host_fields, "}"; dies if that is not valid JSON.
+#                      Reads out, load_start, load_end, t0, cmd.
+# vmb_done             logs where the results are and the seconds since t0.
+
+vmb_setup() {
+	vmb_what=$1
+	need_root "$vmb_what (it boots a VM)"
+	"$AFMALLOC_TOP/scripts/setup.sh"
+}
+
+vmb_kernel() {
+	kernel=${1:-}
+	[ -n "$kernel" ] || kernel=$("$AFMALLOC_TOP/scripts/build-guest.sh")
+	[ -f "$kernel/arch/x86/boot/bzImage" ] || die "no kernel image in $kernel"
+}
+
+vmb_stock_kernel() {
+	local vars
+	vars=$("$AFMALLOC_TOP/scripts/stock-kernel.sh")
+	eval "$vars"
+	kernel=$STOCK_KERNEL
+}
+
+vmb_out() {
+	local name=$1 f
+	shift
+	[ -n "${out:-}" ] || out=$AFMALLOC_CACHE/results/$name-$(date -u +%Y%m%dT%H%M%SZ)
+	mkdir -p "$out"
+	out=$(realpath "$out")
+	for f in "$@"; do
+		# shellcheck disable=SC2086 # FILE may be a glob
+		rm -rf "${out:?}"/$f
+	done
+}
+
+vmb_boot() {
+	local timeout_s=$1 msg=$2 rc
+	shift 2
+	loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)
+	load_start=${loadavg_start%% *}
+	log "$msg (host load $load_start)"
+	t0=$SECONDS
+	set +e
+	"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kernel" --memory "$memory" --cpus "$cpus" \
+		--rwdir "$out" --timeout "$timeout_s" --log "$out/console.log" "$@" 2>&1 |
+		tee "$out/guest.log"
+	rc=${PIPESTATUS[0]}
+	set -e
+	[ "$rc" -eq 0 ] || die "$vmb_what failed in the guest (status $rc; its output: $out/guest.log, the guest console: $out/console.log)"
+	loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)
+	load_end=${loadavg_end%% *}
+}
+
+vmb_need_rows() {
+	if [ ! -f "$1" ] || [ "$(wc -l < "$1")" -lt 2 ]; then
+		die "no rows in $1 after the guest run"
+	fi
+}
+
+vmb_positive() {
+	local v
+	for v in "$@"; do
+		[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive number, not '${!v}'"
+	done
+}
+
+vmb_command() {
+	cmd=$1
+	shift
+	[ $# -eq 0 ] || cmd="$(realpath --relative-to="$AFMALLOC_TOP" "$0") $*"
+}
+
+vmb_meta() {
+	{ echo "{"
+	  [ $# -eq 0 ] || meta_kernel_fields "$1" "$out/guest.log"
+	  cat
+	  meta_host_fields "$load_start" "$load_end" "$t0"
+	  echo "}"; } > "$out/meta.json"
+	python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$out/meta.json" ||
+		die "$out/meta.json is not valid JSON"
+}
+
+vmb_done() {
+	log "results in $out ($((SECONDS - t0)) s)"
+}
