@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # zram block I/O speed per allocator with fio (issue #7 item 4b): installs
-# fio, builds the guest kernel, boots ONE guest and runs bench/fio/guest.sh
-# there (one zram device per allocator, the same size and compressor, the
+# fio, builds the guest kernel, boots ONE guest (bench/lib/vm-bench.sh) and
+# runs bench/fio/guest.sh there (one zram device per allocator, the same size and compressor, the
 # job shapes of bench/fio/zram.fio, allocator order rotated per run), then
 # prints the markdown table (bench/report.py fio(): median IOPS of the runs,
 # median of the per-run ratios to zsmalloc in the same boot).
 #   bench/fio/run.sh [--out DIR] [--runs N] [--runtime SEC] [--size SIZE]
 #                    [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]
 # Results: DIR (default $AFMALLOC_CACHE/results/fio-<date>) gets fio.csv,
-# fio/*.json (fio's own output per job), mm_stat.csv, meta.json, fio.md and
-# the guest log. meta.json records the host's load average at the start and
+# fio/*.json (fio's own output per job), mm_stat.csv, meta.json, fio.md, the
+# guest's output (guest.log) and console (console.log). meta.json records the host's load average at the start and
 # the end: the host is shared, and under TCG the guest's speed follows it.
+# shellcheck source=../../scripts/common.sh disable=SC1091
 . "$(dirname "$0")/../../scripts/common.sh"
+# shellcheck source=SCRIPTDIR/../lib/vm-bench.sh
+. "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
 	echo "usage: $0 [--out DIR] [--runs N] [--runtime SEC] [--size SIZE] [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]"
 }
-out= runs=3 runtime=10 size=256M memory=2G cpus=2
+out='' runs=3 runtime=10 size=256M memory=2G cpus=2
 allocs=zsmalloc,afmalloc/zspage,afmalloc/slab shapes=write,read,randwrite,randread,randrw,mixwrite
 opts=()
 while [ $# -gt 0 ]; do
@@ -35,9 +38,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-for v in runs runtime cpus; do
-	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v must be a positive number"
-done
+vmb_positive runs runtime cpus
 [[ "$size" =~ ^[1-9][0-9]*[MG]$ ]] || die "--size must look like 256M or 1G, not '$size'"
 IFS=, read -r -a alist <<< "$allocs"
 IFS=, read -r -a slist <<< "$shapes"
@@ -46,35 +47,21 @@ for a in "${alist[@]}"; do
 	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage)" ;;
 	esac
 done
-need_root "the fio benchmark (it boots a VM)"
 
-"$AFMALLOC_TOP/scripts/setup.sh"
+vmb_setup "the fio benchmark"
 apt_install fio
-kdir=$("$AFMALLOC_TOP/scripts/build-guest.sh")
-[ -n "$out" ] || out=$AFMALLOC_CACHE/results/fio-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
-out=$(realpath "$out")
-rm -rf "$out/fio.csv" "$out/fio" "$out/mm_stat.csv" "$out/fio.md" "$out/meta.json"
+vmb_kernel ''
+vmb_out fio fio.csv fio mm_stat.csv fio.md meta.json
 
 # Worst case under TCG: boot, fills, and every job with fio's start-up.
 timeout_s=$((900 + ${#alist[@]} * 120 + runs * ${#alist[@]} * ${#slist[@]} * (runtime + 30)))
-load_start=$(cut -d' ' -f1 /proc/loadavg)
-log "fio: $runs run(s) x ${#alist[@]} allocator(s) x ${#slist[@]} shape(s) x $runtime s, $size per device (host load $load_start)"
-t0=$SECONDS
-set +e
-"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus "$cpus" \
-	--rwdir "$out" --timeout "$timeout_s" \
-	"$AFMALLOC_TOP/bench/fio/guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
-	--runtime "$runtime" --size "$size" --shapes "$shapes" 2>&1 | tee "$out/guest.log"
-rc=${PIPESTATUS[0]}
-set -e
-[ "$rc" -eq 0 ] || die "the fio benchmark failed in the guest (status $rc, log $out/guest.log)"
-[ "$(wc -l < "$out/fio.csv")" -gt 1 ] || die "no rows in $out/fio.csv after the guest run"
-load_end=$(cut -d' ' -f1 /proc/loadavg)
+vmb_boot "$timeout_s" "fio: $runs run(s) x ${#alist[@]} allocator(s) x ${#slist[@]} shape(s) x $runtime s, $size per device" \
+	-- "$AFMALLOC_TOP/bench/fio/guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
+	--runtime "$runtime" --size "$size" --shapes "$shapes"
+vmb_need_rows "$out/fio.csv"
 
-cmd="make bench-fio"
-[ ${#opts[@]} -eq 0 ] || cmd="bench/fio/run.sh ${opts[*]}"
-{ echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON
+vmb_command "make bench-fio" "${opts[@]}"
+vmb_meta "$kernel" <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
   "runs": $runs,
@@ -86,6 +73,5 @@ cmd="make bench-fio"
   "job_file": "bench/fio/zram.fio (sha256 $(sha256sum "$AFMALLOC_TOP/bench/fio/zram.fio" | cut -c1-16))",
   "fio": "$(fio --version)",
 JSON
-  meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
 python3 "$AFMALLOC_TOP/bench/report.py" --kind fio "$out" --out "$out/fio.md"
-log "results in $out ($((SECONDS - t0)) s)"
+vmb_done
