@@ -256,6 +256,7 @@ def speed(run_dir):
             "kernel", "accelerator", "guest_cpus", "boot_args", "runs", "duration_ms",
             "working_set", "sizes", "date", "config_sha256", "source")
             if meta.get(k) not in (None, "")), ""]
+    out += _host_note(meta)
     out += [f"Operations per second, median of {len(runs)} run(s) in one boot; "
             "x zsmalloc: median of the per-run ratios to zsmalloc in the same run "
             "(copy ops against zsmalloc's map op for the same work). Under TCG only "

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Allocator speed (issue #7 item 4a): builds the guest kernel and
-# afm_speed.ko, boots ONE guest and runs the in-kernel microbenchmark there
-# (bench/speed/guest.sh: the module loaded once per run), then prints the
+# afm_speed.ko, boots ONE guest (bench/lib/vm-bench.sh) and runs the
+# in-kernel microbenchmark there (bench/speed/guest.sh: the module loaded once per run), then prints the
 # markdown table (bench/report.py speed(): medians of the runs, ratio to
 # zsmalloc of the same run).
 #   bench/speed/run.sh [--out DIR] [--runs N] [--duration-ms N] [--working-set N]
@@ -12,13 +12,18 @@
 # Object sizes: bench/data/sizes-lz4.csv (bench/sizes.py: LZ4 sizes of the
 # quick dataset's 4 KiB pages). Results: DIR (default
 # $AFMALLOC_CACHE/results/speed-<date>) gets speed.csv, speed-run<r>.txt,
-# meta.json, speed.md and the guest log.
+# meta.json (with the host's load average at the start and the end: the
+# host is shared), speed.md, the guest's output (guest.log) and console
+# (console.log).
+# shellcheck source=../../scripts/common.sh disable=SC1091
 . "$(dirname "$0")/../../scripts/common.sh"
+# shellcheck source=SCRIPTDIR/../lib/vm-bench.sh
+. "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
 	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]"
 }
-out= runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2 append=
+out='' runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2 append=''
 sizes=$AFMALLOC_TOP/bench/data/sizes-lz4.csv
 opts=()
 while [ $# -gt 0 ]; do
@@ -36,40 +41,26 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-for v in runs duration_ms working_set cpus; do
-	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive number"
-done
+vmb_positive runs duration_ms working_set cpus
 [ -s "$sizes" ] || die "no size histogram $sizes (make it with bench/sizes.py)"
 sizes=$(realpath "$sizes")
-need_root "the speed benchmark (it boots a VM)"
 
-"$AFMALLOC_TOP/scripts/setup.sh"
-kdir=$("$AFMALLOC_TOP/scripts/build-guest.sh")
-kodir=$("$AFMALLOC_TOP/bench/build-modules.sh" --kdir "$kdir")
+vmb_setup "the speed benchmark"
+vmb_kernel ''
+kodir=$("$AFMALLOC_TOP/bench/build-modules.sh" --kdir "$kernel")
 [ -f "$kodir/afm_speed.ko" ] || die "no afm_speed.ko in $kodir"
-[ -n "$out" ] || out=$AFMALLOC_CACHE/results/speed-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
-out=$(realpath "$out")
-rm -f "$out"/speed.csv "$out"/speed-run*.txt "$out/speed.md" "$out/meta.json"
+vmb_out speed speed.csv 'speed-run*.txt' speed.md meta.json
 
 # Worst case under TCG: boot plus runs x 20 cases x (duration + fill/verify).
 timeout_s=$((600 + runs * 20 * (duration_ms / 1000 + 10)))
-log "speed: $runs run(s), ${duration_ms} ms per case, $working_set objects per thread"
-t0=$SECONDS
-set +e
-"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus "$cpus" \
-	--rwdir "$out" --timeout "$timeout_s" ${append:+--append "$append"} \
+vmb_boot "$timeout_s" "speed: $runs run(s), ${duration_ms} ms per case, $working_set objects per thread" \
+	${append:+--append "$append"} -- \
 	"$AFMALLOC_TOP/bench/speed/guest.sh" --ko "$kodir/afm_speed.ko" --sizes "$sizes" \
-	--out "$out" --runs "$runs" --duration-ms "$duration_ms" \
-	--working-set "$working_set" 2>&1 | tee "$out/guest.log"
-rc=${PIPESTATUS[0]}
-set -e
-[ "$rc" -eq 0 ] || die "the speed benchmark failed in the guest (status $rc, log $out/guest.log)"
-[ -s "$out/speed.csv" ] || die "no $out/speed.csv after the guest run"
+	--out "$out" --runs "$runs" --duration-ms "$duration_ms" --working-set "$working_set"
+vmb_need_rows "$out/speed.csv"
 
-cmd="make bench-speed"
-[ ${#opts[@]} -eq 0 ] || cmd="bench/speed/run.sh ${opts[*]}"
-{ echo "{"; meta_kernel_fields "$kdir" "$out/guest.log"; cat <<JSON; } > "$out/meta.json"
+vmb_command "make bench-speed" "${opts[@]}"
+vmb_meta "$kernel" <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
   "boot_args": "$append",
@@ -77,10 +68,6 @@ cmd="make bench-speed"
   "duration_ms": $duration_ms,
   "working_set": $working_set,
   "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
-  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
-  "seconds": $((SECONDS - t0)),
-  "command": "$cmd"
-}
 JSON
 python3 "$AFMALLOC_TOP/bench/report.py" --kind speed "$out" --out "$out/speed.md"
-log "results in $out ($((SECONDS - t0)) s)"
+vmb_done
