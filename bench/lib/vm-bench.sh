@@ -59,8 +59,8 @@
 #                      (e.g. the make target that runs the defaults) without
 #                      OPTs, else this run.sh's path in the checkout and the
 #                      OPTs ("--runs 3": each option with its value).
-# vmb_meta [KDIR]      writes $out/meta.json: "{", meta_kernel_fields KDIR
-#                      (scripts/common.sh; nothing without KDIR, for a
+# vmb_meta KDIR        writes $out/meta.json: "{", meta_kernel_fields KDIR
+#                      (scripts/common.sh; nothing when KDIR is '', for a
 #                      workload that writes its own kernel lines), the
 #                      workload's lines from stdin (each ending in a comma),
 #                      meta_host_fields, "}"; dies if that is not valid JSON.
@@ -137,7 +137,7 @@ vmb_command() {
 
 vmb_meta() {
 	{ echo "{"
-	  [ $# -eq 0 ] || meta_kernel_fields "$1" "$out/guest.log"
+	  [ -z "$1" ] || meta_kernel_fields "$1" "$out/guest.log"
 	  cat
 	  meta_host_fields "$load_start" "$load_end" "$t0"
 	  echo "}"; } > "$out/meta.json"
