@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Benchmark driver: builds the guest kernel, makes the dataset, boots ONE
-# guest and runs the untar/remove workload for every allocator in that boot
-# on the same data, then prints the markdown report.
+# guest (bench/lib/vm-bench.sh) and runs the untar/remove workload
+# (bench/untar-remove.sh) for every allocator in that boot on the same
+# data, then prints the markdown report.
 #   bench/run.sh [--dataset quick|full] [--rounds N] [--alloc LIST]
 #                [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS]
 #                [--no-highalloc] [--runs N]
@@ -19,12 +20,16 @@
 # --no-highalloc: afm_highalloc.ko from bench/build-modules.sh, guest booted
 # with page_owner=on for /proc/pagetypeinfo's mixed-block counts) also
 # highalloc.csv, highalloc_summary.csv, pagetypeinfo.csv and frag.png.
+# shellcheck source=../scripts/common.sh disable=SC1091
 . "$(dirname "$0")/../scripts/common.sh"
+# shellcheck source=SCRIPTDIR/lib/vm-bench.sh
+. "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
 	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS] [--no-highalloc] [--runs N]"
 }
-dataset=quick rounds=1 allocs=zsmalloc comp=lz4 memory= out= append= highalloc=1 runs=1
+dataset=quick rounds=1 allocs=zsmalloc comp=lz4 memory='' out='' append='' highalloc=1 runs=1
+cpus=2
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dataset) dataset=${2:?--dataset needs quick or full}; shift ;;
@@ -52,50 +57,41 @@ for a in "${alist[@]}"; do
 	esac
 done
 [ -n "$memory" ] || { [ "$dataset" = full ] && memory=4G || memory=2G; }
-need_root "the benchmark (it boots a VM)"
 
-"$AFMALLOC_TOP/scripts/setup.sh"
-kdir=$("$AFMALLOC_TOP/scripts/build-guest.sh")
+vmb_setup "the benchmark"
+vmb_kernel ''
 boot_args=slab_nomerge
 highalloc_args=()
 if [ "$highalloc" = 1 ]; then
-	kodir=$("$AFMALLOC_TOP/bench/build-modules.sh" --kdir "$kdir")
+	kodir=$("$AFMALLOC_TOP/bench/build-modules.sh" --kdir "$kernel")
 	highalloc_args=(--highalloc-ko "$kodir/afm_highalloc.ko")
 	boot_args+=" page_owner=on"
 fi
 boot_args+="${append:+ $append}"
 tar=$("$AFMALLOC_TOP/bench/dataset.sh" "$dataset")
-[ -n "$out" ] || out=$AFMALLOC_CACHE/results/$dataset-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
-out=$(realpath "$out")
+vmb_out "$dataset"
+# shellcheck disable=SC2016 # the quotes are kept in the string, $append expands
 cmd="make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp${append:+ BOOT_ARGS='$append'}"
 [ "$runs" = 1 ] || cmd+=" RUNS=$runs"
 [ "$highalloc" = 1 ] || cmd+=" (bench/run.sh --no-highalloc)"
 
 # run_once DIR ALLOCS RUN: one boot, every allocator of ALLOCS in that order.
+# Its own meta.json, without meta_host_fields: the keys of the committed runs.
 run_once() {
-	local dir=$1 order=$2 run=$3 rc accel t0=$SECONDS
-	mkdir -p "$dir"
-	rm -rf "$dir/steps.csv" "$dir/buddyinfo.csv" "$dir/hugetlb.csv" "$dir/debugfs" \
-		"$dir/highalloc.csv" "$dir/highalloc_summary.csv" "$dir/pagetypeinfo.csv" "$dir/frag.png"
-	log "running untar/remove ($dataset, $rounds round(s), $comp) for: $order (boot $run of $runs)"
-	set +e
-	"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kdir" --memory "$memory" --cpus 2 \
-		--append "$boot_args" --rwdir "$dir" --timeout 14400 --log "$dir/console.log" \
-		"$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" --out "$dir" \
-		--alloc "$order" --rounds "$rounds" --comp "$comp" "${highalloc_args[@]}" 2>&1 |
-		tee "$dir/guest.log"
-	rc=${PIPESTATUS[0]}
-	set -e
-	[ "$rc" -eq 0 ] || die "the benchmark failed in the guest (status $rc, log $dir/guest.log)"
+	local dir=$1 order=$2 run=$3 out=$1 t0	# vmb_out and vmb_boot: this boot's folder
+	vmb_out "$dataset" steps.csv buddyinfo.csv hugetlb.csv debugfs highalloc.csv \
+		highalloc_summary.csv pagetypeinfo.csv frag.png
+	vmb_boot 14400 "running untar/remove ($dataset, $rounds round(s), $comp) for: $order (boot $run of $runs)" \
+		--append "$boot_args" -- "$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" \
+		--out "$dir" --alloc "$order" --rounds "$rounds" --comp "$comp" "${highalloc_args[@]}"
 
-	{ echo "{"; meta_kernel_fields "$kdir" "$dir/guest.log"; cat <<JSON; } > "$dir/meta.json"
+	{ echo "{"; meta_kernel_fields "$kernel" "$dir/guest.log"; cat <<JSON; } > "$dir/meta.json"
   "dataset": "$dataset ($(basename "$tar"), sha256 $(sha256sum "$tar" | cut -c1-16))",
   "rounds": $rounds,
   "comp": "$comp",
   "allocators": "$order",
   "guest_memory": "$memory",
-  "guest_cpus": 2,
+  "guest_cpus": $cpus,
   "boot_args": "$boot_args",
   "highalloc": $([ "$highalloc" = 1 ] && echo true || echo false),
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
