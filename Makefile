@@ -9,6 +9,7 @@
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
 #   make bench-speed  in-kernel ops/s of every allocator (bench/speed/run.sh)
+#   make bench-speed-uml  the same natively on the host's CPU (UML, 1 thread)
 #   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
 #   make bench-churn  swap churn on zram or zswap (CHURN_TARGET), every page checked
 #   make vm-test   the in-VM tests on the lean guest kernel, quick dataset
@@ -39,12 +40,12 @@ TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
 	vm-test-stock vm-test-debug check timings-begin readme-check readme demo bench bench-speed bench-zswap bench-fio \
-	bench-zswap-time bench-churn vm-test-churn vm-test-zero-race results-collect module module-clean checkpatch
+	bench-zswap-time bench-speed-uml bench-churn vm-test-churn vm-test-zero-race results-collect module module-clean checkpatch
 
 all: help
 
 help:
-	@sed -n '3,17p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,18p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	$(TIMED) setup $(TOP)/scripts/setup.sh
@@ -172,6 +173,12 @@ results-collect:
 # In-kernel microbenchmark: ops/s of every allocator in one boot, 3 runs.
 bench-speed: setup
 	$(TOP)/bench/speed/run.sh $(if $(OUT),--out $(OUT))
+
+# The same microbenchmark on the host's own CPU: built into a UML kernel
+# and run at its boot, natively (one thread), with a perf profile
+# (bench/speed/uml.sh; ~7 min cold for the UML build, ~1 min warm).
+bench-speed-uml: setup
+	$(TOP)/bench/speed/uml.sh --perf $(if $(OUT),--out $(OUT))
 
 # zswap effective compression (Zswapped/Zswap) of afmalloc and zsmalloc on
 # the same workload in one boot of Debian's kernel, recorded for the README.

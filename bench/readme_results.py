@@ -99,6 +99,7 @@ SUMMARY = {
     "zstd": "quick-zstd-4allocs",           # another compressor, all allocators
     "fio": "fio-tcg",                       # fio on zram: IOPS and memory held
     "speed": "speed-tcg",                   # in-kernel microbenchmark
+    "speed_native": "speed-uml",            # the same natively, on UML
     "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots-hole-cache"),
     "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel
     "zswap_stock": "zswap-stock",           # zswap on Debian's kernel
@@ -795,6 +796,10 @@ def summary_data():
     sr = report.speed_ratios(rdir(SUMMARY["speed"]))
     d["speed"] = {f"{op} {t}": sr[(AF, op, t)] for (a, op, t) in sr
                   if a == AF and op in ("alloc-map", "read-map")}
+    need(SUMMARY["speed_native"], "speed.csv")
+    sr = report.speed_ratios(rdir(SUMMARY["speed_native"]))
+    d["speed_native"] = {op: sr[(AF, op, t)] for (a, op, t) in sr
+                         if a == AF and t == 1 and op in ("alloc-map", "read-map")}
     # Huge pages and Highalloc-Stress by position in the boot.
     d["huge"] = {}
     for name in SUMMARY["huge"]:
@@ -956,6 +961,14 @@ def summary_rows(d):
         add(f"In-kernel microbenchmark{before(n)}: {what}, ops/s with 1 / 2 threads",
             "1.00x", " / ".join(xr(med(r)) for _, r in cases), None, link(n),
             f"{what} in the microbenchmark ({', '.join(slow)})", better=better)
+    n = SUMMARY["speed_native"]
+    for op, what in (("alloc-map", "allocate + write + free"), ("read-map", "map + read")):
+        r = d["speed_native"][op]
+        v = runs_verdict(r)
+        add(f"The same natively on the host's CPU (UML, 1 thread): {what}, ops/s",
+            "1.00x", xr(med(r)), None, link(n),
+            f"{what} natively ({xr(med(r))})",
+            better=word[v] + (f" (all {len(r)} runs)" if v != "mixed" else " (runs disagree)"))
     n = SUMMARY["fio"]
     fi = d["fio_iops"]
     slower = [s for s, r in fi.items() if runs_verdict(r) == "slower"]
@@ -1477,6 +1490,8 @@ def kind(name):
     if timings_file(name):
         return ("`make demo`" if name.startswith("make-demo") else "`make check`") + \
             (" times, cold caches" if name.endswith("-cold") else " times, warm caches")
+    if has("speed.csv") and meta.get("accelerator", "").startswith("none (UML"):
+        return "in-kernel microbenchmark, natively on UML (one CPU)"
     if has("speed.csv"):
         return "in-kernel microbenchmark" + (f" (`{meta['boot_args']}`)"
                                              if meta.get("boot_args") else "")
@@ -1578,7 +1593,8 @@ def results_readme():
            "keeps the raw data (CSV, meta.json with kernel, config hash, dataset hash, "
            "accelerator, guest size, date and the command that reproduces the run; the "
            "guest's log). Every run is one boot unless it says otherwise. Absolute times "
-           "come from QEMU TCG emulation on a shared 2-core machine and say nothing about "
+           "come from QEMU TCG emulation on a shared 2-core machine (the UML microbenchmark "
+           "runs natively, on one CPU) and say little about "
            "speed on hardware: compare allocators only through ratios measured in the same "
            "boot. The README's summary table is read from these runs.", "",
            "Kernel built from: meta.json's `source` when it names a commit of `git log` "

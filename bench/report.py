@@ -259,8 +259,9 @@ def speed(run_dir):
     out += _host_note(meta)
     out += [f"Operations per second, median of {len(runs)} run(s) in one boot; "
             "x zsmalloc: median of the per-run ratios to zsmalloc in the same run "
-            "(copy ops against zsmalloc's map op for the same work). Under TCG only "
-            "the ratios mean something.", ""]
+            "(copy ops against zsmalloc's map op for the same work)."
+            + (" Under TCG only the ratios mean something." if meta.get("accelerator") == "tcg"
+               else ""), ""]
     head = ["op", "threads"]
     for a in allocs:
         head.append(f"{a} ops/s")

@@ -76,6 +76,7 @@ rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude
 	--include='/Kconfig' --include='/Kbuild' \
 	--include='/mm/***' --include='/kunit/***' --include='/include/***' \
 	--include='/bench/' --include='/bench/module/***' \
+	--include='/bench/data/' --include='/bench/data/sizes-lz4.csv' \
 	--exclude='*' "$AFMALLOC_TOP/" "$dst/"
 if [ -f "$AFMALLOC_TOP/include/linux/afmalloc.h" ]; then
 	rsync -c "$AFMALLOC_TOP/include/linux/afmalloc.h" "$tree/include/linux/afmalloc.h"
