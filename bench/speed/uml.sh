@@ -13,12 +13,15 @@
 # speed.csv (the columns of make bench-speed), console.log (UML's output),
 # meta.json, speed.md and, with --perf, perf-report.txt (functions by share
 # of the samples of the whole run, its data checks included).
+# shellcheck source=../../scripts/common.sh disable=SC1091
 . "$(dirname "$0")/../../scripts/common.sh"
+# shellcheck source=SCRIPTDIR/../lib/vm-bench.sh
+. "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
 	sed -n '10,11p' "$0" | sed 's/^# \{0,1\}//'
 }
-out= runs=3 duration_ms=2000 working_set=4096 perf=0
+out='' runs=3 duration_ms=2000 working_set=4096 perf=0
 opts=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -32,9 +35,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-for v in runs duration_ms working_set; do
-	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive number, not '${!v}'"
-done
+vmb_positive runs duration_ms working_set
 sizes=$AFMALLOC_TOP/bench/data/sizes-lz4.csv
 
 "$AFMALLOC_TOP/scripts/setup.sh"
@@ -100,8 +101,9 @@ if [ "$perf" = 1 ]; then
 	} > "$out/perf-report.txt"
 fi
 
-cmd="make bench-speed-uml"
-[ ${#opts[@]} -eq 0 ] || cmd="bench/speed/uml.sh ${opts[*]}"
+# make bench-speed-uml passes --perf: the defaults with it are the make target.
+[ "${opts[*]}" != --perf ] || opts=()
+vmb_command "make bench-speed-uml" "${opts[@]}"
 { cat <<JSON
 {
   "kernel": "$(cat "$bdir/include/config/kernel.release") (UML)",
