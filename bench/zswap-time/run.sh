@@ -52,11 +52,14 @@ if [ "$stock" = 1 ]; then
 	kver=$STOCK_KVER config=/boot/config-$STOCK_KVER
 	kargs=(--module "$STOCK_MODULE")
 	kdesc="Debian $STOCK_KVER, afmalloc.ko (sha256 $(sha256sum "$STOCK_MODULE" | cut -c1-16))"
+	# afmalloc.ko is built from this checkout (scripts/stock-kernel.sh).
+	source=$(git -C "$AFMALLOC_TOP" describe --always --dirty 2>/dev/null || echo unknown)
 else
 	vmb_kernel ''
 	kver=$(cat "$kernel/include/config/kernel.release") config=$kernel/.config
 	kargs=(--builtin)
 	kdesc="project guest kernel, afmalloc built in"
+	source=$(cat "$kernel/.afmalloc-source" 2>/dev/null || echo unknown)
 fi
 vmb_out zswap-time zswap-time.csv zswap-time.md meta.json
 
@@ -69,9 +72,10 @@ vmb_need_rows "$out/zswap-time.csv"
 
 vmb_command "make bench-zswap-time" "${opts[@]}"
 # Its own kernel lines (no KDIR for vmb_meta): the stock kernel has no
-# build dir, and these runs never recorded "source".
+# build dir. "source": the commit afmalloc was built from.
 vmb_meta '' <<JSON
   "kernel": "$kver",
+  "source": "$source",
   "kernel_kind": "$kdesc",
   "config_sha256": "$(sha256sum "$config" 2>/dev/null | cut -c1-16)",
   "accelerator": "$(guest_accel "$out/guest.log")",
