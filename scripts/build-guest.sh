@@ -5,7 +5,9 @@
 # The config is regenerated only when the fragments change, so rebuilds are
 # incremental (and ccache'd when ccache is installed). Every option a
 # fragment asks for is checked in the final .config.
-# Prints the build directory (bzImage in arch/x86/boot/).
+# Prints the build directory (bzImage in arch/x86/boot/), and nothing else
+# on stdout: callers take it with $(...), so make's output (syncconfig's
+# list of new options when a Kconfig changed, say) goes to stderr.
 . "$(dirname "$0")/common.sh"
 
 variant=guest
@@ -32,7 +34,7 @@ if [ ! -f "$out/.config" ] || [ "$(cat "$out/.afmalloc-config" 2>/dev/null)" != 
 	"${mk[@]}" -s tinyconfig >/dev/null
 	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m -O "$out" \
 		"$out/.config" "${frags[@]}" >/dev/null)
-	"${mk[@]}" -s olddefconfig
+	"${mk[@]}" -s olddefconfig >&2
 	# Check every request made it (an unmet dependency drops it silently).
 	bad=0
 	while IFS= read -r line; do
@@ -50,8 +52,8 @@ if [ ! -f "$out/.config" ] || [ "$(cat "$out/.afmalloc-config" 2>/dev/null)" != 
 fi
 
 log "building $variant kernel in $out"
-"${mk[@]}" -s bzImage modules
-"${mk[@]}" -s modules_prepare
+"${mk[@]}" -s bzImage modules >&2
+"${mk[@]}" -s modules_prepare >&2
 # The project commit this kernel was built from, for the benchmarks'
 # meta.json (meta_kernel_fields); "-dirty": uncommitted changes.
 git -C "$AFMALLOC_TOP" describe --always --dirty > "$out/.afmalloc-source" 2>/dev/null ||
