@@ -188,6 +188,13 @@ typedef u32 afm_zs_off_t;
  * @bucket: tail bucket, AFM_ZS_NO_BUCKET when on no tail list.
  * @hlist_nr: hole list (hole bytes / AFM_ZS_MIN_HOLES), 0 when on none:
  *	fewer holes than that, or not a live zspage (victim, dead).
+ * @stride: 1 when page k is the page of PFN @first's + k, -1 when @first's
+ *	- k (its pages came in a run, as order-0 pages allocated together
+ *	mostly do), 0 otherwise: page k is then found by following the chain.
+ *	With a run, reaching a page reads no struct page (afm_zs_page()),
+ *	without costing the descriptor a byte (it fills padding). Set when
+ *	the zspage is made; cleared by migration, whose new page breaks the
+ *	run, under the exclusive gate; read by holders of the gate.
  * @linked: its holes on the hole index (AFM_ZH_HOLE set in their headers).
  *	Under the pool lock.
  */
@@ -204,6 +211,7 @@ struct afm_zspage {
 	u8 flags;
 	u8 bucket;
 	u8 hlist_nr;
+	s8 stride;
 	afm_zs_off_t linked;
 };
 
@@ -707,13 +715,17 @@ static inline void afm_ze_unpin(atomic64_t *ent)
 }
 
 /*
- * Page @nr of zspage @z, following the chain from its first page. Caller
- * holds the zspage gate (shared or exclusive), which keeps the chain stable.
+ * Page @nr of zspage @z: by PFN when its pages are a run (@z->stride), else
+ * following the chain from its first page. Caller holds the zspage gate
+ * (shared or exclusive), which keeps the chain and the stride stable.
  */
 static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int nr)
 {
 	struct page *page = READ_ONCE(z->first);
+	long stride = READ_ONCE(z->stride);
 
+	if (likely(stride))
+		return pfn_to_page(page_to_pfn(page) + stride * nr);
 	while (nr--)
 		page = (struct page *)READ_ONCE(page->index);
 	return page;

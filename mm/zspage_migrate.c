@@ -65,6 +65,8 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 		WRITE_ONCE(prev->index, (unsigned long)dst);
 	else
 		WRITE_ONCE(z->first, dst);
+	/* @dst is not @src's PFN: the run is broken, follow the chain. */
+	WRITE_ONCE(z->stride, 0);
 	afm_zg_unlock(z);
 
 	/* The zspage's reference moves to @dst; the core frees @src. */

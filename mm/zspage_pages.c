@@ -155,6 +155,9 @@ static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 	struct page *page = c->page;
 	unsigned int i = c->nr;
 
+	/* A run: no walk to remember (the gate keeps the stride). */
+	if (likely(READ_ONCE(c->z->stride)))
+		return afm_zs_page(c->z, nr);
 	if (!page || nr < i) {
 		page = READ_ONCE(c->z->first);
 		i = 0;
@@ -357,6 +360,20 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
  * Make a zspage of the data pages of @sp, with a descriptor in table page
  * @dpg (afm_zt_find() of the descriptor table). Pool lock held.
  */
+/* The stride of @pages, AFM_ZS_PAGES of them (see struct afm_zspage). */
+static s8 afm_zs_run(struct page **pages)
+{
+	unsigned long pfn = page_to_pfn(pages[0]);
+	bool up = true, down = true;
+	unsigned int i;
+
+	for (i = 1; i < AFM_ZS_PAGES; i++) {
+		up &= page_to_pfn(pages[i]) == pfn + i;
+		down &= page_to_pfn(pages[i]) == pfn - i;
+	}
+	return up ? 1 : down ? -1 : 0;
+}
+
 struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 			      unsigned long dpg, struct afm_zs_spare *sp)
 {
@@ -380,6 +397,7 @@ struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 		next = page;
 	}
 	z->first = next;
+	z->stride = afm_zs_run(pages);
 	z->flags = AFM_ZS_USED;
 	/*
 	 * Movable only once the descriptor is complete. Once a page is

@@ -117,6 +117,9 @@
  * table built the same way (72-byte slots, 56 per page). A descriptor
  * holds no page array: its first page and, in each data page's ->index,
  * the next one chain the pages (as zsmalloc does); migration relinks.
+ * When the pages are a run of PFNs, up or down (order-0 pages allocated
+ * together mostly are), a byte of the descriptor says so and page k is
+ * found by PFN, reading no struct page; migration ends the run.
  * Error values are never valid handles: handles stay below 2^63.
  *
  * Reverse map
@@ -795,7 +798,8 @@ static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 
 /*
  * Zspage @z, pool lock held: its page chain has AFM_ZS_PAGES pages, each
- * pointing back to it. Return: 0 if so, else 1.
+ * pointing back to it, and with a stride each is the page afm_zs_page()
+ * finds by PFN. Return: 0 if so, else 1.
  */
 static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 {
@@ -806,6 +810,8 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 	for (page = READ_ONCE(z->first); page && n <= AFM_ZS_PAGES;
 	     page = (struct page *)READ_ONCE(page->index)) {
 		if (page_private(page) != (unsigned long)z)
+			bad = 1;
+		if (n < AFM_ZS_PAGES && afm_zs_page(z, n) != page)
 			bad = 1;
 		n++;
 	}
