@@ -356,10 +356,6 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
 
 /* Zspages */
 
-/*
- * Make a zspage of the data pages of @sp, with a descriptor in table page
- * @dpg (afm_zt_find() of the descriptor table). Pool lock held.
- */
 /* The stride of @pages, AFM_ZS_PAGES of them (see struct afm_zspage). */
 static s8 afm_zs_run(struct page **pages)
 {
@@ -374,6 +370,10 @@ static s8 afm_zs_run(struct page **pages)
 	return up ? 1 : down ? -1 : 0;
 }
 
+/*
+ * Make a zspage of the data pages of @sp, with a descriptor in table page
+ * @dpg (afm_zt_find() of the descriptor table). Pool lock held.
+ */
 struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 			      unsigned long dpg, struct afm_zs_spare *sp)
 {
