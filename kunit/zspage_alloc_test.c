@@ -273,6 +273,76 @@ static void afm_zs_test_hole_reuse(struct kunit *test)
 }
 
 /*
+ * Holes merge both ways: of objects 0 to 5 back to back in one zspage, 1
+ * freed, then 2 (it merges with the hole before it), then 4, then 3 (with
+ * the holes on both sides) leave one hole of the four extents, which takes
+ * an object as long as the four (up to a page) at 1's offset; freed, that
+ * one merges back with the rest after it, if any. Then 5, the last, freed
+ * gives its extent back to the tail together with the hole before it: no
+ * hole is left, and the next object goes to 1's offset. Sizes whose four
+ * extents fit one (AFM_ZS_MAX_EXT). Every object keeps its bytes.
+ */
+static const unsigned int afm_zs_merge_sizes[] = { 20, 100, 700, 1300, 2000 };
+
+KUNIT_ARRAY_PARAM(afm_zs_merge, afm_zs_merge_sizes, afm_zs_hole_desc);
+
+static void afm_zs_test_hole_merge(struct kunit *test)
+{
+	const unsigned int *param = test->param_value, size = *param;
+	const unsigned int ext = size + afm_zs_header_bytes();
+	struct afm_zs_hole_set hs = { .buf = afm_zs_buf(test) };
+	static const unsigned int order[] = { 1, 2, 4, 3 };
+	unsigned int i, nr, big, rest;
+	struct afm_zs_obj_info hole;
+	struct afm_zs_counters c;
+	struct afm_pool *pool;
+
+	afm_zs_permille(test, 0);
+	hs.ts = afm_zs_set(test, ARRAY_SIZE(hs.size));
+	afm_zs_quiet(hs.ts);
+	pool = hs.ts->pool;
+	for (i = 0; i < 6; i++)
+		afm_zs_hole_put(test, &hs, i, size);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(pool, hs.ts->h[1], &hole), 0);
+
+	for (i = 0; i < ARRAY_SIZE(order); i++) {
+		afm_zs_hole_free(&hs, order[i]);
+		afm_zs_get_counters(pool, &c);
+		KUNIT_EXPECT_EQ(test, afm_zs_test_bad_holes(pool, &nr), 0);
+		/* After 1, 2: one hole; after 4: two; after 3: one. */
+		KUNIT_EXPECT_EQ_MSG(test, nr, i == 2 ? 2 : 1, "freed %u",
+				    order[i]);
+		KUNIT_EXPECT_EQ(test, c.hole_recorded, (i + 1) * ext);
+	}
+
+	big = min(4 * ext, (unsigned int)PAGE_SIZE + afm_zs_header_bytes()) -
+	      afm_zs_header_bytes();
+	rest = 4 * ext - big - afm_zs_header_bytes();
+	afm_zs_hole_put(test, &hs, 6, big);
+	afm_zs_hole_expect_at(test, &hs, 6, &hole, 0);
+	afm_zs_get_counters(pool, &c);
+	KUNIT_EXPECT_EQ(test, c.hole_recorded, rest >= 17 ? rest : 0);
+	afm_zs_hole_free(&hs, 6);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_bad_holes(pool, &nr), 0);
+	KUNIT_EXPECT_EQ(test, nr, 1);
+
+	afm_zs_hole_free(&hs, 5);
+	afm_zs_get_counters(pool, &c);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_bad_holes(pool, &nr), 0);
+	KUNIT_EXPECT_EQ(test, nr, 0);
+	KUNIT_EXPECT_EQ(test, c.hole_recorded, 0);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, 0);
+	afm_zs_hole_put(test, &hs, 7, size);
+	afm_zs_hole_expect_at(test, &hs, 7, &hole, 0);
+	for (i = 0; i < ARRAY_SIZE(hs.size); i++) {
+		if (hs.ts->h[i])
+			afm_zs_check(test, pool, hs.ts->h[i], i, hs.size[i],
+				     hs.buf, i & 1);
+	}
+	afm_zs_expect_consistent(test, pool);
+}
+
+/*
  * Indexed holes leave the index with their zspage: when it is released
  * (its id is then reused for another zspage) none of its holes is left on
  * the index and the next allocation is not put into it; after compaction
@@ -299,7 +369,7 @@ static void afm_zs_test_hole_forget(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, h[0], &first), 0);
 
 	/* Holes in the first zspage, then all of it freed: released. */
-	for (i = 1; i < 4; i++) {
+	for (i = 1; i < 6; i += 2) {
 		afm_free(ts->pool, h[i]);
 		h[i] = 0;
 	}
@@ -348,15 +418,16 @@ static void afm_zs_test_hole_forget(struct kunit *test)
  * compaction off and the shrinker away, so that only hole reuse keeps the
  * pool dense: after eight rounds of the pool the holes (slack in extents
  * included) must stay under AFM_ZS_OW_MAX_PM per mille of the live bytes
- * (a cache of recent holes left 265-485). Then the writes stop and the
- * rest run (driven) must bring the pool to no more pages than zsmalloc's
+ * (a cache of recent holes left 265-485; freed extents merged only with
+ * the hole after them 53-105, both ways 36-70). Then the writes stop and
+ * the rest run (driven) must bring the pool to no more pages than zsmalloc's
  * data pages after the same sequence (its metadata not counted). For sizes
  * close to each other (fio's buffers) and spread wide (zram's). Every
  * object keeps its bytes.
  */
 #define AFM_ZS_OW_OBJS		2048
 #define AFM_ZS_OW_ROUNDS	8
-#define AFM_ZS_OW_MAX_PM	120
+#define AFM_ZS_OW_MAX_PM	80
 
 struct afm_zs_ow_case {
 	unsigned int lo, hi;
@@ -476,6 +547,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE(afm_zs_test_hole_nomem),
 	KUNIT_CASE_PARAM(afm_zs_test_hole_reuse, afm_zs_hole_gen_params),
+	KUNIT_CASE_PARAM(afm_zs_test_hole_merge, afm_zs_merge_gen_params),
 	KUNIT_CASE(afm_zs_test_hole_forget),
 	KUNIT_CASE_PARAM(afm_zs_test_overwrite, afm_zs_ow_gen_params),
 	{}

@@ -281,11 +281,42 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 }
 
 /*
+ * The indexed hole of @z that ends at @off, where the extent being freed
+ * begins, or 0. The footer before @off names it (afm_zs_cfoot_read());
+ * when the extent before @off is not an indexed hole those bytes are an
+ * object's data or a stale footer, so the record they name must be in use
+ * (a freed record is zeroed: its length is 0) and be a hole of @z ending at
+ * @off: a record on the index says where its hole is. Return: its record
+ * number + 1.
+ */
+static u32 afm_zs_hole_before(struct afm_zs_pool *zs, struct afm_zspage *z,
+			      struct afm_zs_cur *c, unsigned int off)
+{
+	struct afm_zs_hrec *rec;
+	u32 r1;
+
+	BUILD_BUG_ON(AFM_ZS_HOLE_HDR + AFM_ZS_RECNO > AFM_ZS_HOLE_MIN);
+	lockdep_assert_held(&zs->lock);
+	if (!z->linked || off < AFM_ZS_HOLE_MIN)
+		return 0;
+	r1 = afm_zs_cfoot_read(c, off);
+	if (!r1 || (r1 - 1) / AFM_ZR_PER_PAGE >= zs->rtab.end)
+		return 0;
+	rec = afm_zs_rec(zs, r1);
+	if (!rec || rec->len < AFM_ZS_HOLE_MIN || rec->id != z->id ||
+	    rec->off + rec->len != off)
+		return 0;
+	return r1;
+}
+
+/*
  * Remove the object of @size bytes at data offset @off, in an extent of
- * @len bytes, from @z's counts. Its extent joins the tail if last; else,
- * unless @z is a victim or now empty, it becomes a hole on the index,
- * merged with an indexed hole that follows it (whose record it takes
- * over); without a record it stays off the index (its header stays in
+ * @len bytes, from @z's counts. Its extent joins the tail if last (with
+ * the indexed hole before it, if any); else, unless @z is a victim or now
+ * empty, it becomes a hole on the index, merged with the indexed holes
+ * around it (up to AFM_ZS_MAX_EXT bytes; the merged hole keeps the record
+ * of the hole after it, else of the one before it, whose footer is then
+ * rewritten); without a record it stays off the index (its header stays in
  * any case: compaction steps over it). @c: a cursor on @z, or NULL when
  * @z is a victim (compaction).
  */
@@ -294,8 +325,10 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 		    unsigned int len)
 {
 	unsigned int hoff = off - AFM_ZS_HDR, nlen;
+	struct afm_zs_hrec *prev;
+	bool foot = true;
 	unsigned long idx;
-	u32 r1 = 0;
+	u32 r1 = 0, p1;
 
 	z->live -= size;
 	z->objs--;
@@ -310,20 +343,43 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 	if (hoff + len == z->tail) {
 		z->tail = hoff;
 		zs->tail_bytes += len;
+		p1 = afm_zs_hole_before(zs, z, c, hoff);
+		if (p1) {
+			prev = afm_zs_rec(zs, p1);
+			afm_zs_hole_unlink(zs, z, p1);
+			z->tail = prev->off;
+			zs->tail_bytes += prev->len;
+			afm_zt_put(zs, &zs->rtab, p1 - 1);
+		}
 		afm_zs_rebucket(zs, z);
 	} else if (z->objs) {
 		nlen = afm_zs_chdr_read(c, hoff + len, &idx, &r1);
 		if (idx == AFM_ZS_LINKED && len + nlen <= AFM_ZS_MAX_EXT) {
+			/* Its footer is already at the end. */
 			afm_zs_hole_unlink(zs, z, r1);
 			len += nlen;
+			foot = false;
 		} else if (idx == AFM_ZS_LINKED) {
 			r1 = 0;
+		}
+		p1 = afm_zs_hole_before(zs, z, c, hoff);
+		prev = p1 ? afm_zs_rec(zs, p1) : NULL;
+		if (prev && prev->len + len <= AFM_ZS_MAX_EXT) {
+			afm_zs_hole_unlink(zs, z, p1);
+			hoff = prev->off;
+			len += prev->len;
+			if (r1)
+				afm_zt_put(zs, &zs->rtab, p1 - 1);
+			else
+				r1 = p1;
 		}
 		if (len >= AFM_ZS_HOLE_MIN && !r1)
 			r1 = afm_zs_rec_new(zs);
 		if (r1) {
 			afm_zs_hole_link(zs, z, hoff, len, r1);
 			afm_zs_chole_write(c, hoff, len, r1);
+			if (foot)
+				afm_zs_cfoot_write(c, hoff, len, r1);
 		}
 	}
 	afm_zs_hlist_update(zs, z);

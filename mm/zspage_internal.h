@@ -82,15 +82,18 @@
  * afm_zs_hrec) in the pool's hole table, on one of AFM_ZS_NR_HCLASSES
  * lists by length (AFM_ZS_HCLASS_W bytes wide); the hole's header has
  * AFM_ZH_HOLE set and is followed by its record number (AFM_ZS_RECNO
- * bytes), so that a free finds the record of the hole after it. The lists
+ * bytes), so that a free finds the record of the hole after it, and its
+ * last AFM_ZS_RECNO bytes hold the record number + 1 (its footer), so that
+ * a free finds the record of the hole before it. The lists
  * live in pool-owned table pages, never in the zspages: taking a hole off
  * a list touches no data page. Allocation looks at up to
  * AFM_ZS_HOLE_TRIES holes of the class of the extent for the first fit,
  * then takes the first hole of the next class that has any. A rest smaller
  * than AFM_ZS_HOLE_MIN (which could only hold objects of at most 11
  * bytes) stays in the object's extent as slack rather than becoming a
- * hole. Holes merge with a hole that follows them up to AFM_ZS_MAX_EXT
- * bytes.
+ * hole. A freed extent merges with the holes before and after it up to
+ * AFM_ZS_MAX_EXT bytes (a hole of AFM_ZS_HOLE_MIN bytes has room for its
+ * header, record number and footer).
  */
 #define AFM_ZS_RECNO		4
 #define AFM_ZS_HOLE_HDR		(AFM_ZS_HDR + AFM_ZS_RECNO)
@@ -829,6 +832,9 @@ unsigned int afm_zs_chdr_read(struct afm_zs_cur *c, unsigned int off,
 			      unsigned long *idx, u32 *r1);
 void afm_zs_chole_write(struct afm_zs_cur *c, unsigned int off,
 			unsigned int len, u32 r1);
+void afm_zs_cfoot_write(struct afm_zs_cur *c, unsigned int off,
+			unsigned int len, u32 r1);
+u32 afm_zs_cfoot_read(struct afm_zs_cur *c, unsigned int off);
 void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z);

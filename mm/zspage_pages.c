@@ -242,6 +242,34 @@ void afm_zs_chole_write(struct afm_zs_cur *c, unsigned int off,
 	afm_zs_cur_io(c, off, buf, AFM_ZS_HOLE_HDR, true);
 }
 
+/*
+ * The footer of an indexed hole: the last AFM_ZS_RECNO bytes of the hole
+ * of @len bytes at @off hold its record number + 1, so that a free of the
+ * extent after it finds it (afm_zs_hole_before()). Pool lock held.
+ */
+void afm_zs_cfoot_write(struct afm_zs_cur *c, unsigned int off,
+			unsigned int len, u32 r1)
+{
+	u8 buf[AFM_ZS_RECNO];
+
+	afm_zs_le_put(buf, r1, AFM_ZS_RECNO);
+	afm_zs_cur_io(c, off + len - AFM_ZS_RECNO, buf, AFM_ZS_RECNO, true);
+}
+
+/*
+ * The AFM_ZS_RECNO bytes before @off (at least that) of the cursor's
+ * zspage, as a footer: the record number + 1 of the hole ending at @off if
+ * the extent before @off is an indexed hole, else any value (an object's
+ * data, or a stale footer). Pool lock held.
+ */
+u32 afm_zs_cfoot_read(struct afm_zs_cur *c, unsigned int off)
+{
+	u8 buf[AFM_ZS_RECNO];
+
+	afm_zs_cur_io(c, off - AFM_ZS_RECNO, buf, AFM_ZS_RECNO, false);
+	return afm_zs_le_get(buf, AFM_ZS_RECNO);
+}
+
 /* afm_zs_chdr_write() in a gate hold of its own. */
 void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 		      unsigned int len, unsigned long handle)

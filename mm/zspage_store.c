@@ -32,7 +32,11 @@
  * table, a slot table like the handle table (below), so that the index has
  * no bound and taking a hole off it touches no data page; the hole's
  * header says it is indexed and is followed by its record number, so that
- * a free finds the record of the hole after it. Allocation takes the tighter of two
+ * a free finds the record of the hole after it, and its last 4 bytes (its
+ * footer) hold the record number + 1, so that a free finds the record of
+ * the hole before it (the bytes before an object's header are another
+ * object's data: a footer counts only if the record it names is in use
+ * and says its hole ends there). Allocation takes the tighter of two
  * fits: the best of the first AFM_ZS_HOLE_TRIES holes of the extent's
  * class (or the first hole of the next class with any, which all fit),
  * and the smallest tail that fits (tails bucketed by size in AFM_ZS_GRAIN
@@ -49,8 +53,10 @@
  * back when the object goes.
  *
  * Freeing the object just below the fill offset gives its extent back to
- * the tail; any other free makes its extent a hole on the index, merged
- * with an indexed hole that follows it (up to AFM_ZS_MAX_EXT bytes), except
+ * the tail, with the indexed hole just below it; any other free makes its
+ * extent a hole on the index, merged with the indexed holes before and
+ * after it (up to AFM_ZS_MAX_EXT bytes), so that the rests allocation
+ * leaves after objects do not stay slivers, except
  * in a victim of compaction (its holes go with it) or a zspage left empty
  * (released). Under random overwrites (zram as swap, fio) most writes thus
  * go where an object was freed, as in zsmalloc's size classes, but without
@@ -60,10 +66,11 @@
  * record for without sleeping. Indexed holes of a victim stay linked
  * until allocation meets one (it takes it off the index and goes on), or
  * the victim is released (afm_zs_holes_unlink_all() walks its extents), so
- * picking victims costs no walk. A free reads its header and the next one
- * and writes the hole's, an allocation writes the object's header and the
- * rest's, each in one hold of the zspage's gate with one walk of its page
- * chain (struct afm_zs_cur).
+ * picking victims costs no walk. A free reads its header, the next one
+ * and, if its zspage has indexed holes, the footer before it, and writes
+ * the hole's header and footer; an allocation writes the object's header
+ * and the rest's; each in one hold of the zspage's gate (struct
+ * afm_zs_cur).
 
  * Shards
  * ------
@@ -819,16 +826,31 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 	return bad || n != AFM_ZS_PAGES;
 }
 
+/* The footer of the hole of @len bytes at @off of @z. */
+static u32 afm_zs_foot(struct afm_zspage *z, unsigned int off,
+		       unsigned int len)
+{
+	struct afm_zs_cur c;
+	u32 r1;
+
+	afm_zs_cur_begin(&c, z);
+	r1 = afm_zs_cfoot_read(&c, off + len);
+	afm_zs_cur_end(&c);
+	return r1;
+}
+
 /*
  * Live zspage @z, pool lock held: its extents tile [0, fill offset), those
  * a live entry points to (afm_zs_owner()) are its objects (with less slack
  * than a hole on the index would need), and @z->linked of the others are
- * on the hole index. Return: 0 if so, else 1.
+ * on the hole index, each with its footer, and merged with an indexed hole
+ * just before it unless the two are too long for one extent. Return: 0 if
+ * so, else 1.
  */
 static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 					 struct afm_zspage *z)
 {
-	unsigned int off = 0, len, objs = 0, linked = 0;
+	unsigned int off = 0, len, objs = 0, linked = 0, plen = 0;
 	struct afm_zs_hrec *rec;
 	unsigned long idx;
 	u32 r1 = 0;
@@ -839,18 +861,24 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 		if (len < AFM_ZS_HDR || off + len > z->tail)
 			return 1;
 		if (idx == AFM_ZS_LINKED) {
-			/* Its record names it back. */
+			/* Its record and its footer name it back. */
 			rec = r1 ? afm_zs_rec(zs, r1) : NULL;
 			if (len < AFM_ZS_HOLE_MIN || !rec || rec->id != z->id ||
-			    rec->off != off || rec->len != len)
+			    rec->off != off || rec->len != len ||
+			    afm_zs_foot(z, off, len) != r1 ||
+			    (plen && plen + len <= AFM_ZS_MAX_EXT))
 				return 1;
 			linked++;
+			plen = len;
+			off += len;
+			continue;
 		} else if (afm_zs_owner(zs, z, off, idx, &e)) {
 			if (len < afm_ze_size(e) + AFM_ZS_HDR ||
 			    len >= afm_ze_size(e) + AFM_ZS_HDR + AFM_ZS_HOLE_MIN)
 				return 1;
 			objs++;
 		}
+		plen = 0;
 		off += len;
 	}
 	return objs != z->objs || linked != z->linked;
