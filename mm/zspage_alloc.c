@@ -287,10 +287,11 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
  * object's data or a stale footer, so the record they name must be in use
  * (a freed record is zeroed: its length is 0) and be a hole of @z ending at
  * @off: a record on the index says where its hole is. Return: its record
- * number + 1.
+ * number + 1, and the record in *@recp.
  */
 static u32 afm_zs_hole_before(struct afm_zs_pool *zs, struct afm_zspage *z,
-			      struct afm_zs_cur *c, unsigned int off)
+			      struct afm_zs_cur *c, unsigned int off,
+			      struct afm_zs_hrec **recp)
 {
 	struct afm_zs_hrec *rec;
 	u32 r1;
@@ -306,6 +307,7 @@ static u32 afm_zs_hole_before(struct afm_zs_pool *zs, struct afm_zspage *z,
 	if (!rec || rec->len < AFM_ZS_HOLE_MIN || rec->id != z->id ||
 	    rec->off + rec->len != off)
 		return 0;
+	*recp = rec;
 	return r1;
 }
 
@@ -343,9 +345,8 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 	if (hoff + len == z->tail) {
 		z->tail = hoff;
 		zs->tail_bytes += len;
-		p1 = afm_zs_hole_before(zs, z, c, hoff);
+		p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
 		if (p1) {
-			prev = afm_zs_rec(zs, p1);
 			afm_zs_hole_unlink(zs, z, p1);
 			z->tail = prev->off;
 			zs->tail_bytes += prev->len;
@@ -362,9 +363,8 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 		} else if (idx == AFM_ZS_LINKED) {
 			r1 = 0;
 		}
-		p1 = afm_zs_hole_before(zs, z, c, hoff);
-		prev = p1 ? afm_zs_rec(zs, p1) : NULL;
-		if (prev && prev->len + len <= AFM_ZS_MAX_EXT) {
+		p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
+		if (p1 && prev->len + len <= AFM_ZS_MAX_EXT) {
 			afm_zs_hole_unlink(zs, z, p1);
 			hoff = prev->off;
 			len += prev->len;
