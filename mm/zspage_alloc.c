@@ -663,6 +663,7 @@ void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 	unsigned int off, size;
 	atomic64_t *ent;
 	void *addr;
+	u8 *lin;
 	u64 e;
 
 	zs = afm_zs_of(pool, &handle);
@@ -671,6 +672,9 @@ void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 		return NULL;
 	off = afm_ze_off(e);
 	size = afm_ze_size(e);
+	lin = afm_zs_lin(z);
+	if (lin)
+		return lin + off;
 	if (offset_in_page(off) + size <= PAGE_SIZE) {
 		addr = kmap_local_page(afm_zs_page(z, off >> PAGE_SHIFT)) +
 		       offset_in_page(off);
@@ -692,10 +696,13 @@ void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,
 	struct afm_zspage *z = afm_zs_desc(zs, afm_ze_id(e));
 	unsigned int off = afm_ze_off(e), size = afm_ze_size(e);
 
-	if (offset_in_page(off) + size <= PAGE_SIZE)
-		kunmap_local(this_cpu_read(afm_zs_kaddr));
-	else if (mm != AFM_MM_RO)
-		afm_zs_copy_in(z, off, bounce, size);
+	/* As afm_zs_map() decided: the gate it took keeps the run a run. */
+	if (!afm_zs_lin(z)) {
+		if (offset_in_page(off) + size <= PAGE_SIZE)
+			kunmap_local(this_cpu_read(afm_zs_kaddr));
+		else if (mm != AFM_MM_RO)
+			afm_zs_copy_in(z, off, bounce, size);
+	}
 	afm_zs_put(z, ent);
 }
 

@@ -191,13 +191,16 @@ typedef u32 afm_zs_off_t;
  * @bucket: tail bucket, AFM_ZS_NO_BUCKET when on no tail list.
  * @hlist_nr: hole list (hole bytes / AFM_ZS_MIN_HOLES), 0 when on none:
  *	fewer holes than that, or not a live zspage (victim, dead).
- * @stride: 1 when page k is the page of PFN @first's + k, -1 when @first's
- *	- k (its pages came in a run, as order-0 pages allocated together
- *	mostly do), 0 otherwise: page k is then found by following the chain.
- *	With a run, reaching a page reads no struct page (afm_zs_page()),
- *	without costing the descriptor a byte (it fills padding). Set when
- *	the zspage is made; cleared by migration, whose new page breaks the
- *	run, under the exclusive gate; read by holders of the gate.
+ * @run: 1 when page k is the page of PFN @first's + k (afm_zs_new() sorts
+ *	the pages by PFN, so pages allocated in a run, up or down, as
+ *	order-0 pages allocated together mostly are, make one), 0 otherwise:
+ *	page k is then found by following the chain. With a run, reaching a
+ *	page reads no struct page (afm_zs_page()) and, without highmem, the
+ *	zspage's bytes lie back to back in the kernel's linear map
+ *	(afm_zs_lin()), so that an object crossing pages is reached in place.
+ *	It fills padding: the descriptor costs no byte more. Set when the
+ *	zspage is made; cleared by migration, whose new page breaks the run,
+ *	under the exclusive gate; read by holders of the gate.
  * @linked: its holes on the hole index (AFM_ZH_HOLE set in their headers).
  *	Under the pool lock.
  */
@@ -214,7 +217,7 @@ struct afm_zspage {
 	u8 flags;
 	u8 bucket;
 	u8 hlist_nr;
-	s8 stride;
+	u8 run;
 	afm_zs_off_t linked;
 };
 
@@ -358,6 +361,8 @@ struct afm_zs_table {
  *	keeps the kernel's shrink_slab() away from the pool (count and scan
  *	report nothing), AFM_ZS_QUIET_MIGRATION the kernel's page migration
  *	(isolation refused); the KUnit hooks still reach both.
+ *	AFM_ZS_QUIET_RUNS makes every new zspage a chain, so that the tests
+ *	reach the page-by-page paths whatever pages they get.
  */
 struct afm_zs_pool {
 	struct afm_pool *pool;
@@ -402,6 +407,9 @@ struct afm_zs_pool {
 		atomic_long_t putback;
 		atomic_long_t isolated_freed;
 		unsigned long deferred_frees;
+		unsigned long runs;
+		unsigned long chains;
+		atomic_long_t runs_broken;
 		unsigned long hole_reused;
 		unsigned long hole_bytes;
 		unsigned long donated;
@@ -718,30 +726,45 @@ static inline void afm_ze_unpin(atomic64_t *ent)
 }
 
 /*
- * Page @nr of zspage @z: by PFN when its pages are a run (@z->stride), else
+ * Page @nr of zspage @z: by PFN when its pages are a run (@z->run), else
  * following the chain from its first page. Caller holds the zspage gate
- * (shared or exclusive), which keeps the chain and the stride stable.
+ * (shared or exclusive), which keeps the chain and the run stable.
  */
 static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int nr)
 {
 	struct page *page = READ_ONCE(z->first);
-	long stride = READ_ONCE(z->stride);
 
-	if (likely(stride))
-		return pfn_to_page(page_to_pfn(page) + stride * nr);
+	if (likely(READ_ONCE(z->run)))
+		return pfn_to_page(page_to_pfn(page) + nr);
 	while (nr--)
 		page = (struct page *)READ_ONCE(page->index);
 	return page;
 }
 
+/*
+ * Byte 0 of zspage @z in the kernel's linear map when all its bytes lie
+ * there back to back: its pages are a run and none can be highmem (no
+ * CONFIG_HIGHMEM); else NULL, and its bytes are reached page by page
+ * (kmap_local_page()). Caller holds the zspage gate, which keeps the
+ * answer true until it lets go.
+ */
+static inline u8 *afm_zs_lin(const struct afm_zspage *z)
+{
+	if (IS_ENABLED(CONFIG_HIGHMEM) || !READ_ONCE(z->run))
+		return NULL;
+	return page_address(READ_ONCE(z->first));
+}
+
 /**
  * struct afm_zs_cur - a cursor for header accesses to one zspage
  * @z: the zspage, whose gate is held (shared) while the cursor is used.
+ * @lin: afm_zs_lin() of @z: its bytes in place, or NULL.
  * @page: page @nr of @z, or NULL before the first access.
  * @nr: its number in the zspage.
  */
 struct afm_zs_cur {
 	struct afm_zspage *z;
+	u8 *lin;
 	struct page *page;
 	unsigned int nr;
 };

@@ -66,7 +66,9 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	else
 		WRITE_ONCE(z->first, dst);
 	/* @dst is not @src's PFN: the run is broken, follow the chain. */
-	WRITE_ONCE(z->stride, 0);
+	if (z->run)
+		atomic_long_inc(&zs->st.runs_broken);
+	WRITE_ONCE(z->run, 0);
 	afm_zg_unlock(z);
 
 	/* The zspage's reference moves to @dst; the core frees @src. */

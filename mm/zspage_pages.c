@@ -15,6 +15,8 @@
 
 #define pr_fmt(fmt) "afmalloc: " fmt
 
+#include <linux/sort.h>
+
 #include "zspage_internal.h"
 
 #ifdef CONFIG_DEBUG_LOCK_ALLOC
@@ -65,6 +67,12 @@ void afm_zg_unlock(struct afm_zspage *z)
 void afm_zs_copy_out(struct afm_zspage *z, unsigned int off, void *dst,
 		     unsigned int len)
 {
+	u8 *lin = afm_zs_lin(z);
+
+	if (lin) {
+		memcpy(dst, lin + off, len);
+		return;
+	}
 	while (len) {
 		unsigned int po = offset_in_page(off);
 		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - po);
@@ -79,6 +87,12 @@ void afm_zs_copy_out(struct afm_zspage *z, unsigned int off, void *dst,
 void afm_zs_copy_in(struct afm_zspage *z, unsigned int off,
 		    const void *src, unsigned int len)
 {
+	u8 *lin = afm_zs_lin(z);
+
+	if (lin) {
+		memcpy(lin + off, src, len);
+		return;
+	}
 	while (len) {
 		unsigned int po = offset_in_page(off);
 		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - po);
@@ -94,6 +108,12 @@ void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
 		    struct afm_zspage *s, unsigned int soff,
 		    unsigned int len)
 {
+	u8 *sl = afm_zs_lin(s), *dl = afm_zs_lin(d);
+
+	if (sl && dl) {
+		memcpy(dl + doff, sl + soff, len);
+		return;
+	}
 	while (len) {
 		unsigned int sp = offset_in_page(soff), dp = offset_in_page(doff);
 		unsigned int n = min3(len, (unsigned int)PAGE_SIZE - sp,
@@ -143,6 +163,7 @@ void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
 	c->page = NULL;
 	c->nr = 0;
 	afm_zg_in(z);
+	c->lin = afm_zs_lin(z);
 }
 
 void afm_zs_cur_end(struct afm_zs_cur *c)
@@ -155,8 +176,8 @@ static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 	struct page *page = c->page;
 	unsigned int i = c->nr;
 
-	/* A run: no walk to remember (the gate keeps the stride). */
-	if (likely(READ_ONCE(c->z->stride)))
+	/* A run: no walk to remember (the gate keeps it a run). */
+	if (likely(READ_ONCE(c->z->run)))
 		return afm_zs_page(c->z, nr);
 	if (!page || nr < i) {
 		page = READ_ONCE(c->z->first);
@@ -173,6 +194,13 @@ static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 static void afm_zs_cur_io(struct afm_zs_cur *c, unsigned int off, u8 *buf,
 			  unsigned int n, bool write)
 {
+	if (c->lin) {
+		if (write)
+			memcpy(c->lin + off, buf, n);
+		else
+			memcpy(buf, c->lin + off, n);
+		return;
+	}
 	while (n) {
 		unsigned int po = offset_in_page(off);
 		unsigned int k = min_t(unsigned int, n, PAGE_SIZE - po);
@@ -384,18 +412,29 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
 
 /* Zspages */
 
-/* The stride of @pages, AFM_ZS_PAGES of them (see struct afm_zspage). */
-static s8 afm_zs_run(struct page **pages)
+static int afm_zs_pfn_cmp(const void *a, const void *b)
 {
-	unsigned long pfn = page_to_pfn(pages[0]);
-	bool up = true, down = true;
+	unsigned long pa = page_to_pfn(*(struct page * const *)a);
+	unsigned long pb = page_to_pfn(*(struct page * const *)b);
+
+	return pa < pb ? -1 : pa > pb;
+}
+
+/*
+ * Order @pages, AFM_ZS_PAGES of them, by PFN. Return: whether they are a
+ * run (see struct afm_zspage).
+ */
+static bool afm_zs_run(struct page **pages)
+{
+	unsigned long pfn;
 	unsigned int i;
 
-	for (i = 1; i < AFM_ZS_PAGES; i++) {
-		up &= page_to_pfn(pages[i]) == pfn + i;
-		down &= page_to_pfn(pages[i]) == pfn - i;
-	}
-	return up ? 1 : down ? -1 : 0;
+	sort(pages, AFM_ZS_PAGES, sizeof(*pages), afm_zs_pfn_cmp, NULL);
+	pfn = page_to_pfn(pages[0]);
+	for (i = 1; i < AFM_ZS_PAGES; i++)
+		if (page_to_pfn(pages[i]) != pfn + i)
+			return false;
+	return true;
 }
 
 /*
@@ -416,16 +455,21 @@ struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 	z->bucket = AFM_ZS_NO_BUCKET;
 	INIT_LIST_HEAD(&z->list);
 	INIT_LIST_HEAD(&z->hlist);
+	for (i = 0; i < AFM_ZS_PAGES; i++)
+		pages[i] = sp->data[--sp->nr_data];
+	z->run = afm_zs_run(pages) && !afm_zs_quiet(zs, AFM_ZS_QUIET_RUNS);
+	if (z->run)
+		zs->st.runs++;
+	else
+		zs->st.chains++;
 	/* Chain the pages from the last one back to the first. */
 	for (i = AFM_ZS_PAGES; i--; ) {
-		page = sp->data[--sp->nr_data];
+		page = pages[i];
 		set_page_private(page, (unsigned long)z);
 		page->index = (unsigned long)next;
-		pages[i] = page;
 		next = page;
 	}
 	z->first = next;
-	z->stride = afm_zs_run(pages);
 	z->flags = AFM_ZS_USED;
 	/*
 	 * Movable only once the descriptor is complete. Once a page is

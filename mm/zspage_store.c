@@ -124,9 +124,12 @@
  * table built the same way (72-byte slots, 56 per page). A descriptor
  * holds no page array: its first page and, in each data page's ->index,
  * the next one chain the pages (as zsmalloc does); migration relinks.
- * When the pages are a run of PFNs, up or down (order-0 pages allocated
- * together mostly are), a byte of the descriptor says so and page k is
- * found by PFN, reading no struct page; migration ends the run.
+ * A new zspage's pages are put in PFN order; when they are then a run of
+ * PFNs (order-0 pages allocated together often are, up or down), a byte
+ * of the descriptor says so and page k is found by PFN, reading no struct
+ * page, and, without highmem, the zspage is 32 KiB of the linear map:
+ * headers, copies and mappings reach any extent in place, one crossing
+ * pages too (no bounce buffer); migration ends the run.
  * Error values are never valid handles: handles stay below 2^63.
  *
  * Reverse map
@@ -507,6 +510,7 @@ enum {
 	AFM_ZS_ROW_COMPACT,
 	AFM_ZS_ROW_AUTO,
 	AFM_ZS_ROW_REUSE,
+	AFM_ZS_ROW_RUNS,
 	AFM_ZS_NR_ROWS,
 };
 
@@ -532,6 +536,8 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *            runs / pages freed by shrinker scans
  *   reuse    objects placed in indexed holes / their bytes / holes on
  *            the hole index now / their bytes
+ *   runs     zspages made whose pages are a run of PFNs (struct
+ *            afm_zspage) / made otherwise / runs broken by migration / 0
  */
 /* Add row @class of shard @zs to @v. */
 static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
@@ -615,6 +621,11 @@ static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
 		v[2] += zs->hole_nr;
 		v[3] += zs->hole_rec_bytes;
 		break;
+	case AFM_ZS_ROW_RUNS:
+		v[0] += zs->st.runs;
+		v[1] += zs->st.chains;
+		v[2] += atomic_long_read(&zs->st.runs_broken);
+		break;
 	}
 	afm_zs_unlock(zs);
 }
@@ -625,7 +636,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 {
 	static const char *const names[] = {
 		"handles", "descs", "free", "migrate", "compact", "auto",
-		"reuse",
+		"reuse", "runs",
 	};
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
@@ -805,20 +816,25 @@ static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 
 /*
  * Zspage @z, pool lock held: its page chain has AFM_ZS_PAGES pages, each
- * pointing back to it, and with a stride each is the page afm_zs_page()
- * finds by PFN. Return: 0 if so, else 1.
+ * pointing back to it, and in a run each is the page afm_zs_page() finds
+ * by PFN and, reached in place, at its place after afm_zs_lin(). Return: 0
+ * if so, else 1.
  */
 static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 {
 	struct page *page;
 	unsigned int n = 0, bad = 0;
+	u8 *lin;
 
 	afm_zg_in(z);
+	lin = afm_zs_lin(z);
 	for (page = READ_ONCE(z->first); page && n <= AFM_ZS_PAGES;
 	     page = (struct page *)READ_ONCE(page->index)) {
 		if (page_private(page) != (unsigned long)z)
 			bad = 1;
 		if (n < AFM_ZS_PAGES && afm_zs_page(z, n) != page)
+			bad = 1;
+		if (lin && page_address(page) != lin + n * PAGE_SIZE)
 			bad = 1;
 		n++;
 	}
@@ -1064,7 +1080,10 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  *	scans nothing when the kernel calls it (afm_zs_shrinker_count() and
  *	afm_zs_shrinker_scan() still work); AFM_ZS_QUIET_MIGRATION: the
  *	kernel cannot isolate its pages for migration
- *	(afm_zs_test_isolate_page() still can); 0: neither (the default).
+ *	(afm_zs_test_isolate_page() still can); AFM_ZS_QUIET_RUNS: zspages
+ *	made from now on are chains even when their pages are a run (see
+ *	struct afm_zspage), for the page-by-page paths; 0: none (the
+ *	default).
  *
  * For tests that assert exact counts of what compaction or migration did,
  * which the debug guest's drop_caches and compact_memory loops would
@@ -1134,6 +1153,7 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		info->pins = (e & AFM_ZE_PINS) >> AFM_ZE_PIN_SHIFT;
 		afm_zg_in(z);
 		info->page = afm_zs_page(z, info->offset >> PAGE_SHIFT);
+		info->in_place = afm_zs_lin(z);
 		afm_zg_out(z);
 		ret = 0;
 	}

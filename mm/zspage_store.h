@@ -89,6 +89,9 @@ struct afm_zs_counters {
  * @size: its size.
  * @page: the page holding its first byte.
  * @pins: current pin count.
+ * @in_place: its zspage's bytes lie back to back in the linear map
+ *	(its pages are a run, no highmem): mapped in place even when it
+ *	crosses a page boundary.
  */
 struct afm_zs_obj_info {
 	unsigned int shard;
@@ -97,11 +100,13 @@ struct afm_zs_obj_info {
 	unsigned int size;
 	struct page *page;
 	unsigned int pins;
+	bool in_place;
 };
 
 /* What afm_zs_test_quiet() keeps the kernel from doing to a pool. */
 #define AFM_ZS_QUIET_SHRINKER	BIT(0)	/* shrink_slab() */
 #define AFM_ZS_QUIET_MIGRATION	BIT(1)	/* isolation for page migration */
+#define AFM_ZS_QUIET_RUNS	BIT(2)	/* new zspages as runs (struct afm_zspage) */
 
 /* KUnit hooks (EXPORT_SYMBOL_IF_KUNIT), CONFIG_AFMALLOC_KUNIT_TEST only. */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c);

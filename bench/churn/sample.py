@@ -81,6 +81,9 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                           allocation looks, and their bytes: the hole
                           lists, since d4ab594 the hole index (every hole
                           of 17 bytes or more)
+      afm_zspages_run, afm_zspages_chain   zspages made (cumulative)
+                          whose pages were a run of PFNs (reached in
+                          place) and the others ("runs" row)
                 The rest of a zspage pool's overhead is its 5-byte
                 object headers (5 x afm_objects), its tables (meta_pages)
                 and the dead zspages.
@@ -113,7 +116,7 @@ COLUMNS = (
     "afm_compact_objs_moved,afm_compact_passes,afm_compact_pages_freed,"
     "afm_migrated,afm_migrate_busy,afm_auto_runs,afm_shrinker_scans,"
     "afm_hole_bytes,afm_tail_bytes,afm_dead_zspages,afm_hole_reused,afm_hole_reused_bytes,"
-    "afm_holes_rec,afm_hole_rec_bytes,"
+    "afm_holes_rec,afm_hole_rec_bytes,afm_zspages_run,afm_zspages_chain,"
     "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
@@ -173,7 +176,8 @@ def afm_stats(dirs):
             "auto": ("afm_auto_runs", "afm_shrinker_scans", None, None),
             "free": ("afm_hole_bytes", "afm_tail_bytes", "afm_dead_zspages", None),
             "reuse": ("afm_hole_reused", "afm_hole_reused_bytes", "afm_holes_rec",
-                      "afm_hole_rec_bytes")}
+                      "afm_hole_rec_bytes"),
+            "runs": ("afm_zspages_run", "afm_zspages_chain", None, None)}
     four_k = 0
     for d in dirs:
         p = keyed(os.path.join(d, "pool"))

@@ -174,7 +174,9 @@ void afm_free(struct afm_pool *pool, unsigned long handle);
  * Zspage store: an object within one page is mapped in place with
  * kmap_local_page(), so the address is outside the linear map when the
  * page is a highmem page (virt_addr_valid() is then false); an object
- * crossing a page boundary is copied into the per-CPU buffer, as above.
+ * crossing a page boundary is mapped in place, in the linear map, when its
+ * zspage's pages are consecutive and not highmem, else copied into the
+ * per-CPU buffer, as above.
  * kmap_local rules apply: local mappings the caller takes after this call
  * must be released before afm_unmap_object().
  *
@@ -201,7 +203,8 @@ void *afm_map_object(struct afm_pool *pool, unsigned long handle,
  *
  * Writes the per-CPU buffer back to the object for %AFM_MM_WO and
  * %AFM_MM_RW mappings that went through it (multi-chunk objects of the
- * slab store, page-crossing objects of the zspage store), and drops the
+ * slab store, page-crossing objects of the zspage store not mapped in
+ * place), and drops the
  * local mapping of an object mapped in place.
  *
  * Context: The context afm_map_object() returned in; re-enables
