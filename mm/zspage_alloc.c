@@ -19,8 +19,24 @@
 
 #include "zspage_internal.h"
 
-/* Address of the in-place mapping of this CPU's mapped object. */
-static DEFINE_PER_CPU(void *, afm_zs_kaddr);
+/**
+ * struct afm_zs_mapped - the object mapped on this CPU (one at most: the
+ * core holds its map area's local lock from map to unmap)
+ * @z: its zspage, whose gate afm_zs_map() holds.
+ * @ent: its entry, which afm_zs_map() pinned.
+ * @kaddr: a local mapping to drop (kunmap_local()), or NULL.
+ * @off: the object's offset in @z, to copy the bounce buffer back.
+ * @size: its size; 0 when mapped in place (nothing to copy back).
+ */
+struct afm_zs_mapped {
+	struct afm_zspage *z;
+	atomic64_t *ent;
+	void *kaddr;
+	unsigned int off;
+	unsigned int size;
+};
+
+static DEFINE_PER_CPU(struct afm_zs_mapped, afm_zs_mapped);
 
 /* Hole index */
 
@@ -658,6 +674,7 @@ void afm_zs_put(struct afm_zspage *z, atomic64_t *ent)
 void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 		 enum afm_mapmode mm, void *bounce)
 {
+	struct afm_zs_mapped *m = this_cpu_ptr(&afm_zs_mapped);
 	struct afm_zs_pool *zs;
 	struct afm_zspage *z;
 	unsigned int off, size;
@@ -672,38 +689,40 @@ void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 		return NULL;
 	off = afm_ze_off(e);
 	size = afm_ze_size(e);
+	m->z = z;
+	m->ent = ent;
+	m->kaddr = NULL;
+	m->size = 0;
 	lin = afm_zs_lin(z);
 	if (lin)
 		return lin + off;
 	if (offset_in_page(off) + size <= PAGE_SIZE) {
 		addr = kmap_local_page(afm_zs_page(z, off >> PAGE_SHIFT)) +
 		       offset_in_page(off);
-		this_cpu_write(afm_zs_kaddr, addr);
+		m->kaddr = addr;
 		return addr;
 	}
 	if (mm != AFM_MM_WO)
 		afm_zs_copy_out(z, off, bounce, size);
+	if (mm != AFM_MM_RO) {
+		m->off = off;
+		m->size = size;
+	}
 	return bounce;
 }
 
 void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,
 		  enum afm_mapmode mm, void *bounce)
 {
-	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
-	atomic64_t *ent = afm_zs_entry(zs, handle);
-	/* Pinned by afm_zs_map(): the entry cannot change. */
-	u64 e = atomic64_read(ent);
-	struct afm_zspage *z = afm_zs_desc(zs, afm_ze_id(e));
-	unsigned int off = afm_ze_off(e), size = afm_ze_size(e);
+	struct afm_zs_mapped *m = this_cpu_ptr(&afm_zs_mapped);
 
-	/* As afm_zs_map() decided: the gate it took keeps the run a run. */
-	if (!afm_zs_lin(z)) {
-		if (offset_in_page(off) + size <= PAGE_SIZE)
-			kunmap_local(this_cpu_read(afm_zs_kaddr));
-		else if (mm != AFM_MM_RO)
-			afm_zs_copy_in(z, off, bounce, size);
-	}
-	afm_zs_put(z, ent);
+	/* The core unmaps what this CPU mapped, whatever @handle says. */
+	if (m->kaddr)
+		kunmap_local(m->kaddr);
+	else if (m->size)
+		afm_zs_copy_in(m->z, m->off, bounce, m->size);
+	afm_zs_put(m->z, m->ent);
+	m->z = NULL;
 }
 
 size_t afm_zs_read(struct afm_pool *pool, unsigned long handle,
