@@ -167,6 +167,12 @@ static inline bool afm_should_fail(struct afm_pool *pool)
 
 void afm_set_fail_nth(struct afm_pool *pool, unsigned int nth);
 
+/* Whether afm_should_fail() is counting down to a failure. */
+static inline bool afm_fail_armed(struct afm_pool *pool)
+{
+	return atomic_read(&pool->fail_nth) > 0;
+}
+
 static inline void afm_compact_test_hook(struct afm_pool *pool)
 {
 	if (pool->compact_hook)
@@ -196,6 +202,11 @@ static inline bool afm_misused(bool cond)
 }
 #else
 static inline bool afm_should_fail(struct afm_pool *pool)
+{
+	return false;
+}
+
+static inline bool afm_fail_armed(struct afm_pool *pool)
 {
 	return false;
 }

@@ -745,12 +745,14 @@ static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int 
  * Byte 0 of zspage @z in the kernel's linear map when all its bytes lie
  * there back to back: its pages are a run and none can be highmem (no
  * CONFIG_HIGHMEM); else NULL, and its bytes are reached page by page
- * (kmap_local_page()). Caller holds the zspage gate, which keeps the
- * answer true until it lets go.
+ * (kmap_local_page()). Not with tag-based KASAN either: each page has its
+ * own tag, so one pointer cannot reach them all. Caller holds the zspage
+ * gate, which keeps the answer true until it lets go.
  */
 static inline u8 *afm_zs_lin(const struct afm_zspage *z)
 {
-	if (IS_ENABLED(CONFIG_HIGHMEM) || !READ_ONCE(z->run))
+	if (IS_ENABLED(CONFIG_HIGHMEM) || IS_ENABLED(CONFIG_KASAN_SW_TAGS) ||
+	    IS_ENABLED(CONFIG_KASAN_HW_TAGS) || !READ_ONCE(z->run))
 		return NULL;
 	return page_address(READ_ONCE(z->first));
 }

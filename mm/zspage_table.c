@@ -16,6 +16,39 @@
 
 #include "zspage_internal.h"
 
+static bool afm_zs_contig = true;
+module_param_named(zspage_contig, afm_zs_contig, bool, 0644);
+MODULE_PARM_DESC(zspage_contig,
+		 "zspage store: take a new zspage's pages as one block when the page allocator has one free, without reclaim or compaction (such a zspage is reached in place and goes back whole), else page by page (default Y)");
+
+/*
+ * The AFM_ZS_PAGES data pages of a new zspage as one block, split into
+ * order-0 pages (afm_zs_new() finds them a run): only if the page
+ * allocator has one at hand, as SLUB asks for its preferred slab order
+ * (no reclaim, no compaction, no reserves, no warning); not with
+ * zspage_contig off, nor while a KUnit test injects allocation failures
+ * (it counts the page-by-page allocations). Return: whether @sp got them.
+ */
+static bool afm_zs_spare_block(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
+			       gfp_t gfp)
+{
+	struct page *page;
+	unsigned int i;
+
+	if (!READ_ONCE(afm_zs_contig) || sp->nr_data ||
+	    afm_fail_armed(zs->pool))
+		return false;
+	gfp = (gfp | __GFP_NOWARN | __GFP_NORETRY | __GFP_NOMEMALLOC) &
+	      ~(__GFP_RECLAIM | __GFP_NOFAIL | __GFP_COMP);
+	page = alloc_pages(gfp, AFM_ZS_ORDER);
+	if (!page)
+		return false;
+	split_page(page, AFM_ZS_ORDER);
+	for (i = 0; i < AFM_ZS_PAGES; i++)
+		sp->data[sp->nr_data++] = page + i;
+	return true;
+}
+
 int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 		      unsigned int meta, unsigned int data, gfp_t gfp)
 {
@@ -30,6 +63,8 @@ int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 			return -ENOMEM;
 		sp->meta[sp->nr_meta++] = page;
 	}
+	if (data == AFM_ZS_PAGES)
+		afm_zs_spare_block(zs, sp, gfp);
 	while (sp->nr_data < data) {
 		if (afm_should_fail(zs->pool))
 			return -ENOMEM;
