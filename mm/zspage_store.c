@@ -7,8 +7,12 @@
  * Object model
  * ------------
  * A zspage is AFM_ZS_PAGES (8) order-0 pages allocated with the caller's gfp
- * flags (zram's __GFP_HIGHMEM | __GFP_MOVABLE are honoured: data is only
- * ever reached through kmap_local_page()), never a high-order allocation.
+ * flags (zram's __GFP_HIGHMEM | __GFP_MOVABLE are honoured: with highmem,
+ * data is only reached through kmap_local_page()), never a high-order
+ * allocation that has to succeed: they are asked for as one order-3 block
+ * split into order-0 pages only when the page allocator has one at hand
+ * (no reclaim, no compaction; module parameter zspage_contig), else one
+ * by one. Each page stays movable on its own.
  * Its bytes form one AFM_ZS_SIZE (32 KiB) address space in which extents
  * lie back to back, byte aligned (compressed data needs no alignment), and
  * may cross page boundaries. An object's extent is a header of AFM_ZS_HDR
