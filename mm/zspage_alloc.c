@@ -628,9 +628,11 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	want = afm_zs_want_auto(zs);
 	afm_zs_unlock(zs);
 
-	if (want == AFM_ZS_AUTO_NOW)
+	/* Mostly queued already under churn: no atomic bit op then. */
+	if (want == AFM_ZS_AUTO_NOW && !work_pending(&zs->compact_work))
 		queue_work(system_unbound_wq, &zs->compact_work);
-	else if (want == AFM_ZS_AUTO_LATER)
+	else if (want == AFM_ZS_AUTO_LATER &&
+		 !delayed_work_pending(&zs->late_work))
 		queue_delayed_work(system_unbound_wq, &zs->late_work,
 				   AFM_ZS_LATE);
 	return;

@@ -410,6 +410,7 @@ struct afm_zs_pool {
 		unsigned long runs;
 		unsigned long chains;
 		atomic_long_t runs_broken;
+		atomic_long_t blocks;
 		unsigned long hole_reused;
 		unsigned long hole_bytes;
 		unsigned long donated;
@@ -771,6 +772,28 @@ struct afm_zs_cur {
 	unsigned int nr;
 };
 
+/*
+ * Header accesses through a cursor: the caller holds the zspage's gate
+ * from afm_zs_cur_begin() to afm_zs_cur_end(), so that the page found for
+ * one access is still the page for the next: a free reads its header and
+ * the next one and writes a hole's, an allocation writes an object's
+ * header and the rest's, with one walk of the page chain (forward only;
+ * none in place) and one gate hold.
+ */
+static inline void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
+{
+	c->z = z;
+	c->page = NULL;
+	c->nr = 0;
+	afm_zg_in(z);
+	c->lin = afm_zs_lin(z);
+}
+
+static inline void afm_zs_cur_end(struct afm_zs_cur *c)
+{
+	afm_zg_out(c->z);
+}
+
 /* Record @r1 - 1 of the hole table (@r1: a list link, not 0). */
 static inline struct afm_zs_hrec *afm_zs_rec(struct afm_zs_pool *zs, u32 r1)
 {
@@ -849,8 +872,6 @@ void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 		      unsigned int len, unsigned long handle);
 unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
 			     unsigned long *idx, u32 *r1);
-void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z);
-void afm_zs_cur_end(struct afm_zs_cur *c);
 void afm_zs_chdr_write(struct afm_zs_cur *c, unsigned int off,
 		       unsigned int len, unsigned long handle);
 unsigned int afm_zs_chdr_read(struct afm_zs_cur *c, unsigned int off,

@@ -149,28 +149,6 @@ static u64 afm_zs_le_get(const u8 *buf, unsigned int n)
 	return v;
 }
 
-/*
- * Header accesses through a cursor (struct afm_zs_cur): the caller holds
- * the zspage's gate from afm_zs_cur_begin() to afm_zs_cur_end(), so that
- * the page found for one access is still the page for the next: a free
- * reads its header and the next one and writes a hole's, an allocation
- * writes an object's header and the rest's, with one walk of the page
- * chain (forward only) and one gate hold.
- */
-void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
-{
-	c->z = z;
-	c->page = NULL;
-	c->nr = 0;
-	afm_zg_in(z);
-	c->lin = afm_zs_lin(z);
-}
-
-void afm_zs_cur_end(struct afm_zs_cur *c)
-{
-	afm_zg_out(c->z);
-}
-
 static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 {
 	struct page *page = c->page;
@@ -190,17 +168,10 @@ static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 	return page;
 }
 
-/* Copy @n (a header's few) bytes at @off to or from @buf. */
-static void afm_zs_cur_io(struct afm_zs_cur *c, unsigned int off, u8 *buf,
-			  unsigned int n, bool write)
+/* afm_zs_cur_io() page by page: a zspage not reached in place. */
+static void afm_zs_cur_io_pages(struct afm_zs_cur *c, unsigned int off,
+				u8 *buf, unsigned int n, bool write)
 {
-	if (c->lin) {
-		if (write)
-			memcpy(c->lin + off, buf, n);
-		else
-			memcpy(buf, c->lin + off, n);
-		return;
-	}
 	while (n) {
 		unsigned int po = offset_in_page(off);
 		unsigned int k = min_t(unsigned int, n, PAGE_SIZE - po);
@@ -215,6 +186,24 @@ static void afm_zs_cur_io(struct afm_zs_cur *c, unsigned int off, u8 *buf,
 		off += k;
 		n -= k;
 	}
+}
+
+/*
+ * Copy @n (a header's few) bytes at @off to or from @buf: in place when
+ * the cursor's zspage is (a few moves when @n is a constant).
+ */
+static __always_inline void afm_zs_cur_io(struct afm_zs_cur *c,
+					  unsigned int off, u8 *buf,
+					  unsigned int n, bool write)
+{
+	if (likely(c->lin)) {
+		if (write)
+			memcpy(c->lin + off, buf, n);
+		else
+			memcpy(buf, c->lin + off, n);
+		return;
+	}
+	afm_zs_cur_io_pages(c, off, buf, n, write);
 }
 
 /*

@@ -541,7 +541,8 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *   reuse    objects placed in indexed holes / their bytes / holes on
  *            the hole index now / their bytes
  *   runs     zspages made whose pages are a run of PFNs (struct
- *            afm_zspage) / made otherwise / runs broken by migration / 0
+ *            afm_zspage) / made otherwise / runs broken by migration /
+ *            zspages' pages allocated as one block (zspage_contig)
  */
 /* Add row @class of shard @zs to @v. */
 static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
@@ -629,6 +630,7 @@ static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
 		v[0] += zs->st.runs;
 		v[1] += zs->st.chains;
 		v[2] += atomic_long_read(&zs->st.runs_broken);
+		v[3] += atomic_long_read(&zs->st.blocks);
 		break;
 	}
 	afm_zs_unlock(zs);
@@ -755,6 +757,9 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->hole_reused = zs->st.hole_reused;
 	c->donated = zs->st.donated;
 	c->hole_recorded = zs->hole_rec_bytes;
+	c->runs = zs->st.runs;
+	c->chains = zs->st.chains;
+	c->blocks = atomic_long_read(&zs->st.blocks);
 }
 
 /* Add @src to @dst, field by field (all unsigned long). */

@@ -51,6 +51,9 @@
  * @donated: of those, objects allocated on behalf of another shard (the
  *	shard was a donor, see struct afm_zs_set).
  * @hole_recorded: bytes of the holes on the hole index now.
+ * @runs: zspages made whose pages were a run of PFNs.
+ * @chains: zspages made whose pages were not.
+ * @blocks: sets of zspage pages allocated as one block (zspage_contig).
  */
 struct afm_zs_counters {
 	unsigned long objects;
@@ -77,6 +80,9 @@ struct afm_zs_counters {
 	unsigned long hole_reused;
 	unsigned long donated;
 	unsigned long hole_recorded;
+	unsigned long runs;
+	unsigned long chains;
+	unsigned long blocks;
 };
 
 /**

@@ -46,6 +46,7 @@ static bool afm_zs_spare_block(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 	split_page(page, AFM_ZS_ORDER);
 	for (i = 0; i < AFM_ZS_PAGES; i++)
 		sp->data[sp->nr_data++] = page + i;
+	atomic_long_inc(&zs->st.blocks);
 	return true;
 }
 
