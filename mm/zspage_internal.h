@@ -352,7 +352,8 @@ struct afm_zs_table {
  *	only in KUnit (afm_zs_test_set_idx_bits()), so that handles that
  *	share header bits are tested without 2^26 objects.
  * @st: statistics, see afm_zs_class_stats(); counters written under @lock
- *	or &afm_pool.compact_lock, migration counters atomic. @st.migrated
+ *	or &afm_pool.compact_lock, migration counters and @st.blocks
+ *	(counted where pages are allocated, without it) atomic. @st.migrated
  *	counts only pages whose contents moved to a new page; an isolated
  *	page put back counts in @st.putback, one whose zspage was freed
  *	while it was isolated (the migration core then frees it without
