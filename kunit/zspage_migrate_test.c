@@ -8,16 +8,20 @@
 #include "zspage_test.h"
 
 #ifdef CONFIG_COMPACTION
+/* What afm_zs_migrate() holds while it calls migrate_page. */
+enum afm_zs_hold { AFM_HOLD_NONE, AFM_HOLD_ZSPAGE, AFM_HOLD_SHARD };
+
 /*
  * Migrate the page holding @h's first byte as the migration core would:
  * isolate under the page lock, then lock both and call migrate_page, and
- * put the page back if that fails. With @hold, @h's zspage is held (as by
- * a mapping) meanwhile. The pool must be quiet for migration. Returns the
- * migrate_page result; *@dstp is the new page on success.
+ * put the page back if that fails. Meanwhile @hold: @h's zspage is held
+ * (as by a mapping), or its shard's pool lock (as by a malloc or free).
+ * The pool must be quiet for migration. Returns the migrate_page result;
+ * *@dstp is the new page on success.
  */
 static int afm_zs_migrate(struct kunit *test, struct afm_pool *pool,
-			  unsigned long h, enum migrate_mode mode, bool hold,
-			  struct page **dstp)
+			  unsigned long h, enum migrate_mode mode,
+			  enum afm_zs_hold hold, struct page **dstp)
 {
 	const struct movable_operations *mops = NULL;
 	struct page *src, *dst;
@@ -43,13 +47,17 @@ static int afm_zs_migrate(struct kunit *test, struct afm_pool *pool,
 	}
 	SetPageIsolated(src);
 	lock_page(dst);
-	if (hold && !afm_zs_test_hold_zspage(pool, h)) {
+	if (hold == AFM_HOLD_ZSPAGE && !afm_zs_test_hold_zspage(pool, h)) {
 		KUNIT_FAIL(test, "cannot enter the zspage");
-		hold = false;
+		hold = AFM_HOLD_NONE;
 	}
+	if (hold == AFM_HOLD_SHARD)
+		afm_zs_test_lock_shard(pool, h);
 	rc = mops->migrate_page(dst, src, mode);
-	if (hold)
+	if (hold == AFM_HOLD_ZSPAGE)
 		afm_zs_test_release_zspage(pool, h);
+	if (hold == AFM_HOLD_SHARD)
+		afm_zs_test_unlock_shard(pool, h);
 	if (rc == MIGRATEPAGE_SUCCESS) {
 		/* The old page was handed back to us. */
 		KUNIT_EXPECT_NULL(test, page_movable_ops(src));
@@ -109,7 +117,8 @@ static void afm_zs_test_migrate(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, a);
 	memcpy_from_page(a, info.page, 0, PAGE_SIZE);
 
-	rc = afm_zs_migrate(test, ts->pool, ts->h[x], MIGRATE_SYNC, false, &dst);
+	rc = afm_zs_migrate(test, ts->pool, ts->h[x], MIGRATE_SYNC, AFM_HOLD_NONE,
+			    &dst);
 	KUNIT_ASSERT_EQ(test, rc, MIGRATEPAGE_SUCCESS);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[x], &moved), 0);
 	KUNIT_EXPECT_PTR_EQ(test, moved.page, dst);
@@ -127,7 +136,7 @@ static void afm_zs_test_migrate(struct kunit *test)
 
 	/* Migrated again, and written through the new page. */
 	KUNIT_ASSERT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
-					     MIGRATE_ASYNC, false, NULL),
+					     MIGRATE_ASYNC, AFM_HOLD_NONE, NULL),
 			MIGRATEPAGE_SUCCESS);
 	afm_zs_put_pattern(test, ts->pool, ts->h[x], 5555, afm_zs_size(x), buf,
 			   1);
@@ -136,18 +145,41 @@ static void afm_zs_test_migrate(struct kunit *test)
 
 	/* A zspage in use (an object mapped) refuses, then accepts. */
 	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
-					     MIGRATE_ASYNC, true, NULL),
+					     MIGRATE_ASYNC, AFM_HOLD_ZSPAGE, NULL),
 			-EAGAIN);
 	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
-					     MIGRATE_SYNC, true, NULL),
+					     MIGRATE_SYNC, AFM_HOLD_ZSPAGE, NULL),
 			-EAGAIN);
 	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
-					     MIGRATE_SYNC, false, NULL),
+					     MIGRATE_SYNC, AFM_HOLD_NONE, NULL),
 			MIGRATEPAGE_SUCCESS);
 	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[x], 5555,
 					     afm_zs_size(x), buf, true));
 	afm_zs_get_counters(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.migrated, before.migrated + 3);
+
+	/*
+	 * A shard whose lock is held (a malloc or free writing headers,
+	 * which take no gate) refuses too, without waiting for it. SMP only:
+	 * on a uniprocessor kernel nothing else runs while the lock is held,
+	 * so a trylock there cannot fail (spinlock debugging reports it as a
+	 * bug, and without it the trylock is a no-op).
+	 */
+	if (IS_ENABLED(CONFIG_SMP)) {
+		KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+						     MIGRATE_ASYNC,
+						     AFM_HOLD_SHARD, NULL),
+				-EAGAIN);
+		KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[x],
+						     MIGRATE_SYNC,
+						     AFM_HOLD_SHARD, NULL),
+				-EAGAIN);
+		afm_zs_get_counters(ts->pool, &after);
+		KUNIT_EXPECT_EQ(test, after.migrated, before.migrated + 3);
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[x],
+						     5555, afm_zs_size(x), buf,
+						     false));
+	}
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
 
 	/*
@@ -162,7 +194,7 @@ static void afm_zs_test_migrate(struct kunit *test)
 			continue;
 		seen |= BIT(moved.offset >> PAGE_SHIFT);
 		KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[i],
-						     MIGRATE_SYNC, false, &dst),
+						     MIGRATE_SYNC, AFM_HOLD_NONE, &dst),
 				MIGRATEPAGE_SUCCESS);
 		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &moved),
 				0);
@@ -277,7 +309,8 @@ static void afm_zs_test_migrate_counters(struct kunit *test)
 	for (i = 0; i < n; i++)
 		KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[i],
 						     i & 1 ? MIGRATE_SYNC :
-						     MIGRATE_ASYNC, false, NULL),
+						     MIGRATE_ASYNC,
+						     AFM_HOLD_NONE, NULL),
 				MIGRATEPAGE_SUCCESS);
 	afm_zs_get_counters(ts->pool, &a);
 	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated + n);
@@ -292,7 +325,7 @@ static void afm_zs_test_migrate_counters(struct kunit *test)
 	/* Refused: the zspage is in use; the page is put back. */
 	b = a;
 	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[0],
-					     MIGRATE_ASYNC, true, NULL),
+					     MIGRATE_ASYNC, AFM_HOLD_ZSPAGE, NULL),
 			-EAGAIN);
 	afm_zs_get_counters(ts->pool, &a);
 	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);

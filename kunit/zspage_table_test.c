@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * KUnit tests of the slot tables (mm/zspage_table.c): a handle table that grows
- * past what a fixed top level held, and gives every page back.
+ * past what a fixed top level held, and gives every page back; the free
+ * slots a table keeps at hand (its magazine).
  */
 
 #include "zspage_test.h"
@@ -75,8 +76,73 @@ static void afm_zs_test_table_growth(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.total_pages, 0);
 }
 
+/*
+ * A freed handle's slot is kept at hand (the table's magazine): the next
+ * allocation reuses one of those freed, and a table page whose free slots
+ * sit there stays until the magazine is drained (any compaction run, or
+ * the table's last slot freed), then goes back to the page allocator.
+ */
+static void afm_zs_test_table_magazine(struct kunit *test)
+{
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64), n = 2 * per_page;
+	struct afm_test_set *ts = afm_zs_set(test, n);
+	struct afm_zs_counters c;
+	void *buf = afm_zs_buf(test);
+	unsigned long lo, hi;
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
+	/* Slots are taken in order: the first per_page on the first page. */
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf,
+				   i & 1);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.table_pages, 3);
+
+	/* The second page's objects go; some of its slots stay at hand. */
+	lo = ts->h[per_page];
+	hi = ts->h[n - 1];
+	for (i = per_page; i < n; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 3);
+	/* A slot at hand is reused: a handle of the second page. */
+	ts->h[per_page] = afm_test_malloc(test, ts->pool, 100);
+	KUNIT_EXPECT_GE(test, ts->h[per_page], lo);
+	KUNIT_EXPECT_LE(test, ts->h[per_page], hi);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 3);
+	afm_free(ts->pool, ts->h[per_page]);
+	ts->h[per_page] = 0;
+
+	/* Compaction drains the magazine: the page goes back. */
+	afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 2);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < per_page; i++)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, 100, buf, i & 1));
+
+	/* The last object freed: no slot kept, no table page left. */
+	for (i = 0; i < per_page; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.total_pages, 0);
+}
+
 static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
+	KUNIT_CASE(afm_zs_test_table_magazine),
 	{}
 };
 

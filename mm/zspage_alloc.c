@@ -7,8 +7,8 @@
  * write), which pin the entry and enter the zspage's gate.
  *
  * Locking: malloc and free take the pool lock (bottom halves off; free may
- * run with hardirqs off), then the gate of the zspage they change, shared,
- * for their header accesses (struct afm_zs_cur). Malloc allocates pages
+ * run with hardirqs off), which is all their header accesses (struct
+ * afm_zs_cur) need: migration takes it too. Malloc allocates pages
  * only without the pool lock, and takes a donor shard's lock only with
  * spin_trylock() after dropping its own; free may take a hole table page with
  * GFP_NOWAIT under it (else the hole stays off the index). The hole index
@@ -370,7 +370,12 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 		}
 		afm_zs_rebucket(zs, z);
 	} else if (z->objs) {
-		nlen = afm_zs_chdr_read(c, hoff + len, &idx, &r1);
+		p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
+		/* The next extent can only be an indexed hole if @z has another. */
+		nlen = 0;
+		idx = 0;
+		if (z->linked > !!p1)
+			nlen = afm_zs_chdr_read(c, hoff + len, &idx, &r1);
 		if (idx == AFM_ZS_LINKED && len + nlen <= AFM_ZS_MAX_EXT) {
 			/* Its footer is already at the end. */
 			afm_zs_hole_unlink(zs, z, r1);
@@ -379,7 +384,6 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 		} else if (idx == AFM_ZS_LINKED) {
 			r1 = 0;
 		}
-		p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
 		if (p1 && prev->len + len <= AFM_ZS_MAX_EXT) {
 			afm_zs_hole_unlink(zs, z, p1);
 			hoff = prev->off;
@@ -439,7 +443,6 @@ static unsigned long afm_zs_commit(struct afm_zs_set *set,
 	afm_zs_chdr_write(&c, off, ext, idx + 1);
 	if (hole && ext < hole->len)
 		afm_zs_chole_write(&c, off + ext, hole->len - ext, hole->r1);
-	afm_zs_cur_end(&c);
 	atomic64_set(afm_zs_entry(zs, idx + 1),
 		     afm_ze_make(z->id, off + AFM_ZS_HDR, size));
 	afm_zs_unlock(zs);
@@ -621,7 +624,6 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	afm_zs_cur_begin(&c, z);
 	len = afm_zs_chdr_read(&c, afm_ze_off(e) - AFM_ZS_HDR, &idx, NULL);
 	afm_zs_unplace(zs, z, &c, afm_ze_off(e), afm_ze_size(e), len);
-	afm_zs_cur_end(&c);
 	afm_zt_put(zs, &zs->htab, h - 1);
 	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
 		afm_zs_release(zs, z);

@@ -7,7 +7,8 @@
  *
  * Locking: &afm_pool.compact_lock (one pass at a time) -> pool lock
  * (dropped every 256 extents or 16 moves, never with an object half moved)
- * -> entry LOCK (trylock) -> zspage gates (shared).
+ * -> entry LOCK (trylock). Header accesses and copies need no zspage gate:
+ * migration takes the pool lock too.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -155,11 +156,8 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	lock_map_acquire_try(&afm_ze_map);
 	doff = afm_zs_place(zs, d, size);
 	afm_zs_hdr_write(d, doff, size + AFM_ZS_HDR, idx);
-	afm_zg_in(v);
-	afm_zg_in(d);
+	/* The pool lock keeps migration away from both zspages. */
 	afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
-	afm_zg_out(d);
-	afm_zg_out(v);
 	lock_map_release(&afm_ze_map);
 	atomic64_set_release(ent, afm_ze_make(d->id, doff + AFM_ZS_HDR, size));
 	preempt_enable();
@@ -334,6 +332,11 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 	unsigned long holes, done = 0;
 	unsigned int pass;
 
+	/* Slots kept at hand may hold table pages: give them back first. */
+	afm_zs_lock(zs);
+	afm_zt_mag_drain(zs, &zs->htab);
+	afm_zt_mag_drain(zs, &zs->rtab);
+	afm_zs_unlock(zs);
 	for (pass = 0; pass < AFM_ZS_MAX_PASSES && done < goal; pass++) {
 		afm_zs_lock(zs);
 		holes = afm_zs_holes(zs);

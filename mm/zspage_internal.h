@@ -64,6 +64,10 @@
 #define AFM_ZT_TOP_MIN		1	/* directories of a new top level */
 #define AFM_ZT_PTRS		(PAGE_SIZE / sizeof(unsigned long))
 #define AFM_ZT_OPEN		1UL	/* directory entry: page open for allocation */
+/* Free slots a table keeps at hand (struct afm_zs_table, @mag). */
+#define AFM_ZT_MAG		16
+/* afm_zt_find()'s table page when the slot comes from the magazine. */
+#define AFM_ZT_FROM_MAG		ULONG_MAX
 #define AFM_ZH_PER_PAGE		(PAGE_SIZE / sizeof(u64))
 #define AFM_ZD_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zspage))
 #define AFM_ZR_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zs_hrec))
@@ -175,8 +179,8 @@ typedef u32 afm_zs_off_t;
  * @first: its first page; each data page's ->index points to the next one
  *	(0 after the last), as in zsmalloc, so that the descriptor does not
  *	carry a page array. The chain (this pointer and the ->index links) is
- *	changed by migration under the exclusive gate and read by holders of
- *	the gate (shared or exclusive).
+ *	changed by migration under the exclusive gate and the pool lock, and
+ *	read by holders of either (the gate shared or exclusive).
  * @zs: the zspage store pool it belongs to (for the migration callbacks).
  * @list: entry in the tail bucket @bucket, or in the pool's dead list.
  *	Under the pool lock.
@@ -200,7 +204,7 @@ typedef u32 afm_zs_off_t;
  *	(afm_zs_lin()), so that an object crossing pages is reached in place.
  *	It fills padding: the descriptor costs no byte more. Set when the
  *	zspage is made; cleared by migration, whose new page breaks the run,
- *	under the exclusive gate; read by holders of the gate.
+ *	under the exclusive gate and the pool lock; read by holders of either.
  * @linked: its holes on the hole index (AFM_ZH_HOLE set in their headers).
  *	Under the pool lock.
  */
@@ -281,6 +285,14 @@ struct afm_zt_top {
  * @lock: the pool lock.
  * @dshift: log2 of the table pages a directory page points to (AFM_ZT_PTRS;
  *	fewer only in KUnit, afm_zs_test_small_dirs()).
+ * @mag_max: capacity of @mag in use: AFM_ZT_MAG, or 0 (no magazine).
+ * @mag_nr: slots in @mag.
+ * @mag: free slots kept at hand, last freed first: afm_zt_put() pushes a
+ *	freed slot (cleared) here while there is room and afm_zt_take() pops
+ *	one, so that under churn neither touches the free list and counts of
+ *	a table page (its struct page, its directory). Their table pages go
+ *	on counting them as used (not in @used) until afm_zt_mag_drain():
+ *	when @used drops to 0, at every compaction run, at teardown.
  *
  * Everything is written under the pool lock; lookups of live slots are
  * lockless (the pages of live slots are not freed).
@@ -299,6 +311,9 @@ struct afm_zs_table {
 	unsigned long max_pages;
 	spinlock_t *lock;	/* the pool lock, for lockdep */
 	unsigned int dshift;
+	unsigned int mag_max;
+	unsigned int mag_nr;
+	unsigned long mag[AFM_ZT_MAG];
 };
 
 /**
@@ -730,7 +745,8 @@ static inline void afm_ze_unpin(atomic64_t *ent)
 /*
  * Page @nr of zspage @z: by PFN when its pages are a run (@z->run), else
  * following the chain from its first page. Caller holds the zspage gate
- * (shared or exclusive), which keeps the chain and the run stable.
+ * (shared or exclusive) or the pool lock, either of which keeps the chain
+ * and the run stable (migration changes them holding both).
  */
 static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int nr)
 {
@@ -749,7 +765,7 @@ static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int 
  * CONFIG_HIGHMEM); else NULL, and its bytes are reached page by page
  * (kmap_local_page()). Not with tag-based KASAN either: each page has its
  * own tag, so one pointer cannot reach them all. Caller holds the zspage
- * gate, which keeps the answer true until it lets go.
+ * gate or the pool lock, which keeps the answer true until it lets go.
  */
 static inline u8 *afm_zs_lin(const struct afm_zspage *z)
 {
@@ -761,7 +777,7 @@ static inline u8 *afm_zs_lin(const struct afm_zspage *z)
 
 /**
  * struct afm_zs_cur - a cursor for header accesses to one zspage
- * @z: the zspage, whose gate is held (shared) while the cursor is used.
+ * @z: the zspage, whose pool lock is held while the cursor is used.
  * @lin: afm_zs_lin() of @z: its bytes in place, or NULL.
  * @page: page @nr of @z, or NULL before the first access.
  * @nr: its number in the zspage.
@@ -774,25 +790,21 @@ struct afm_zs_cur {
 };
 
 /*
- * Header accesses through a cursor: the caller holds the zspage's gate
- * from afm_zs_cur_begin() to afm_zs_cur_end(), so that the page found for
- * one access is still the page for the next: a free reads its header and
- * the next one and writes a hole's, an allocation writes an object's
- * header and the rest's, with one walk of the page chain (forward only;
- * none in place) and one gate hold.
+ * Header accesses through a cursor: the caller holds the pool lock for as
+ * long as it uses the cursor, which keeps migration away (it replaces a
+ * page only with the pool lock as well as the exclusive gate), so that the
+ * page found for one access is still the page for the next: a free reads
+ * its header and the next one and writes a hole's, an allocation writes an
+ * object's header and the rest's, with one walk of the page chain (forward
+ * only; none in place) and no atomic operation.
  */
 static inline void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
 {
+	lockdep_assert_held(&z->zs->lock);
 	c->z = z;
 	c->page = NULL;
 	c->nr = 0;
-	afm_zg_in(z);
 	c->lin = afm_zs_lin(z);
-}
-
-static inline void afm_zs_cur_end(struct afm_zs_cur *c)
-{
-	afm_zg_out(c->z);
 }
 
 /* Record @r1 - 1 of the hole table (@r1: a list link, not 0). */
@@ -856,6 +868,7 @@ unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
 			  unsigned long pg, struct afm_zs_spare *sp);
 void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		unsigned long idx);
+void afm_zt_mag_drain(struct afm_zs_pool *zs, struct afm_zs_table *t);
 void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t);
 int afm_zt_init(struct afm_zs_table *t);
 

@@ -4,9 +4,12 @@
  * pages: isolate, migrate (replace one page of a zspage under its
  * exclusive gate), putback.
  *
- * Locking: called by the migration core with the page locked; never takes
- * the pool lock; the exclusive gate is a trylock (a bounded number of them
- * for synchronous migration), -EAGAIN when the zspage stays busy.
+ * Locking: called by the migration core with the page locked; takes the
+ * exclusive gate (keeps accessors out) and then the pool lock (keeps out
+ * malloc, free and compaction, whose header accesses and copies take no
+ * gate), both with trylocks (a bounded number of attempts for synchronous
+ * migration), and returns -EAGAIN when the zspage stays busy: it never
+ * waits with preemption off.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -36,6 +39,34 @@ static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
 	return afm_zs_isolate(page, true);
 }
 
+/*
+ * The exclusive gate of @z and its pool lock, without waiting for either:
+ * once, or with @wait up to AFM_ZG_TRIES times, preemptible between
+ * attempts. Return: true if both are held (afm_zs_migrate_unlock()).
+ */
+static bool afm_zs_migrate_lock(struct afm_zspage *z, struct afm_zs_pool *zs,
+				bool wait)
+{
+	unsigned int tries = wait ? AFM_ZG_TRIES : 1;
+
+	while (tries--) {
+		if (afm_zg_lock(z, false)) {
+			if (spin_trylock(&zs->lock))
+				return true;
+			afm_zg_unlock(z);
+		}
+		cpu_relax();
+	}
+	return false;
+}
+
+static void afm_zs_migrate_unlock(struct afm_zspage *z, struct afm_zs_pool *zs)
+	__releases(&zs->lock)
+{
+	spin_unlock(&zs->lock);
+	afm_zg_unlock(z);
+}
+
 static int afm_zs_migrate_page(struct page *dst, struct page *src,
 			       enum migrate_mode mode)
 {
@@ -46,7 +77,7 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	if (WARN_ON_ONCE(!z))
 		return -EINVAL;
 	zs = z->zs;
-	if (!afm_zg_lock(z, mode != MIGRATE_ASYNC)) {
+	if (!afm_zs_migrate_lock(z, zs, mode != MIGRATE_ASYNC)) {
 		atomic_long_inc(&zs->st.migrate_busy);
 		return -EAGAIN;
 	}
@@ -54,7 +85,7 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	for (p = z->first; p && p != src; p = (struct page *)p->index)
 		prev = p;
 	if (WARN_ON_ONCE(!p)) {
-		afm_zg_unlock(z);
+		afm_zs_migrate_unlock(z, zs);
 		return -EINVAL;
 	}
 	copy_highpage(dst, src);
@@ -69,7 +100,7 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	if (z->run)
 		atomic_long_inc(&zs->st.runs_broken);
 	WRITE_ONCE(z->run, 0);
-	afm_zg_unlock(z);
+	afm_zs_migrate_unlock(z, zs);
 
 	/* The zspage's reference moves to @dst; the core frees @src. */
 	get_page(dst);

@@ -6,11 +6,10 @@
  * freeing them (at once or through the dead list and its worker).
  *
  * Locking: hole lists, tail buckets and zspage state under the pool lock;
- * copies and header accesses under the gate (shared), which callers of the
- * copy helpers hold, a cursor holds from afm_zs_cur_begin() to
- * afm_zs_cur_end() and afm_zs_hdr_read()/afm_zs_hdr_write() take (header
- * writes also under the pool lock); the exclusive gate and page locks
- * around freeing (see "Locking" in zspage_store.c).
+ * copies under the gate (shared) or the pool lock, which callers of the
+ * copy helpers hold; header accesses (cursors, afm_zs_hdr_read(),
+ * afm_zs_hdr_write()) under the pool lock; the exclusive gate and page
+ * locks around freeing (see "Locking" in zspage_store.c).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -154,7 +153,7 @@ static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 	struct page *page = c->page;
 	unsigned int i = c->nr;
 
-	/* A run: no walk to remember (the gate keeps it a run). */
+	/* A run: no walk to remember (the pool lock keeps it a run). */
 	if (likely(READ_ONCE(c->z->run)))
 		return afm_zs_page(c->z, nr);
 	if (!page || nr < i) {
@@ -287,7 +286,7 @@ u32 afm_zs_cfoot_read(struct afm_zs_cur *c, unsigned int off)
 	return afm_zs_le_get(buf, AFM_ZS_RECNO);
 }
 
-/* afm_zs_chdr_write() in a gate hold of its own. */
+/* afm_zs_chdr_write() through a cursor of its own. Pool lock held. */
 void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 		      unsigned int len, unsigned long handle)
 {
@@ -295,20 +294,16 @@ void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 
 	afm_zs_cur_begin(&c, z);
 	afm_zs_chdr_write(&c, off, len, handle);
-	afm_zs_cur_end(&c);
 }
 
-/* afm_zs_chdr_read() in a gate hold of its own. */
+/* afm_zs_chdr_read() through a cursor of its own. Pool lock held. */
 unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
 			     unsigned long *idx, u32 *r1)
 {
 	struct afm_zs_cur c;
-	unsigned int len;
 
 	afm_zs_cur_begin(&c, z);
-	len = afm_zs_chdr_read(&c, off, idx, r1);
-	afm_zs_cur_end(&c);
-	return len;
+	return afm_zs_chdr_read(&c, off, idx, r1);
 }
 
 /*

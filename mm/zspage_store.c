@@ -70,11 +70,12 @@
  * record for without sleeping. Indexed holes of a victim stay linked
  * until allocation meets one (it takes it off the index and goes on), or
  * the victim is released (afm_zs_holes_unlink_all() walks its extents), so
- * picking victims costs no walk. A free reads its header, the next one
- * and, if its zspage has indexed holes, the footer before it, and writes
- * the hole's header and footer; an allocation writes the object's header
- * and the rest's; each in one hold of the zspage's gate (struct
- * afm_zs_cur).
+ * picking victims costs no walk. A free reads its header and, only if its
+ * zspage has indexed holes, the footer before it and then the next header
+ * (unless the hole before it is the only one), and writes the hole's
+ * header and footer; an allocation writes the object's header
+ * and the rest's; each through one cursor (struct afm_zs_cur) under the
+ * pool lock, with no atomic operation.
 
  * Shards
  * ------
@@ -111,7 +112,12 @@
  * a directory beyond it (afm_zt_grow(), outside the pool lock; lockless
  * lookups read it under RCU), so the table has no fixed capacity; empty
  * table and directory pages go back to the page allocator. Free entries of a
- * table page are chained through the entries. Entries are taken from one
+ * table page are chained through the entries; up to AFM_ZT_MAG (16) freed
+ * entries are kept at hand instead, cleared, for the next allocations (the
+ * table's magazine; the hole table has one too), so that churn does not
+ * touch a table page's free chain and counts; they go back to their pages
+ * at every compaction run and when the table's last entry is freed.
+ * Otherwise entries are taken from one
  * current table page until it is full; then the lowest-indexed table page
  * with at least a quarter of its entries free (or a missing one) becomes
  * current. Handles allocated together thus share table pages and, as the
@@ -152,10 +158,10 @@
  * indexed hole when AFM_ZH_HOLE is set, else an object when the entry of a
  * handle with its header's bits is live and points to it (afm_zs_owner():
  * one table lookup per 2^26 handles in the table), else a hole. Headers
- * and hole links are written under the pool lock (with the zspage's gate
- * shared); a moved object gets a new header (without slack); the walk runs
- * under the pool lock, and a victim's extents do not change while it is
- * one (no allocation goes to it; a free leaves its header).
+ * and hole links are written under the pool lock; a moved object gets a
+ * new header (without slack); the walk runs under the pool lock, and a
+ * victim's extents do not change while it is one (no allocation goes to
+ * it; a free leaves its header).
  *
  * Per-object cost (64-bit, 4 KiB pages)
  * -------------------------------------
@@ -233,8 +239,12 @@
  *                                   tables, tail buckets, the hole index
  *                                   (heads, records, hole headers),
  *                                   zspage counters and flags, every entry
- *                                   change except pins. Not taken by
- *                                   map, read, write or migration.
+ *                                   change except pins; with it, header
+ *                                   accesses and compaction's copies need
+ *                                   no zspage gate. Not taken by map,
+ *                                   read or write; migration takes it
+ *                                   after the exclusive gate, with a
+ *                                   trylock.
  *                                   Bottom halves are disabled while it
  *                                   is held (afm_zs_lock()), so free may
  *                                   run in softirq context; free may also
@@ -243,15 +253,12 @@
  *   entry LOCK bit                  compaction moving one object: only set
  *                                   under the pool lock, with preemption and
  *                                   bottom halves disabled, for one copy.
- *   zspage gate (afm_zspage.gate)   shared: accessors (map, read, write,
- *                                   header reads and writes,
- *                                   compaction copying) keep the zspage's
- *                                   page chain stable (malloc and free
- *                                   hold it across their header accesses
- *                                   and the index updates between them,
- *                                   under the pool lock, never across a
- *                                   zspage's release); exclusive: migration
- *                                   replacing a page, and freeing a zspage.
+ *   zspage gate (afm_zspage.gate)   shared: accessors (map, read, write)
+ *                                   keep the zspage's page chain stable;
+ *                                   exclusive: migration replacing a page
+ *                                   (then also the pool lock, taken after
+ *                                   it with a trylock: the chain is stable
+ *                                   under either), and freeing a zspage.
  *                                   Held with preemption (exclusive: and
  *                                   bottom halves) disabled, never across a
  *                                   sleep.
@@ -262,10 +269,11 @@
  * is set), which fixes the object's location and keeps its zspage alive,
  * then take the gate shared. A pinned object is never moved: compaction
  * sets LOCK only with a cmpxchg from an unpinned entry and skips pinned
- * ones. Migration never waits for the pool lock; it takes the gate
- * exclusively with a trylock (MIGRATE_ASYNC) or up to AFM_ZG_TRIES of them,
- * preemptible between them, and returns -EAGAIN when the zspage stays
- * busy; accessors never wait for a migrator that has not got it. Freeing a
+ * ones. Migration never waits for a lock: it takes the gate exclusively
+ * and then the pool lock, each with a trylock, once (MIGRATE_ASYNC) or up
+ * to AFM_ZG_TRIES times, preemptible between attempts, and returns -EAGAIN
+ * when the zspage stays busy; accessors never wait for a migrator that has
+ * not got both, malloc and free never meet the gate. Freeing a
  * zspage trylocks the gate and then every page lock (as zsmalloc's
  * trylock_zspage()), clears __PageMovable under the page lock and drops its
  * page reference; if any trylock fails the zspage goes to a worker that
@@ -327,6 +335,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->htab.max_pages = (ULONG_MAX >> (1 + shift)) / AFM_ZH_PER_PAGE;
 	zs->htab.lock = &zs->lock;
 	zs->htab.dshift = ilog2(AFM_ZT_PTRS);
+	zs->htab.mag_max = AFM_ZT_MAG;
 	zs->dtab.slot_size = sizeof(struct afm_zspage);
 	zs->dtab.per_page = AFM_ZD_PER_PAGE;
 	zs->dtab.open_free = AFM_ZD_PER_PAGE / 4;
@@ -344,6 +353,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->rtab.max_pages = U32_MAX / AFM_ZR_PER_PAGE;
 	zs->rtab.lock = &zs->lock;
 	zs->rtab.dshift = ilog2(AFM_ZT_PTRS);
+	zs->rtab.mag_max = AFM_ZT_MAG;
 	if (afm_zt_init(&zs->htab) || afm_zt_init(&zs->dtab) ||
 	    afm_zt_init(&zs->rtab))
 		goto fail;
@@ -856,12 +866,9 @@ static u32 afm_zs_foot(struct afm_zspage *z, unsigned int off,
 		       unsigned int len)
 {
 	struct afm_zs_cur c;
-	u32 r1;
 
 	afm_zs_cur_begin(&c, z);
-	r1 = afm_zs_cfoot_read(&c, off + len);
-	afm_zs_cur_end(&c);
-	return r1;
+	return afm_zs_cfoot_read(&c, off + len);
 }
 
 /*
@@ -1291,6 +1298,32 @@ void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle)
 	afm_zs_put(afm_zs_desc(zs, afm_ze_id(atomic64_read(ent))), ent);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_release_zspage);
+
+/**
+ * afm_zs_test_lock_shard() - hold the pool lock of an object's shard (KUnit
+ * hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * As a malloc or free in progress holds it: returns with bottom halves
+ * off; nothing that sleeps until afm_zs_test_unlock_shard().
+ */
+void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle)
+{
+	afm_zs_lock(afm_zs_of(pool, &handle));
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_lock_shard);
+
+/**
+ * afm_zs_test_unlock_shard() - undo afm_zs_test_lock_shard() (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ */
+void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle)
+{
+	afm_zs_unlock(afm_zs_of(pool, &handle));
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unlock_shard);
 
 /**
  * afm_zs_test_get_page() - a referenced page of an object (KUnit hook)

@@ -128,6 +128,8 @@ bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle);
+void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle);
+void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle);
 void afm_zs_flush_work(struct afm_pool *pool);
 struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle);
 unsigned long afm_zs_shrinker_count(struct afm_pool *pool);

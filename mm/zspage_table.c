@@ -114,10 +114,11 @@ static bool afm_zt_dir_full(const struct afm_zs_table *t,
 }
 
 /*
- * Table page to take the next slot from: the current page while it has a
- * free slot, else the lowest open or missing page, which becomes current
- * (it may lie beyond the top level: see afm_zt_short()). Pool lock held.
- * Return: 0 and *@pgp, or -ENOSPC when slot numbers would not fit.
+ * Table page to take the next slot from: AFM_ZT_FROM_MAG while the
+ * magazine has a slot, else the current page while it has a free slot,
+ * else the lowest open or missing page, which becomes current (it may lie
+ * beyond the top level: see afm_zt_short()). Pool lock held. Return: 0 and
+ * *@pgp, or -ENOSPC when slot numbers would not fit.
  */
 int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
 {
@@ -125,6 +126,10 @@ int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
 	unsigned long pg;
 	void *base;
 
+	if (t->mag_nr) {
+		*pgp = AFM_ZT_FROM_MAG;
+		return 0;
+	}
 	if (t->cur != ULONG_MAX) {
 		base = afm_zt_page(t, t->cur);
 		if (base && virt_to_page(base)->index) {
@@ -162,7 +167,7 @@ int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
  */
 bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg)
 {
-	return afm_zt_d(t, pg) >= afm_zt_top(t)->size;
+	return pg != AFM_ZT_FROM_MAG && afm_zt_d(t, pg) >= afm_zt_top(t)->size;
 }
 
 /*
@@ -207,27 +212,36 @@ int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 /* Pages (directory, table) needed to take a slot in table page @pg. */
 unsigned int afm_zt_need(const struct afm_zs_table *t, unsigned long pg)
 {
-	unsigned long *dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)];
+	unsigned long *dir;
 
+	if (pg == AFM_ZT_FROM_MAG)
+		return 0;
+	dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)];
 	if (!dir)
 		return 2;
 	return dir[afm_zt_di(t, pg)] ? 0 : 1;
 }
 
 /*
- * Take a free slot of table page @pg (from afm_zt_find()), adding the
- * directory and table pages from @sp as needed (afm_zt_need() of them).
- * Pool lock held. Return: the slot index.
+ * Take a free slot of table page @pg (from afm_zt_find(), under the same
+ * hold of the pool lock: the magazine's last slot for AFM_ZT_FROM_MAG),
+ * adding the directory and table pages from @sp as needed (afm_zt_need()
+ * of them). Return: the slot index.
  */
 unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
 			  unsigned long pg, struct afm_zs_spare *sp)
 {
 	struct afm_zt_top *top = afm_zt_top(t);
-	unsigned long *dir = top->dir[afm_zt_d(t, pg)];
-	unsigned long ent, slot, i;
+	unsigned long *dir, ent, slot, i;
 	struct page *dp, *tp;
 	void *base;
 
+	lockdep_assert_held(&zs->lock);
+	if (pg == AFM_ZT_FROM_MAG) {
+		t->used++;
+		return t->mag[--t->mag_nr];
+	}
+	dir = top->dir[afm_zt_d(t, pg)];
 	if (!dir) {
 		dir = afm_zs_meta_page(zs, sp);
 		clear_page(dir);
@@ -267,12 +281,11 @@ unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
 }
 
 /*
- * Free slot @idx (its content is cleared), giving back its table page when
- * it was the page's last used slot, and the directory page with it. Pool
- * lock held.
+ * Give slot @idx back to its table page, and the page back when it was its
+ * last used slot, and the directory page with it. Pool lock held.
  */
-void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
-		unsigned long idx)
+static void afm_zt_release(struct afm_zs_pool *zs, struct afm_zs_table *t,
+			   unsigned long idx)
 {
 	unsigned long pg = idx / t->per_page, slot = idx % t->per_page;
 	struct afm_zt_top *top = afm_zt_top(t);
@@ -282,13 +295,10 @@ void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	void *base = (void *)(ent & ~AFM_ZT_OPEN);
 	struct page *tp = virt_to_page(base);
 
-	lockdep_assert_held(&zs->lock);
-
 	memset(base + slot * t->slot_size, 0, t->slot_size);
 	afm_zt_link_set(base + slot * t->slot_size, tp->index);
 	tp->index = slot + 1;
 	set_page_private(tp, page_private(tp) - 1);
-	t->used--;
 	if (!(ent & AFM_ZT_OPEN) &&
 	    t->per_page - page_private(tp) >= t->open_free) {
 		ent |= AFM_ZT_OPEN;
@@ -309,6 +319,38 @@ void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	WRITE_ONCE(top->dir[afm_zt_d(t, pg)], NULL);
 	t->dirs--;
 	afm_zs_meta_page_free(zs, dir);
+}
+
+/*
+ * Give every slot of the magazine of @t back to its table page (pages that
+ * empty go back to the page allocator). Pool lock held.
+ */
+void afm_zt_mag_drain(struct afm_zs_pool *zs, struct afm_zs_table *t)
+{
+	lockdep_assert_held(&zs->lock);
+	while (t->mag_nr)
+		afm_zt_release(zs, t, t->mag[--t->mag_nr]);
+}
+
+/*
+ * Free slot @idx (its content is cleared): into the magazine while it has
+ * room, else back to its table page (afm_zt_release()); the magazine is
+ * drained when the table holds no used slot any more. Pool lock held.
+ */
+void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		unsigned long idx)
+{
+	lockdep_assert_held(&zs->lock);
+	t->used--;
+	if (t->mag_nr < t->mag_max && t->used) {
+		memset(afm_zt_lookup(t, idx, t->slot_size, t->per_page), 0,
+		       t->slot_size);
+		t->mag[t->mag_nr++] = idx;
+		return;
+	}
+	afm_zt_release(zs, t, idx);
+	if (!t->used)
+		afm_zt_mag_drain(zs, t);
 }
 
 /*
@@ -339,6 +381,7 @@ void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
 	t->used = 0;
 	t->hint = 0;
 	t->cur = ULONG_MAX;
+	t->mag_nr = 0;
 }
 
 /* The first top level of table @t. Return: 0 or -ENOMEM. */
