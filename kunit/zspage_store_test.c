@@ -100,25 +100,47 @@ static void afm_zs_test_roundtrip(struct kunit *test)
 	}
 }
 
+static const bool afm_zs_contig_on[] = { true, false };
+
+static void afm_zs_contig_desc(const bool *on, char *desc)
+{
+	strscpy(desc, *on ? "blocks" : "page-by-page", KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_contig, afm_zs_contig_on, afm_zs_contig_desc);
+
+static void afm_zs_restore_contig(void *data)
+{
+	afm_zs_test_set_contig((uintptr_t)data);
+}
+
 /*
  * zspage_contig: the pages of a new zspage allocated as one block (when
  * the page allocator has one) make a run, reached in place: 16 zspages of
  * 3000-byte objects, every one from a block a run, their data byte-exact.
  * Skips when no block came (fragmented memory) and, as no zspage is reached
- * in place there, with highmem or tag-based KASAN.
+ * in place there, with highmem or tag-based KASAN. With zspage_contig off
+ * no block is taken and the same objects keep their bytes.
  */
 static void afm_zs_test_contig(struct kunit *test)
 {
 	const unsigned int size = 3000, n = 16 * (AFM_ZS_PAGES * PAGE_SIZE / 3005);
 	struct afm_test_set *ts = afm_zs_set(test, n);
+	const bool *on = test->param_value;
 	void *buf = afm_zs_buf(test);
 	struct afm_zs_obj_info info;
 	struct afm_zs_counters c;
 	unsigned int i, in_place = 0;
+	bool old;
 
-	if (IS_ENABLED(CONFIG_HIGHMEM) || IS_ENABLED(CONFIG_KASAN_SW_TAGS) ||
-	    IS_ENABLED(CONFIG_KASAN_HW_TAGS))
+	if (*on && (IS_ENABLED(CONFIG_HIGHMEM) ||
+		    IS_ENABLED(CONFIG_KASAN_SW_TAGS) ||
+		    IS_ENABLED(CONFIG_KASAN_HW_TAGS)))
 		kunit_skip(test, "no zspage is reached in place in this kernel");
+	old = afm_zs_test_set_contig(*on);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_contig,
+						  (void *)(uintptr_t)old));
 	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_MIGRATION);
 	for (i = 0; i < n; i++) {
 		ts->h[i] = afm_test_malloc(test, ts->pool, size);
@@ -130,11 +152,15 @@ static void afm_zs_test_contig(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &c);
 	kunit_info(test, "%lu zspages: %lu runs, %lu chains, %lu from one block; %u of %u objects reached in place\n",
 		   c.zspages, c.runs, c.chains, c.blocks, in_place, n);
-	if (!c.blocks)
-		kunit_skip(test, "the page allocator had no block free");
 	KUNIT_EXPECT_EQ(test, c.runs + c.chains, c.zspages);
-	KUNIT_EXPECT_GE(test, c.runs, c.blocks);
-	KUNIT_EXPECT_GT(test, in_place, 0);
+	if (!*on) {
+		KUNIT_EXPECT_EQ(test, c.blocks, 0);
+	} else {
+		if (!c.blocks)
+			kunit_skip(test, "the page allocator had no block free");
+		KUNIT_EXPECT_GE(test, c.runs, c.blocks);
+		KUNIT_EXPECT_GT(test, in_place, 0);
+	}
 	for (i = 0; i < n; i++)
 		afm_zs_check(test, ts->pool, ts->h[i], i, size, buf, i & 1);
 	afm_zs_expect_consistent(test, ts->pool);
@@ -1177,7 +1203,7 @@ static void afm_zs_test_destroy_vs_shrinker(struct kunit *test)
 
 static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_roundtrip, afm_zs_rt_gen_params),
-	KUNIT_CASE(afm_zs_test_contig),
+	KUNIT_CASE_PARAM(afm_zs_test_contig, afm_zs_contig_gen_params),
 	KUNIT_CASE(afm_zs_test_packing),
 	KUNIT_CASE(afm_zs_test_density),
 	KUNIT_CASE(afm_zs_test_bad_handles),

@@ -227,7 +227,7 @@ static bool afm_zs_hole_find(struct afm_zs_pool *zs, unsigned int need,
 		r1 = rec->next;
 		if (rec->len < need)
 			continue;
-		h->z = afm_zs_desc(zs, rec->id);
+		h->z = afm_zs_desc_locked(zs, rec->id);
 		if (h->z->flags & AFM_ZS_VICTIM) {
 			afm_zs_hole_drop(zs, h->z, h->r1);
 			continue;
@@ -443,7 +443,7 @@ static unsigned long afm_zs_commit(struct afm_zs_set *set,
 	afm_zs_chdr_write(&c, off, ext, idx + 1);
 	if (hole && ext < hole->len)
 		afm_zs_chole_write(&c, off + ext, hole->len - ext, hole->r1);
-	atomic64_set(afm_zs_entry(zs, idx + 1),
+	atomic64_set(afm_zs_entry_locked(zs, idx + 1),
 		     afm_ze_make(z->id, off + AFM_ZS_HDR, size));
 	afm_zs_unlock(zs);
 	return (idx + 1) << set->shift | zs->nr;
@@ -604,7 +604,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	s64 e;
 
 	afm_zs_lock(zs);
-	ent = afm_zs_entry(zs, h);
+	ent = afm_zs_entry_locked(zs, h);
 	if (!ent)
 		goto invalid;
 	e = atomic64_read(ent);
@@ -620,7 +620,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 		}
 	} while (!atomic64_try_cmpxchg(ent, &e, 0));
 
-	z = afm_zs_desc(zs, afm_ze_id(e));
+	z = afm_zs_desc_locked(zs, afm_ze_id(e));
 	afm_zs_cur_begin(&c, z);
 	len = afm_zs_chdr_read(&c, afm_ze_off(e) - AFM_ZS_HDR, &idx, NULL);
 	afm_zs_unplace(zs, z, &c, afm_ze_off(e), afm_ze_size(e), len);

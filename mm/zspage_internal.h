@@ -612,22 +612,49 @@ static __always_inline unsigned long *afm_zt_dir(const struct afm_zs_table *t,
 	return dir;
 }
 
-static __always_inline void *afm_zt_lookup(const struct afm_zs_table *t,
-					   unsigned long idx,
-					   unsigned int size,
-					   unsigned int per_page)
+/*
+ * Directory page @d of @t, or NULL, pool lock held: the top level cannot
+ * be replaced meanwhile (afm_zt_grow() swaps it under the lock), so no RCU
+ * read-side section is needed (on PREEMPT_RCU kernels, such as
+ * distributions' PREEMPT_DYNAMIC ones, each costs a call).
+ */
+static __always_inline unsigned long *afm_zt_dir_locked(const struct afm_zs_table *t,
+							unsigned long d)
+{
+	const struct afm_zt_top *top = afm_zt_top(t);
+
+	return likely(d < top->size) ? top->dir[d] : NULL;
+}
+
+/*
+ * Slot @idx of a table of @per_page slots of @size bytes, or NULL where
+ * it has no page. @locked: the pool lock is held (afm_zt_dir_locked()),
+ * else any context (afm_zt_dir()).
+ */
+static __always_inline void *afm_zt_slot(const struct afm_zs_table *t,
+					 unsigned long idx, unsigned int size,
+					 unsigned int per_page, bool locked)
 {
 	unsigned long pg = idx / per_page;
 	unsigned long *dir;
 	unsigned long ent;
 
-	dir = afm_zt_dir(t, afm_zt_d(t, pg));
+	dir = locked ? afm_zt_dir_locked(t, afm_zt_d(t, pg)) :
+		       afm_zt_dir(t, afm_zt_d(t, pg));
 	if (unlikely(!dir))
 		return NULL;
 	ent = READ_ONCE(dir[afm_zt_di(t, pg)]) & ~AFM_ZT_OPEN;
 	if (unlikely(!ent))
 		return NULL;
 	return (void *)ent + (idx % per_page) * size;
+}
+
+static __always_inline void *afm_zt_lookup(const struct afm_zs_table *t,
+					   unsigned long idx,
+					   unsigned int size,
+					   unsigned int per_page)
+{
+	return afm_zt_slot(t, idx, size, per_page, false);
 }
 
 /* Base address of table page @pg, or NULL. */
@@ -640,6 +667,7 @@ static inline void *afm_zt_page(const struct afm_zs_table *t, unsigned long pg)
 	return (void *)(READ_ONCE(dir[afm_zt_di(t, pg)]) & ~AFM_ZT_OPEN);
 }
 
+/* The entry of shard handle @handle, or NULL. Any context. */
 static inline atomic64_t *afm_zs_entry(struct afm_zs_pool *zs,
 				       unsigned long handle)
 {
@@ -647,10 +675,27 @@ static inline atomic64_t *afm_zs_entry(struct afm_zs_pool *zs,
 			     AFM_ZH_PER_PAGE);
 }
 
+/* afm_zs_entry() with the pool lock held. */
+static inline atomic64_t *afm_zs_entry_locked(struct afm_zs_pool *zs,
+					      unsigned long handle)
+{
+	return afm_zt_slot(&zs->htab, handle - 1, sizeof(u64), AFM_ZH_PER_PAGE,
+			   true);
+}
+
+/* The descriptor of zspage @id. Any context. */
 static inline struct afm_zspage *afm_zs_desc(struct afm_zs_pool *zs, u32 id)
 {
 	return afm_zt_lookup(&zs->dtab, id, sizeof(struct afm_zspage),
 			     AFM_ZD_PER_PAGE);
+}
+
+/* afm_zs_desc() with the pool lock held. */
+static inline struct afm_zspage *afm_zs_desc_locked(struct afm_zs_pool *zs,
+						    u32 id)
+{
+	return afm_zt_slot(&zs->dtab, id, sizeof(struct afm_zspage),
+			   AFM_ZD_PER_PAGE, true);
 }
 
 /**
@@ -807,11 +852,14 @@ static inline void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
 	c->lin = afm_zs_lin(z);
 }
 
-/* Record @r1 - 1 of the hole table (@r1: a list link, not 0). */
+/*
+ * Record @r1 - 1 of the hole table (@r1: a list link, not 0). Pool lock
+ * held.
+ */
 static inline struct afm_zs_hrec *afm_zs_rec(struct afm_zs_pool *zs, u32 r1)
 {
-	return afm_zt_lookup(&zs->rtab, r1 - 1, sizeof(struct afm_zs_hrec),
-			     AFM_ZR_PER_PAGE);
+	return afm_zt_slot(&zs->rtab, r1 - 1, sizeof(struct afm_zs_hrec),
+			   AFM_ZR_PER_PAGE, true);
 }
 
 /*

@@ -315,6 +315,9 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	BUILD_BUG_ON(AFM_ZS_HOLE_MIN < AFM_ZS_HOLE_HDR);
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
+	/* Tables with a magazine (afm_zt_put()). */
+	BUILD_BUG_ON(!is_power_of_2(AFM_ZH_PER_PAGE) ||
+		     !is_power_of_2(AFM_ZR_PER_PAGE));
 
 	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
 	if (!zs)

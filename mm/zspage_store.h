@@ -144,5 +144,6 @@ int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift);
 void afm_zs_set_shards(unsigned int nr);
 unsigned int afm_zs_get_shards(void);
 int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard);
+bool afm_zs_test_set_contig(bool on);
 
 #endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */

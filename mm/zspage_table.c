@@ -50,6 +50,24 @@ static bool afm_zs_spare_block(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 	return true;
 }
 
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/**
+ * afm_zs_test_set_contig() - set the zspage_contig parameter (KUnit hook)
+ * @on: its new value
+ *
+ * Context: any; pools allocating meanwhile see either value.
+ * Return: its old value.
+ */
+bool afm_zs_test_set_contig(bool on)
+{
+	bool old = READ_ONCE(afm_zs_contig);
+
+	WRITE_ONCE(afm_zs_contig, on);
+	return old;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_contig);
+#endif
+
 int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 		      unsigned int meta, unsigned int data, gfp_t gfp)
 {
@@ -343,7 +361,9 @@ void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	lockdep_assert_held(&zs->lock);
 	t->used--;
 	if (t->mag_nr < t->mag_max && t->used) {
-		memset(afm_zt_lookup(t, idx, t->slot_size, t->per_page), 0,
+		/* Tables with a magazine have a power of two slots a page. */
+		memset(afm_zt_page(t, idx >> ilog2(t->per_page)) +
+		       (idx & (t->per_page - 1)) * t->slot_size, 0,
 		       t->slot_size);
 		t->mag[t->mag_nr++] = idx;
 		return;
