@@ -93,8 +93,10 @@ static void afm_zs_donor_mark(struct afm_zs_pool *zs, bool on)
  * list of its class. The caller writes the hole's header
  * (afm_zs_chole_write()) before it lets go of the pool lock.
  */
-static void afm_zs_hole_link(struct afm_zs_pool *zs, struct afm_zspage *z,
-			     unsigned int off, unsigned int len, u32 r1)
+static __always_inline void afm_zs_hole_link(struct afm_zs_pool *zs,
+					     struct afm_zspage *z,
+					     unsigned int off, unsigned int len,
+					     u32 r1)
 {
 	unsigned int c = afm_zs_hole_class(len);
 	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
@@ -122,8 +124,8 @@ static void afm_zs_hole_link(struct afm_zs_pool *zs, struct afm_zspage *z,
  * and the hole's header stay as they are (the caller reuses or frees the
  * one and rewrites the other).
  */
-static void afm_zs_hole_unlink(struct afm_zs_pool *zs, struct afm_zspage *z,
-			       u32 r1)
+static __always_inline void afm_zs_hole_unlink(struct afm_zs_pool *zs,
+					       struct afm_zspage *z, u32 r1)
 {
 	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
 	unsigned int c = afm_zs_hole_class(rec->len);
@@ -646,34 +648,6 @@ invalid:
 }
 
 /* Access */
-
-/*
- * Pin the object of @handle and enter its zspage. Return: its zspage, or
- * NULL (with a warning) for an invalid handle.
- */
-struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
-			      unsigned long handle, atomic64_t **entp,
-			      u64 *ep)
-{
-	atomic64_t *ent = afm_zs_entry(zs, handle);
-	struct afm_zspage *z;
-
-	if (!ent || !afm_ze_pin(ent, ep)) {
-		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: invalid handle %#lx\n",
-			  zs->pool->name, handle);
-		return NULL;
-	}
-	z = afm_zs_desc(zs, afm_ze_id(*ep));
-	afm_zg_in(z);
-	*entp = ent;
-	return z;
-}
-
-void afm_zs_put(struct afm_zspage *z, atomic64_t *ent)
-{
-	afm_zg_out(z);
-	afm_ze_unpin(ent);
-}
 
 void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 		 enum afm_mapmode mm, void *bounce)

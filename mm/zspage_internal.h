@@ -3,8 +3,9 @@
  * afmalloc zspage store internals, shared by its files (the design, the
  * handle encoding and the lock order are in the map at the top of
  * zspage_store.c): constants, the pool, zspage and table structures, the
- * inline helpers of the hot paths (entries, table lookups, pins, the shared
- * gate) and what each file offers the others.
+ * inline helpers of the hot paths (entries, table lookups, taking and
+ * freeing slots through the magazine, pins, the shared gate, object and
+ * hole headers through cursors) and what each file offers the others.
  *
  *   zspage_table.c    handle and descriptor tables (slot tables), spares
  *   zspage_pages.c    zspages: exclusive gate, copies, object headers, hole
@@ -286,6 +287,7 @@ struct afm_zt_top {
  * @dshift: log2 of the table pages a directory page points to (AFM_ZT_PTRS;
  *	fewer only in KUnit, afm_zs_test_small_dirs()).
  * @mag_max: capacity of @mag in use: AFM_ZT_MAG, or 0 (no magazine).
+ * @pshift: log2 of @per_page, a power of two in tables with a magazine.
  * @mag_nr: slots in @mag.
  * @mag: free slots kept at hand, last freed first: afm_zt_put() pushes a
  *	freed slot (cleared) here while there is room and afm_zt_take() pops
@@ -312,6 +314,7 @@ struct afm_zs_table {
 	spinlock_t *lock;	/* the pool lock, for lockdep */
 	unsigned int dshift;
 	unsigned int mag_max;
+	unsigned int pshift;
 	unsigned int mag_nr;
 	unsigned long mag[AFM_ZT_MAG];
 };
@@ -712,6 +715,89 @@ struct afm_zs_spare {
 	unsigned int nr_data;
 };
 
+/*
+ * Taking and freeing slots (zspage_table.c), pool lock held: inline for
+ * the magazine (struct afm_zs_table), which serves malloc and free under
+ * churn, out of line for table pages.
+ */
+int afm_zt_find_page(struct afm_zs_table *t, unsigned long *pgp);
+unsigned int afm_zt_need_page(const struct afm_zs_table *t, unsigned long pg);
+unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
+			       unsigned long pg, struct afm_zs_spare *sp);
+void afm_zt_put_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		     unsigned long idx);
+
+/*
+ * Where the next slot of @t comes from: AFM_ZT_FROM_MAG while the
+ * magazine has one, else a table page (afm_zt_find_page()). Return: 0 and
+ * *@pgp, or -ENOSPC when slot numbers would not fit.
+ */
+static inline int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
+{
+	if (t->mag_nr) {
+		*pgp = AFM_ZT_FROM_MAG;
+		return 0;
+	}
+	return afm_zt_find_page(t, pgp);
+}
+
+/* Table page @pg lies beyond the top level: afm_zt_grow() first. */
+static inline bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg)
+{
+	return pg != AFM_ZT_FROM_MAG && afm_zt_d(t, pg) >= afm_zt_top(t)->size;
+}
+
+/* Pages (directory, table) needed to take a slot from @pg. */
+static inline unsigned int afm_zt_need(const struct afm_zs_table *t,
+				       unsigned long pg)
+{
+	return pg == AFM_ZT_FROM_MAG ? 0 : afm_zt_need_page(t, pg);
+}
+
+/*
+ * Take a slot from @pg (afm_zt_find(), under the same hold of the pool
+ * lock): the magazine's last, or a free slot of a table page, adding the
+ * directory and table pages from @sp as needed (afm_zt_need() of them).
+ * Return: the slot index.
+ */
+static inline unsigned long afm_zt_take(struct afm_zs_pool *zs,
+					struct afm_zs_table *t,
+					unsigned long pg,
+					struct afm_zs_spare *sp)
+{
+	if (pg != AFM_ZT_FROM_MAG)
+		return afm_zt_take_page(zs, t, pg, sp);
+	lockdep_assert_held(&zs->lock);
+	t->used++;
+	return t->mag[--t->mag_nr];
+}
+
+/*
+ * Free slot @idx, its content cleared: into the magazine while it has room
+ * and the table other used slots, else afm_zt_put_page().
+ */
+static inline void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
+			      unsigned long idx)
+{
+	unsigned long pg = idx >> t->pshift, *dir;
+	u64 *slot;
+
+	lockdep_assert_held(&zs->lock);
+	t->used--;
+	if (t->mag_nr >= t->mag_max || !t->used) {
+		afm_zt_put_page(zs, t, idx);
+		return;
+	}
+	/* Slots of tables with a magazine: 8 or 16 bytes, 2^pshift a page. */
+	dir = afm_zt_dir_locked(t, afm_zt_d(t, pg));
+	slot = (void *)(dir[afm_zt_di(t, pg)] & ~AFM_ZT_OPEN) +
+	       (idx & (t->per_page - 1)) * t->slot_size;
+	WRITE_ONCE(slot[0], 0);
+	if (t->slot_size > sizeof(u64))
+		slot[1] = 0;
+	t->mag[t->mag_nr++] = idx;
+}
+
 /* Zspage gate */
 
 /*
@@ -788,6 +874,34 @@ static inline void afm_ze_unpin(atomic64_t *ent)
 }
 
 /*
+ * Pin the object of @handle and enter its zspage. Return: its zspage, or
+ * NULL (with a warning) for an invalid handle.
+ */
+static inline struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
+					    unsigned long handle,
+					    atomic64_t **entp, u64 *ep)
+{
+	atomic64_t *ent = afm_zs_entry(zs, handle);
+	struct afm_zspage *z;
+
+	if (!ent || !afm_ze_pin(ent, ep)) {
+		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: invalid handle %#lx\n",
+			  zs->pool->name, handle);
+		return NULL;
+	}
+	z = afm_zs_desc(zs, afm_ze_id(*ep));
+	afm_zg_in(z);
+	*entp = ent;
+	return z;
+}
+
+static inline void afm_zs_put(struct afm_zspage *z, atomic64_t *ent)
+{
+	afm_zg_out(z);
+	afm_ze_unpin(ent);
+}
+
+/*
  * Page @nr of zspage @z: by PFN when its pages are a run (@z->run), else
  * following the chain from its first page. Caller holds the zspage gate
  * (shared or exclusive) or the pool lock, either of which keeps the chain
@@ -853,6 +967,132 @@ static inline void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
 }
 
 /*
+ * Object headers (see "Reverse map" in zspage_store.c) and hole headers
+ * (see "Placement"), through a cursor: inline, as malloc and free make
+ * several such accesses each.
+ */
+
+void afm_zs_cur_io_pages(struct afm_zs_cur *c, unsigned int off, u8 *buf,
+			 unsigned int n, bool write);
+
+static inline void afm_zs_le_put(u8 *buf, u64 v, unsigned int n)
+{
+	while (n--) {
+		*buf++ = v;
+		v >>= BITS_PER_BYTE;
+	}
+}
+
+static inline u64 afm_zs_le_get(const u8 *buf, unsigned int n)
+{
+	u64 v = 0;
+
+	while (n--)
+		v = v << BITS_PER_BYTE | buf[n];
+	return v;
+}
+
+/*
+ * Copy @n (a header's few) bytes at @off to or from @buf: in place when
+ * the cursor's zspage is (a few moves when @n is a constant).
+ */
+static __always_inline void afm_zs_cur_io(struct afm_zs_cur *c,
+					  unsigned int off, u8 *buf,
+					  unsigned int n, bool write)
+{
+	if (likely(c->lin)) {
+		if (write)
+			memcpy(c->lin + off, buf, n);
+		else
+			memcpy(buf, c->lin + off, n);
+		return;
+	}
+	afm_zs_cur_io_pages(c, off, buf, n, write);
+}
+
+/*
+ * Write the header of the extent of @len bytes at @off of the cursor's
+ * zspage: an object's (@handle) or a hole's off the hole index (@handle
+ * 0). Pool lock held.
+ */
+static inline void afm_zs_chdr_write(struct afm_zs_cur *c, unsigned int off,
+				     unsigned int len, unsigned long handle)
+{
+	u8 buf[AFM_ZS_HDR];
+
+	afm_zs_le_put(buf, len | (u64)(handle &
+				       (BIT_ULL(c->z->zs->idx_bits) - 1)) <<
+			   AFM_ZH_IDX_SHIFT, AFM_ZS_HDR);
+	afm_zs_cur_io(c, off, buf, AFM_ZS_HDR, true);
+}
+
+/*
+ * Read the header at @off of the cursor's zspage. Pool lock held. Return:
+ * the extent length; *@idx: the handle bits (see afm_zs_chdr_write()), or
+ * AFM_ZS_LINKED for a hole on the hole index; then, if @r1 is not NULL,
+ * *@r1 is its record number + 1 (the same read covers both).
+ */
+static inline unsigned int afm_zs_chdr_read(struct afm_zs_cur *c,
+					    unsigned int off,
+					    unsigned long *idx, u32 *r1)
+{
+	unsigned int n = r1 ? min(AFM_ZS_HOLE_HDR, AFM_ZS_SIZE - off) :
+			      AFM_ZS_HDR;
+	u8 buf[AFM_ZS_HOLE_HDR];
+	u64 v;
+
+	afm_zs_cur_io(c, off, buf, n, false);
+	v = afm_zs_le_get(buf, AFM_ZS_HDR);
+	*idx = v & AFM_ZH_HOLE ? AFM_ZS_LINKED : v >> AFM_ZH_IDX_SHIFT;
+	if (*idx == AFM_ZS_LINKED && r1 && n == AFM_ZS_HOLE_HDR)
+		*r1 = afm_zs_le_get(buf + AFM_ZS_HDR, AFM_ZS_RECNO) + 1;
+	return v & (BIT(AFM_ZH_LEN_BITS) - 1);
+}
+
+/*
+ * Make the @len bytes at @off of the cursor's zspage a hole on the hole
+ * index, with record @r1 - 1: its header with AFM_ZH_HOLE, then the
+ * record number. Pool lock held.
+ */
+static inline void afm_zs_chole_write(struct afm_zs_cur *c, unsigned int off,
+				      unsigned int len, u32 r1)
+{
+	u8 buf[AFM_ZS_HOLE_HDR];
+
+	afm_zs_le_put(buf, len | AFM_ZH_HOLE, AFM_ZS_HDR);
+	afm_zs_le_put(buf + AFM_ZS_HDR, r1 - 1, AFM_ZS_RECNO);
+	afm_zs_cur_io(c, off, buf, AFM_ZS_HOLE_HDR, true);
+}
+
+/*
+ * The footer of an indexed hole: the last AFM_ZS_RECNO bytes of the hole
+ * of @len bytes at @off hold its record number + 1, so that a free of the
+ * extent after it finds it (afm_zs_hole_before()). Pool lock held.
+ */
+static inline void afm_zs_cfoot_write(struct afm_zs_cur *c, unsigned int off,
+				      unsigned int len, u32 r1)
+{
+	u8 buf[AFM_ZS_RECNO];
+
+	afm_zs_le_put(buf, r1, AFM_ZS_RECNO);
+	afm_zs_cur_io(c, off + len - AFM_ZS_RECNO, buf, AFM_ZS_RECNO, true);
+}
+
+/*
+ * The AFM_ZS_RECNO bytes before @off (at least that) of the cursor's
+ * zspage, as a footer: the record number + 1 of the hole ending at @off if
+ * the extent before @off is an indexed hole, else any value (an object's
+ * data, or a stale footer). Pool lock held.
+ */
+static inline u32 afm_zs_cfoot_read(struct afm_zs_cur *c, unsigned int off)
+{
+	u8 buf[AFM_ZS_RECNO];
+
+	afm_zs_cur_io(c, off - AFM_ZS_RECNO, buf, AFM_ZS_RECNO, false);
+	return afm_zs_le_get(buf, AFM_ZS_RECNO);
+}
+
+/*
  * Record @r1 - 1 of the hole table (@r1: a list link, not 0). Pool lock
  * held.
  */
@@ -907,15 +1147,8 @@ extern unsigned int afm_zs_shards;
 int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 		      unsigned int meta, unsigned int data, gfp_t gfp);
 void afm_zs_spare_drain(struct afm_zs_spare *sp);
-int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp);
-bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg);
 int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		unsigned long pg, gfp_t gfp);
-unsigned int afm_zt_need(const struct afm_zs_table *t, unsigned long pg);
-unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
-			  unsigned long pg, struct afm_zs_spare *sp);
-void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
-		unsigned long idx);
 void afm_zt_mag_drain(struct afm_zs_pool *zs, struct afm_zs_table *t);
 void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t);
 int afm_zt_init(struct afm_zs_table *t);
@@ -934,15 +1167,6 @@ void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 		      unsigned int len, unsigned long handle);
 unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
 			     unsigned long *idx, u32 *r1);
-void afm_zs_chdr_write(struct afm_zs_cur *c, unsigned int off,
-		       unsigned int len, unsigned long handle);
-unsigned int afm_zs_chdr_read(struct afm_zs_cur *c, unsigned int off,
-			      unsigned long *idx, u32 *r1);
-void afm_zs_chole_write(struct afm_zs_cur *c, unsigned int off,
-			unsigned int len, u32 r1);
-void afm_zs_cfoot_write(struct afm_zs_cur *c, unsigned int off,
-			unsigned int len, u32 r1);
-u32 afm_zs_cfoot_read(struct afm_zs_cur *c, unsigned int off);
 void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z);
@@ -965,10 +1189,6 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			    gfp_t gfp);
 void afm_zs_free(struct afm_pool *pool, unsigned long handle);
-struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
-			      unsigned long handle, atomic64_t **entp,
-			      u64 *ep);
-void afm_zs_put(struct afm_zspage *z, atomic64_t *ent);
 void *afm_zs_map(struct afm_pool *pool, unsigned long handle,
 		 enum afm_mapmode mm, void *bounce);
 void afm_zs_unmap(struct afm_pool *pool, unsigned long handle,

@@ -129,24 +129,7 @@ void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
 	}
 }
 
-/* Object headers (see "Reverse map") and hole headers (see "Placement") */
-
-static void afm_zs_le_put(u8 *buf, u64 v, unsigned int n)
-{
-	while (n--) {
-		*buf++ = v;
-		v >>= BITS_PER_BYTE;
-	}
-}
-
-static u64 afm_zs_le_get(const u8 *buf, unsigned int n)
-{
-	u64 v = 0;
-
-	while (n--)
-		v = v << BITS_PER_BYTE | buf[n];
-	return v;
-}
+/* Header accesses (zspage_internal.h) of a zspage not reached in place */
 
 static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 {
@@ -168,8 +151,8 @@ static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 }
 
 /* afm_zs_cur_io() page by page: a zspage not reached in place. */
-static void afm_zs_cur_io_pages(struct afm_zs_cur *c, unsigned int off,
-				u8 *buf, unsigned int n, bool write)
+void afm_zs_cur_io_pages(struct afm_zs_cur *c, unsigned int off, u8 *buf,
+			 unsigned int n, bool write)
 {
 	while (n) {
 		unsigned int po = offset_in_page(off);
@@ -185,105 +168,6 @@ static void afm_zs_cur_io_pages(struct afm_zs_cur *c, unsigned int off,
 		off += k;
 		n -= k;
 	}
-}
-
-/*
- * Copy @n (a header's few) bytes at @off to or from @buf: in place when
- * the cursor's zspage is (a few moves when @n is a constant).
- */
-static __always_inline void afm_zs_cur_io(struct afm_zs_cur *c,
-					  unsigned int off, u8 *buf,
-					  unsigned int n, bool write)
-{
-	if (likely(c->lin)) {
-		if (write)
-			memcpy(c->lin + off, buf, n);
-		else
-			memcpy(buf, c->lin + off, n);
-		return;
-	}
-	afm_zs_cur_io_pages(c, off, buf, n, write);
-}
-
-/*
- * Write the header of the extent of @len bytes at @off of the cursor's
- * zspage: an object's (@handle) or a hole's off the hole index (@handle
- * 0). Pool lock held.
- */
-void afm_zs_chdr_write(struct afm_zs_cur *c, unsigned int off,
-		       unsigned int len, unsigned long handle)
-{
-	u8 buf[AFM_ZS_HDR];
-
-	afm_zs_le_put(buf, len | (u64)(handle &
-				       (BIT_ULL(c->z->zs->idx_bits) - 1)) <<
-			   AFM_ZH_IDX_SHIFT, AFM_ZS_HDR);
-	afm_zs_cur_io(c, off, buf, AFM_ZS_HDR, true);
-}
-
-/*
- * Read the header at @off of the cursor's zspage. Pool lock held. Return:
- * the extent length; *@idx: the handle bits (see afm_zs_chdr_write()), or
- * AFM_ZS_LINKED for a hole on the hole index; then, if @r1 is not NULL,
- * *@r1 is its record number + 1 (the same read covers both).
- */
-unsigned int afm_zs_chdr_read(struct afm_zs_cur *c, unsigned int off,
-			      unsigned long *idx, u32 *r1)
-{
-	unsigned int n = r1 ? min(AFM_ZS_HOLE_HDR, AFM_ZS_SIZE - off) :
-			      AFM_ZS_HDR;
-	u8 buf[AFM_ZS_HOLE_HDR];
-	u64 v;
-
-	afm_zs_cur_io(c, off, buf, n, false);
-	v = afm_zs_le_get(buf, AFM_ZS_HDR);
-	*idx = v & AFM_ZH_HOLE ? AFM_ZS_LINKED : v >> AFM_ZH_IDX_SHIFT;
-	if (*idx == AFM_ZS_LINKED && r1 && n == AFM_ZS_HOLE_HDR)
-		*r1 = afm_zs_le_get(buf + AFM_ZS_HDR, AFM_ZS_RECNO) + 1;
-	return v & (BIT(AFM_ZH_LEN_BITS) - 1);
-}
-
-/*
- * Make the @len bytes at @off of the cursor's zspage a hole on the hole
- * index, with record @r1 - 1: its header with AFM_ZH_HOLE, then the
- * record number. Pool lock held.
- */
-void afm_zs_chole_write(struct afm_zs_cur *c, unsigned int off,
-			unsigned int len, u32 r1)
-{
-	u8 buf[AFM_ZS_HOLE_HDR];
-
-	afm_zs_le_put(buf, len | AFM_ZH_HOLE, AFM_ZS_HDR);
-	afm_zs_le_put(buf + AFM_ZS_HDR, r1 - 1, AFM_ZS_RECNO);
-	afm_zs_cur_io(c, off, buf, AFM_ZS_HOLE_HDR, true);
-}
-
-/*
- * The footer of an indexed hole: the last AFM_ZS_RECNO bytes of the hole
- * of @len bytes at @off hold its record number + 1, so that a free of the
- * extent after it finds it (afm_zs_hole_before()). Pool lock held.
- */
-void afm_zs_cfoot_write(struct afm_zs_cur *c, unsigned int off,
-			unsigned int len, u32 r1)
-{
-	u8 buf[AFM_ZS_RECNO];
-
-	afm_zs_le_put(buf, r1, AFM_ZS_RECNO);
-	afm_zs_cur_io(c, off + len - AFM_ZS_RECNO, buf, AFM_ZS_RECNO, true);
-}
-
-/*
- * The AFM_ZS_RECNO bytes before @off (at least that) of the cursor's
- * zspage, as a footer: the record number + 1 of the hole ending at @off if
- * the extent before @off is an indexed hole, else any value (an object's
- * data, or a stale footer). Pool lock held.
- */
-u32 afm_zs_cfoot_read(struct afm_zs_cur *c, unsigned int off)
-{
-	u8 buf[AFM_ZS_RECNO];
-
-	afm_zs_cur_io(c, off - AFM_ZS_RECNO, buf, AFM_ZS_RECNO, false);
-	return afm_zs_le_get(buf, AFM_ZS_RECNO);
 }
 
 /* afm_zs_chdr_write() through a cursor of its own. Pool lock held. */

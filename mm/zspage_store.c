@@ -211,11 +211,12 @@
  * Files
  * -----
  * zspage_internal.h holds the structures and the hot-path helpers (entries,
- * table lookups, pins, the shared gate); zspage_table.c the slot tables;
- * zspage_pages.c zspages (exclusive gate, copies, headers and hole links,
- * hole lists, tail buckets, creation and freeing); zspage_alloc.c the hole
- * index, malloc, free and the accessors; zspage_compact.c compaction, the automatic runs
- * and the shrinker; zspage_migrate.c page migration; this file pool setup,
+ * table lookups, the magazine side of taking and freeing slots, pins, the
+ * shared gate, header accesses through cursors); zspage_table.c the slot
+ * tables; zspage_pages.c zspages (exclusive gate, copies, header accesses
+ * page by page, hole lists, tail buckets, creation and freeing);
+ * zspage_alloc.c the hole index, malloc, free and the accessors;
+ * zspage_compact.c compaction, the automatic runs and the shrinker; zspage_migrate.c page migration; this file pool setup,
  * statistics and the KUnit hooks. Each opens with its part of the lock
  * rules below.
  *
@@ -317,7 +318,8 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
 	/* Tables with a magazine (afm_zt_put()). */
 	BUILD_BUG_ON(!is_power_of_2(AFM_ZH_PER_PAGE) ||
-		     !is_power_of_2(AFM_ZR_PER_PAGE));
+		     !is_power_of_2(AFM_ZR_PER_PAGE) ||
+		     sizeof(struct afm_zs_hrec) != 2 * sizeof(u64));
 
 	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
 	if (!zs)
@@ -339,6 +341,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->htab.lock = &zs->lock;
 	zs->htab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->htab.mag_max = AFM_ZT_MAG;
+	zs->htab.pshift = ilog2(AFM_ZH_PER_PAGE);
 	zs->dtab.slot_size = sizeof(struct afm_zspage);
 	zs->dtab.per_page = AFM_ZD_PER_PAGE;
 	zs->dtab.open_free = AFM_ZD_PER_PAGE / 4;
@@ -357,6 +360,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->rtab.lock = &zs->lock;
 	zs->rtab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->rtab.mag_max = AFM_ZT_MAG;
+	zs->rtab.pshift = ilog2(AFM_ZR_PER_PAGE);
 	if (afm_zt_init(&zs->htab) || afm_zt_init(&zs->dtab) ||
 	    afm_zt_init(&zs->rtab))
 		goto fail;

@@ -132,22 +132,17 @@ static bool afm_zt_dir_full(const struct afm_zs_table *t,
 }
 
 /*
- * Table page to take the next slot from: AFM_ZT_FROM_MAG while the
- * magazine has a slot, else the current page while it has a free slot,
- * else the lowest open or missing page, which becomes current (it may lie
- * beyond the top level: see afm_zt_short()). Pool lock held. Return: 0 and
- * *@pgp, or -ENOSPC when slot numbers would not fit.
+ * afm_zt_find() with an empty magazine: the current page while it has a
+ * free slot, else the lowest open or missing page, which becomes current
+ * (it may lie beyond the top level: see afm_zt_short()). Pool lock held.
+ * Return: 0 and *@pgp, or -ENOSPC when slot numbers would not fit.
  */
-int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
+int afm_zt_find_page(struct afm_zs_table *t, unsigned long *pgp)
 {
 	struct afm_zt_top *top = afm_zt_top(t);
 	unsigned long pg;
 	void *base;
 
-	if (t->mag_nr) {
-		*pgp = AFM_ZT_FROM_MAG;
-		return 0;
-	}
 	if (t->cur != ULONG_MAX) {
 		base = afm_zt_page(t, t->cur);
 		if (base && virt_to_page(base)->index) {
@@ -177,15 +172,6 @@ int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
 	t->cur = pg;
 	*pgp = pg;
 	return 0;
-}
-
-/*
- * Table page @pg lies beyond the top level: afm_zt_grow() first. Pool lock
- * held.
- */
-bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg)
-{
-	return pg != AFM_ZT_FROM_MAG && afm_zt_d(t, pg) >= afm_zt_top(t)->size;
 }
 
 /*
@@ -227,27 +213,19 @@ int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	return 0;
 }
 
-/* Pages (directory, table) needed to take a slot in table page @pg. */
-unsigned int afm_zt_need(const struct afm_zs_table *t, unsigned long pg)
+/* afm_zt_need() of a table page. */
+unsigned int afm_zt_need_page(const struct afm_zs_table *t, unsigned long pg)
 {
-	unsigned long *dir;
+	unsigned long *dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)];
 
-	if (pg == AFM_ZT_FROM_MAG)
-		return 0;
-	dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)];
 	if (!dir)
 		return 2;
 	return dir[afm_zt_di(t, pg)] ? 0 : 1;
 }
 
-/*
- * Take a free slot of table page @pg (from afm_zt_find(), under the same
- * hold of the pool lock: the magazine's last slot for AFM_ZT_FROM_MAG),
- * adding the directory and table pages from @sp as needed (afm_zt_need()
- * of them). Return: the slot index.
- */
-unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
-			  unsigned long pg, struct afm_zs_spare *sp)
+/* afm_zt_take() from table page @pg (not the magazine). */
+unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
+			       unsigned long pg, struct afm_zs_spare *sp)
 {
 	struct afm_zt_top *top = afm_zt_top(t);
 	unsigned long *dir, ent, slot, i;
@@ -255,10 +233,6 @@ unsigned long afm_zt_take(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	void *base;
 
 	lockdep_assert_held(&zs->lock);
-	if (pg == AFM_ZT_FROM_MAG) {
-		t->used++;
-		return t->mag[--t->mag_nr];
-	}
 	dir = top->dir[afm_zt_d(t, pg)];
 	if (!dir) {
 		dir = afm_zs_meta_page(zs, sp);
@@ -351,23 +325,13 @@ void afm_zt_mag_drain(struct afm_zs_pool *zs, struct afm_zs_table *t)
 }
 
 /*
- * Free slot @idx (its content is cleared): into the magazine while it has
- * room, else back to its table page (afm_zt_release()); the magazine is
- * drained when the table holds no used slot any more. Pool lock held.
+ * afm_zt_put() when the magazine is full or the table is left without a
+ * used slot (@t->used already counts @idx out): back to its table page,
+ * and the magazine too if the table is empty. Pool lock held.
  */
-void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
-		unsigned long idx)
+void afm_zt_put_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		     unsigned long idx)
 {
-	lockdep_assert_held(&zs->lock);
-	t->used--;
-	if (t->mag_nr < t->mag_max && t->used) {
-		/* Tables with a magazine have a power of two slots a page. */
-		memset(afm_zt_page(t, idx >> ilog2(t->per_page)) +
-		       (idx & (t->per_page - 1)) * t->slot_size, 0,
-		       t->slot_size);
-		t->mag[t->mag_nr++] = idx;
-		return;
-	}
 	afm_zt_release(zs, t, idx);
 	if (!t->used)
 		afm_zt_mag_drain(zs, t);
