@@ -59,6 +59,8 @@ static u32 afm_zs_rec_new(struct afm_zs_pool *zs)
 	lockdep_assert_held(&zs->lock);
 	if (afm_zt_find(&zs->rtab, &pg))
 		return 0;
+	if (pg == AFM_ZT_FROM_MAG)
+		return afm_zt_take(zs, &zs->rtab, pg, NULL) + 1;
 	if (afm_zt_short(&zs->rtab, pg)) {
 		/* The next malloc grows the top level. */
 		zs->rtab_short = true;
@@ -207,8 +209,9 @@ struct afm_zs_hole {
  * taken off the index. Only records are read. Return: true and *@h, or
  * false.
  */
-static bool afm_zs_hole_find(struct afm_zs_pool *zs, unsigned int need,
-			     struct afm_zs_hole *h)
+static __always_inline bool afm_zs_hole_find(struct afm_zs_pool *zs,
+					     unsigned int need,
+					     struct afm_zs_hole *h)
 {
 	unsigned int c0 = afm_zs_hole_class(need), c = c0, tries = 0;
 	u32 r1 = zs->hole_heads[c0];
@@ -259,8 +262,9 @@ static void afm_zs_count_in(struct afm_zs_pool *zs, struct afm_zspage *z,
  * when there is a rest (its header and the object's are the caller's to
  * write).
  */
-static unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
-				     struct afm_zs_hole *h, unsigned int size)
+static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
+						     struct afm_zs_hole *h,
+						     unsigned int size)
 {
 	unsigned int ext = size + AFM_ZS_HDR;
 	struct afm_zspage *z = h->z;
@@ -307,9 +311,11 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
  * @off: a record on the index says where its hole is. Return: its record
  * number + 1, and the record in *@recp.
  */
-static u32 afm_zs_hole_before(struct afm_zs_pool *zs, struct afm_zspage *z,
-			      struct afm_zs_cur *c, unsigned int off,
-			      struct afm_zs_hrec **recp)
+static __always_inline u32 afm_zs_hole_before(struct afm_zs_pool *zs,
+					      struct afm_zspage *z,
+					      struct afm_zs_cur *c,
+					      unsigned int off,
+					      struct afm_zs_hrec **recp)
 {
 	struct afm_zs_hrec *rec;
 	u32 r1;
@@ -340,9 +346,12 @@ static u32 afm_zs_hole_before(struct afm_zs_pool *zs, struct afm_zspage *z,
  * any case: compaction steps over it). @c: a cursor on @z, or NULL when
  * @z is a victim (compaction).
  */
-void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
-		    struct afm_zs_cur *c, unsigned int off, unsigned int size,
-		    unsigned int len)
+static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
+					     struct afm_zspage *z,
+					     struct afm_zs_cur *c,
+					     unsigned int off,
+					     unsigned int size,
+					     unsigned int len)
 {
 	unsigned int hoff = off - AFM_ZS_HDR, nlen;
 	struct afm_zs_hrec *prev;
@@ -407,6 +416,14 @@ void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
 	afm_zs_hlist_update(zs, z);
 }
 
+/* __afm_zs_unplace() out of line, for compaction. */
+void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
+		    struct afm_zs_cur *c, unsigned int off, unsigned int size,
+		    unsigned int len)
+{
+	__afm_zs_unplace(zs, z, c, off, size, len);
+}
+
 /*
  * The donor after @zs (in shard order, wrapping), or NULL. Read without a
  * lock: a stale bit costs one failed trylock or one missed donor.
@@ -430,11 +447,11 @@ static struct afm_zs_pool *afm_zs_donor(struct afm_zs_set *set,
  * a slot of handle table page @hpg (pages it needs from @sp): write the
  * headers and the entry, drop the pool lock. Return: the handle.
  */
-static unsigned long afm_zs_commit(struct afm_zs_set *set,
-				   struct afm_zs_pool *zs, struct afm_zspage *z,
-				   struct afm_zs_hole *hole, unsigned int off,
-				   unsigned int ext, unsigned long hpg,
-				   struct afm_zs_spare *sp, size_t size)
+static __always_inline unsigned long
+afm_zs_commit(struct afm_zs_set *set, struct afm_zs_pool *zs,
+	      struct afm_zspage *z, struct afm_zs_hole *hole, unsigned int off,
+	      unsigned int ext, unsigned long hpg, struct afm_zs_spare *sp,
+	      size_t size)
 	__releases(&zs->lock)
 {
 	unsigned long idx = afm_zt_take(zs, &zs->htab, hpg, sp);
@@ -625,7 +642,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	z = afm_zs_desc_locked(zs, afm_ze_id(e));
 	afm_zs_cur_begin(&c, z);
 	len = afm_zs_chdr_read(&c, afm_ze_off(e) - AFM_ZS_HDR, &idx, NULL);
-	afm_zs_unplace(zs, z, &c, afm_ze_off(e), afm_ze_size(e), len);
+	__afm_zs_unplace(zs, z, &c, afm_ze_off(e), afm_ze_size(e), len);
 	afm_zt_put(zs, &zs->htab, h - 1);
 	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
 		afm_zs_release(zs, z);

@@ -741,6 +741,15 @@ static inline int afm_zt_find(struct afm_zs_table *t, unsigned long *pgp)
 	return afm_zt_find_page(t, pgp);
 }
 
+void afm_zs_spare_free(struct afm_zs_spare *sp);
+
+/* Give back what is left in @sp (usually nothing). */
+static inline void afm_zs_spare_drain(struct afm_zs_spare *sp)
+{
+	if (unlikely(sp->nr_meta || sp->nr_data))
+		afm_zs_spare_free(sp);
+}
+
 /* Table page @pg lies beyond the top level: afm_zt_grow() first. */
 static inline bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg)
 {
@@ -877,9 +886,9 @@ static inline void afm_ze_unpin(atomic64_t *ent)
  * Pin the object of @handle and enter its zspage. Return: its zspage, or
  * NULL (with a warning) for an invalid handle.
  */
-static inline struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
-					    unsigned long handle,
-					    atomic64_t **entp, u64 *ep)
+static __always_inline struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
+						     unsigned long handle,
+						     atomic64_t **entp, u64 *ep)
 {
 	atomic64_t *ent = afm_zs_entry(zs, handle);
 	struct afm_zspage *z;
@@ -1054,8 +1063,9 @@ static inline unsigned int afm_zs_chdr_read(struct afm_zs_cur *c,
  * index, with record @r1 - 1: its header with AFM_ZH_HOLE, then the
  * record number. Pool lock held.
  */
-static inline void afm_zs_chole_write(struct afm_zs_cur *c, unsigned int off,
-				      unsigned int len, u32 r1)
+static __always_inline void afm_zs_chole_write(struct afm_zs_cur *c,
+					       unsigned int off,
+					       unsigned int len, u32 r1)
 {
 	u8 buf[AFM_ZS_HOLE_HDR];
 
@@ -1111,6 +1121,33 @@ static inline unsigned int afm_zs_zholes(const struct afm_zspage *z)
 	return z->tail - z->live - z->objs * AFM_ZS_HDR;
 }
 
+void afm_zs_hlist_move(struct afm_zs_pool *zs, struct afm_zspage *z,
+		       unsigned int n);
+
+/*
+ * Put @z on the hole list matching its holes, or on none when it has
+ * fewer than AFM_ZS_MIN_HOLES or is not a live non-victim zspage. Called
+ * after every change of its holes or flags; mostly it stays where it is.
+ * Pool lock held.
+ */
+static inline void afm_zs_hlist_update(struct afm_zs_pool *zs,
+				       struct afm_zspage *z)
+{
+	unsigned int n = 0;
+
+	lockdep_assert_held(&zs->lock);
+	/*
+	 * A zspage whose last object goes is released next, not listed: its
+	 * holes can then be the whole zspage (its tail object went while it
+	 * was a victim), one past the last list.
+	 */
+	if (z->flags == AFM_ZS_USED && z->objs)
+		n = min(afm_zs_zholes(z) / AFM_ZS_MIN_HOLES,
+			AFM_ZS_NR_HLISTS - 1);
+	if (n != z->hlist_nr)
+		afm_zs_hlist_move(zs, z, n);
+}
+
 static inline unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
 {
 	return zs->zspages * AFM_ZS_SIZE - zs->live_bytes -
@@ -1146,7 +1183,6 @@ extern unsigned int afm_zs_shards;
 /* zspage_table.c */
 int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 		      unsigned int meta, unsigned int data, gfp_t gfp);
-void afm_zs_spare_drain(struct afm_zs_spare *sp);
 int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		unsigned long pg, gfp_t gfp);
 void afm_zt_mag_drain(struct afm_zs_pool *zs, struct afm_zs_table *t);
@@ -1167,7 +1203,6 @@ void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
 		      unsigned int len, unsigned long handle);
 unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
 			     unsigned long *idx, u32 *r1);
-void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z);
 struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size);

@@ -190,26 +190,10 @@ unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
 	return afm_zs_chdr_read(&c, off, idx, r1);
 }
 
-/*
- * Put @z on the hole list matching its holes, or on none when it has
- * fewer than AFM_ZS_MIN_HOLES or is not a live non-victim zspage. Called
- * after every change of its holes or flags. Pool lock held.
- */
-void afm_zs_hlist_update(struct afm_zs_pool *zs, struct afm_zspage *z)
+/* afm_zs_hlist_update() of a zspage that moves to hole list @n. */
+void afm_zs_hlist_move(struct afm_zs_pool *zs, struct afm_zspage *z,
+		       unsigned int n)
 {
-	unsigned int n = 0;
-
-	lockdep_assert_held(&zs->lock);
-	/*
-	 * A zspage whose last object goes is released next, not listed: its
-	 * holes can then be the whole zspage (its tail object went while it
-	 * was a victim), one past the last list.
-	 */
-	if (z->flags == AFM_ZS_USED && z->objs)
-		n = min(afm_zs_zholes(z) / AFM_ZS_MIN_HOLES,
-			AFM_ZS_NR_HLISTS - 1);
-	if (n == z->hlist_nr)
-		return;
 	if (z->hlist_nr) {
 		list_del_init(&z->hlist);
 		if (!--zs->hlist_count[z->hlist_nr])

@@ -216,9 +216,9 @@
  * tables; zspage_pages.c zspages (exclusive gate, copies, header accesses
  * page by page, hole lists, tail buckets, creation and freeing);
  * zspage_alloc.c the hole index, malloc, free and the accessors;
- * zspage_compact.c compaction, the automatic runs and the shrinker; zspage_migrate.c page migration; this file pool setup,
- * statistics and the KUnit hooks. Each opens with its part of the lock
- * rules below.
+ * zspage_compact.c compaction, the automatic runs and the shrinker;
+ * zspage_migrate.c page migration; this file pool setup, statistics and
+ * the KUnit hooks. Each opens with its part of the lock rules below.
  *
  * Page accounting
  * ---------------

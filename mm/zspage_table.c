@@ -95,7 +95,8 @@ int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 	return 0;
 }
 
-void afm_zs_spare_drain(struct afm_zs_spare *sp)
+/* afm_zs_spare_drain() of a spare that holds pages. */
+void afm_zs_spare_free(struct afm_zs_spare *sp)
 {
 	while (sp->nr_meta)
 		__free_page(sp->meta[--sp->nr_meta]);
