@@ -51,7 +51,7 @@ unsigned int afm_zs_hole_class(unsigned int len)
  * sleeping: free may run in atomic context, and a hole off the index loses
  * no data. Return: its number + 1.
  */
-static u32 afm_zs_rec_new(struct afm_zs_pool *zs)
+static __always_inline u32 afm_zs_rec_new(struct afm_zs_pool *zs)
 {
 	struct afm_zs_spare sp = { };
 	unsigned long pg, r;

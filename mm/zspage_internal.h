@@ -1024,8 +1024,10 @@ static __always_inline void afm_zs_cur_io(struct afm_zs_cur *c,
  * zspage: an object's (@handle) or a hole's off the hole index (@handle
  * 0). Pool lock held.
  */
-static inline void afm_zs_chdr_write(struct afm_zs_cur *c, unsigned int off,
-				     unsigned int len, unsigned long handle)
+static __always_inline void afm_zs_chdr_write(struct afm_zs_cur *c,
+					      unsigned int off,
+					      unsigned int len,
+					      unsigned long handle)
 {
 	u8 buf[AFM_ZS_HDR];
 
