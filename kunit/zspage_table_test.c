@@ -8,6 +8,27 @@
 #include "zspage_test.h"
 
 /*
+ * Free every object of @ts: every table, directory and zspage page goes
+ * back, slots kept at hand included.
+ */
+static void afm_zs_free_all_empty(struct kunit *test, struct afm_test_set *ts)
+{
+	struct afm_zs_counters c;
+	unsigned int i;
+
+	for (i = 0; i < ts->n; i++) {
+		if (ts->h[i])
+			afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.desc_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.total_pages, 0);
+}
+
+/*
  * The handle table has no fixed capacity: with two table pages per
  * directory (afm_zs_test_small_dirs()), a pool takes more objects than 256
  * directories hold (the fixed top level the table used to have) while its
@@ -64,16 +85,7 @@ static void afm_zs_test_table_growth(struct kunit *test)
 						0), 0);
 	afm_zs_expect_consistent(test, ts->pool);
 
-	for (i = 0; i < n; i++) {
-		if (ts->h[i])
-			afm_free(ts->pool, ts->h[i]);
-		ts->h[i] = 0;
-	}
-	afm_zs_flush_work(ts->pool);
-	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_EQ(test, c.table_pages, 0);
-	KUNIT_EXPECT_EQ(test, c.desc_pages, 0);
-	KUNIT_EXPECT_EQ(test, c.total_pages, 0);
+	afm_zs_free_all_empty(test, ts);
 }
 
 /*
@@ -130,14 +142,7 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 						     i, 100, buf, i & 1));
 
 	/* The last object freed: no slot kept, no table page left. */
-	for (i = 0; i < per_page; i++) {
-		afm_free(ts->pool, ts->h[i]);
-		ts->h[i] = 0;
-	}
-	afm_zs_flush_work(ts->pool);
-	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_EQ(test, c.table_pages, 0);
-	KUNIT_EXPECT_EQ(test, c.total_pages, 0);
+	afm_zs_free_all_empty(test, ts);
 }
 
 static struct kunit_case afm_zspage_table_test_cases[] = {
