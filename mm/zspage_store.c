@@ -852,7 +852,7 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 	unsigned int n = 0, bad = 0;
 	u8 *lin;
 
-	afm_zg_in(z);
+	lockdep_assert_held(&z->zs->lock);
 	lin = afm_zs_lin(z);
 	for (page = READ_ONCE(z->first); page && n <= AFM_ZS_PAGES;
 	     page = (struct page *)READ_ONCE(page->index)) {
@@ -864,7 +864,6 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 			bad = 1;
 		n++;
 	}
-	afm_zg_out(z);
 	return bad || n != AFM_ZS_PAGES;
 }
 
@@ -1174,10 +1173,9 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		info->offset = afm_ze_off(e);
 		info->size = afm_ze_size(e);
 		info->pins = (e & AFM_ZE_PINS) >> AFM_ZE_PIN_SHIFT;
-		afm_zg_in(z);
+		/* The pool lock keeps the chain and the run stable. */
 		info->page = afm_zs_page(z, info->offset >> PAGE_SHIFT);
 		info->in_place = afm_zs_lin(z);
-		afm_zg_out(z);
 		ret = 0;
 	}
 	afm_zs_unlock(zs);
@@ -1353,10 +1351,8 @@ struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
 	e = ent ? atomic64_read(ent) : 0;
 	if (e & AFM_ZE_LIVE) {
 		z = afm_zs_desc(zs, afm_ze_id(e));
-		afm_zg_in(z);
 		page = afm_zs_page(z, afm_ze_off(e) >> PAGE_SHIFT);
 		get_page(page);
-		afm_zg_out(z);
 	}
 	afm_zs_unlock(zs);
 	return page;
