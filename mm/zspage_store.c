@@ -1310,8 +1310,10 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_release_zspage);
  * @pool: a zspage-store pool
  * @handle: the object
  *
- * As a malloc or free in progress holds it: returns with bottom halves
- * off; nothing that sleeps until afm_zs_test_unlock_shard().
+ * As a malloc or free in progress holds it.
+ *
+ * Context: process context; returns with the lock held and bottom halves
+ * off: nothing that sleeps until afm_zs_test_unlock_shard().
  */
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle)
 {
@@ -1323,6 +1325,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_lock_shard);
  * afm_zs_test_unlock_shard() - undo afm_zs_test_lock_shard() (KUnit hook)
  * @pool: a zspage-store pool
  * @handle: the object
+ *
+ * Context: after afm_zs_test_lock_shard() of the same handle's shard.
  */
 void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle)
 {
