@@ -42,6 +42,7 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
+#include <linux/unaligned.h>
 #include <linux/workqueue.h>
 
 #include <kunit/visibility.h>
@@ -984,39 +985,53 @@ static inline void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
 void afm_zs_cur_io_pages(struct afm_zs_cur *c, unsigned int off, u8 *buf,
 			 unsigned int n, bool write);
 
-static inline void afm_zs_le_put(u8 *buf, u64 v, unsigned int n)
+/*
+ * A header's AFM_ZS_HDR bytes and a record number's AFM_ZS_RECNO at @p,
+ * little endian, with unaligned word accesses (not byte by byte: a word
+ * load of bytes just stored one by one stalls store forwarding).
+ */
+static __always_inline u64 afm_zs_hdr_get(const u8 *p)
 {
-	while (n--) {
-		*buf++ = v;
-		v >>= BITS_PER_BYTE;
-	}
+	BUILD_BUG_ON(AFM_ZS_HDR != 5 || AFM_ZS_RECNO != sizeof(u32));
+	return get_unaligned_le32(p) | (u64)p[4] << 32;
 }
 
-static inline u64 afm_zs_le_get(const u8 *buf, unsigned int n)
+static __always_inline void afm_zs_hdr_put(u8 *p, u64 v)
 {
-	u64 v = 0;
-
-	while (n--)
-		v = v << BITS_PER_BYTE | buf[n];
-	return v;
+	put_unaligned_le32(v, p);
+	p[4] = v >> 32;
 }
 
 /*
- * Copy @n (a header's few) bytes at @off to or from @buf: in place when
- * the cursor's zspage is (a few moves when @n is a constant).
+ * The @n header bytes at @off of the cursor's zspage, to read: in place
+ * when the zspage is reached in place, else copied to @buf.
  */
-static __always_inline void afm_zs_cur_io(struct afm_zs_cur *c,
-					  unsigned int off, u8 *buf,
-					  unsigned int n, bool write)
+static __always_inline const u8 *afm_zs_cur_rd(struct afm_zs_cur *c,
+					       unsigned int off, u8 *buf,
+					       unsigned int n)
 {
-	if (likely(c->lin)) {
-		if (write)
-			memcpy(c->lin + off, buf, n);
-		else
-			memcpy(buf, c->lin + off, n);
-		return;
-	}
-	afm_zs_cur_io_pages(c, off, buf, n, write);
+	if (likely(c->lin))
+		return c->lin + off;
+	afm_zs_cur_io_pages(c, off, buf, n, false);
+	return buf;
+}
+
+/*
+ * Where to write the header bytes at @off of the cursor's zspage: in
+ * place, or in @buf, which afm_zs_cur_wr_done() then copies to the pages.
+ */
+static __always_inline u8 *afm_zs_cur_wr(struct afm_zs_cur *c,
+					 unsigned int off, u8 *buf)
+{
+	return likely(c->lin) ? c->lin + off : buf;
+}
+
+static __always_inline void afm_zs_cur_wr_done(struct afm_zs_cur *c,
+					       unsigned int off, u8 *buf,
+					       unsigned int n)
+{
+	if (unlikely(!c->lin))
+		afm_zs_cur_io_pages(c, off, buf, n, true);
 }
 
 /*
@@ -1031,33 +1046,39 @@ static __always_inline void afm_zs_chdr_write(struct afm_zs_cur *c,
 {
 	u8 buf[AFM_ZS_HDR];
 
-	afm_zs_le_put(buf, len | (u64)(handle &
-				       (BIT_ULL(c->z->zs->idx_bits) - 1)) <<
-			   AFM_ZH_IDX_SHIFT, AFM_ZS_HDR);
-	afm_zs_cur_io(c, off, buf, AFM_ZS_HDR, true);
+	afm_zs_hdr_put(afm_zs_cur_wr(c, off, buf),
+		       len | (u64)(handle & (BIT_ULL(c->z->zs->idx_bits) - 1)) <<
+		       AFM_ZH_IDX_SHIFT);
+	afm_zs_cur_wr_done(c, off, buf, AFM_ZS_HDR);
 }
 
 /*
  * Read the header at @off of the cursor's zspage. Pool lock held. Return:
  * the extent length; *@idx: the handle bits (see afm_zs_chdr_write()), or
  * AFM_ZS_LINKED for a hole on the hole index; then, if @r1 is not NULL,
- * *@r1 is its record number + 1 (the same read covers both).
+ * *@r1 is its record number + 1 (the same read covers both: an indexed
+ * hole is longer than its header and record number).
  */
-static inline unsigned int afm_zs_chdr_read(struct afm_zs_cur *c,
-					    unsigned int off,
-					    unsigned long *idx, u32 *r1)
+static __always_inline unsigned int afm_zs_chdr_read(struct afm_zs_cur *c,
+						     unsigned int off,
+						     unsigned long *idx,
+						     u32 *r1)
 {
-	unsigned int n = r1 ? min(AFM_ZS_HOLE_HDR, AFM_ZS_SIZE - off) :
-			      AFM_ZS_HDR;
 	u8 buf[AFM_ZS_HOLE_HDR];
+	unsigned int len;
+	const u8 *p;
 	u64 v;
 
-	afm_zs_cur_io(c, off, buf, n, false);
-	v = afm_zs_le_get(buf, AFM_ZS_HDR);
+	p = afm_zs_cur_rd(c, off, buf, r1 ? min(AFM_ZS_HOLE_HDR,
+						AFM_ZS_SIZE - off) :
+					    AFM_ZS_HDR);
+	v = afm_zs_hdr_get(p);
+	len = v & (BIT(AFM_ZH_LEN_BITS) - 1);
 	*idx = v & AFM_ZH_HOLE ? AFM_ZS_LINKED : v >> AFM_ZH_IDX_SHIFT;
-	if (*idx == AFM_ZS_LINKED && r1 && n == AFM_ZS_HOLE_HDR)
-		*r1 = afm_zs_le_get(buf + AFM_ZS_HDR, AFM_ZS_RECNO) + 1;
-	return v & (BIT(AFM_ZH_LEN_BITS) - 1);
+	if (*idx == AFM_ZS_LINKED && r1 && len >= AFM_ZS_HOLE_HDR &&
+	    off + AFM_ZS_HOLE_HDR <= AFM_ZS_SIZE)
+		*r1 = get_unaligned_le32(p + AFM_ZS_HDR) + 1;
+	return len;
 }
 
 /*
@@ -1070,10 +1091,11 @@ static __always_inline void afm_zs_chole_write(struct afm_zs_cur *c,
 					       unsigned int len, u32 r1)
 {
 	u8 buf[AFM_ZS_HOLE_HDR];
+	u8 *p = afm_zs_cur_wr(c, off, buf);
 
-	afm_zs_le_put(buf, len | AFM_ZH_HOLE, AFM_ZS_HDR);
-	afm_zs_le_put(buf + AFM_ZS_HDR, r1 - 1, AFM_ZS_RECNO);
-	afm_zs_cur_io(c, off, buf, AFM_ZS_HOLE_HDR, true);
+	afm_zs_hdr_put(p, len | AFM_ZH_HOLE);
+	put_unaligned_le32(r1 - 1, p + AFM_ZS_HDR);
+	afm_zs_cur_wr_done(c, off, buf, AFM_ZS_HOLE_HDR);
 }
 
 /*
@@ -1081,13 +1103,15 @@ static __always_inline void afm_zs_chole_write(struct afm_zs_cur *c,
  * of @len bytes at @off hold its record number + 1, so that a free of the
  * extent after it finds it (afm_zs_hole_before()). Pool lock held.
  */
-static inline void afm_zs_cfoot_write(struct afm_zs_cur *c, unsigned int off,
-				      unsigned int len, u32 r1)
+static __always_inline void afm_zs_cfoot_write(struct afm_zs_cur *c,
+					       unsigned int off,
+					       unsigned int len, u32 r1)
 {
+	unsigned int at = off + len - AFM_ZS_RECNO;
 	u8 buf[AFM_ZS_RECNO];
 
-	afm_zs_le_put(buf, r1, AFM_ZS_RECNO);
-	afm_zs_cur_io(c, off + len - AFM_ZS_RECNO, buf, AFM_ZS_RECNO, true);
+	put_unaligned_le32(r1, afm_zs_cur_wr(c, at, buf));
+	afm_zs_cur_wr_done(c, at, buf, AFM_ZS_RECNO);
 }
 
 /*
@@ -1096,12 +1120,13 @@ static inline void afm_zs_cfoot_write(struct afm_zs_cur *c, unsigned int off,
  * the extent before @off is an indexed hole, else any value (an object's
  * data, or a stale footer). Pool lock held.
  */
-static inline u32 afm_zs_cfoot_read(struct afm_zs_cur *c, unsigned int off)
+static __always_inline u32 afm_zs_cfoot_read(struct afm_zs_cur *c,
+					     unsigned int off)
 {
 	u8 buf[AFM_ZS_RECNO];
 
-	afm_zs_cur_io(c, off - AFM_ZS_RECNO, buf, AFM_ZS_RECNO, false);
-	return afm_zs_le_get(buf, AFM_ZS_RECNO);
+	return get_unaligned_le32(afm_zs_cur_rd(c, off - AFM_ZS_RECNO, buf,
+						AFM_ZS_RECNO));
 }
 
 /*
