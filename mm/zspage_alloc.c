@@ -546,13 +546,21 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		}
 		meta = afm_zt_need(&zs->htab, hpg);
 		data = 0;
-		/* The hole or the tail the extent fits more tightly. */
+		/*
+		 * The hole or the tail the extent fits more tightly; no tail
+		 * is looked at for a hole it fills but for slack (a hole of
+		 * its own class, see afm_zs_hole_find()).
+		 */
 		in_hole = afm_zs_hole_find(zs, size + AFM_ZS_HDR, &hole);
-		z = afm_zs_fit(zs, size + AFM_ZS_HDR);
-		if (in_hole && z && AFM_ZS_SIZE - z->tail < hole.len)
-			in_hole = false;
-		else if (in_hole)
-			z = NULL;
+		z = NULL;
+		if (!in_hole ||
+		    hole.len - (size + AFM_ZS_HDR) >= AFM_ZS_HOLE_MIN) {
+			z = afm_zs_fit(zs, size + AFM_ZS_HDR);
+			if (in_hole && z && AFM_ZS_SIZE - z->tail < hole.len)
+				in_hole = false;
+			else if (in_hole)
+				z = NULL;
+		}
 		if (!in_hole && !z && !asked) {
 			/* Rather a hole of a donor than a new zspage. */
 			asked = true;

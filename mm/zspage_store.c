@@ -40,10 +40,11 @@
  * footer) hold the record number + 1, so that a free finds the record of
  * the hole before it (the bytes before an object's header are another
  * object's data: a footer counts only if the record it names is in use
- * and says its hole ends there). Allocation takes the tighter of two
- * fits: the best of the first AFM_ZS_HOLE_TRIES holes of the extent's
- * class (or the first hole of the next class with any, which all fit),
- * and the smallest tail that fits (tails bucketed by size in AFM_ZS_GRAIN
+ * and says its hole ends there). Allocation takes the first fitting one
+ * of the first AFM_ZS_HOLE_TRIES holes of the extent's class (what it
+ * leaves is slack: no tail is looked at then), else the tighter of two
+ * fits: the first hole of the next class with any (all of them fit) and
+ * the smallest tail that fits (tails bucketed by size in AFM_ZS_GRAIN
  * steps below PAGE_SIZE and in pages above); only when neither fits is a
  * hole of a donor shard taken (see "Shards") or else a new zspage opened.
  * A brand-new zspage has the largest tail, so
