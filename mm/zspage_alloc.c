@@ -635,9 +635,17 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	if (!ent)
 		goto invalid;
 	e = atomic64_read(ent);
+	if (!(e & AFM_ZE_LIVE))
+		goto invalid;
+	/*
+	 * Under the pool lock only the pins of a live entry change, not
+	 * where its object is, nor any header: its header is read before
+	 * the cmpxchg, whose full barrier would hold these loads back.
+	 */
+	z = afm_zs_desc_locked(zs, afm_ze_id(e));
+	afm_zs_cur_begin(&c, z);
+	len = afm_zs_chdr_read(&c, afm_ze_off(e) - AFM_ZS_HDR, &idx, NULL);
 	do {
-		if (!(e & AFM_ZE_LIVE))
-			goto invalid;
 		/* LOCK is only set under the pool lock: only pins here. */
 		if (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) {
 			afm_zs_unlock(zs);
@@ -646,10 +654,6 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 			return;
 		}
 	} while (!atomic64_try_cmpxchg(ent, &e, 0));
-
-	z = afm_zs_desc_locked(zs, afm_ze_id(e));
-	afm_zs_cur_begin(&c, z);
-	len = afm_zs_chdr_read(&c, afm_ze_off(e) - AFM_ZS_HDR, &idx, NULL);
 	__afm_zs_unplace(zs, z, &c, afm_ze_off(e), afm_ze_size(e), len);
 	afm_zt_put(zs, &zs->htab, h - 1);
 	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
