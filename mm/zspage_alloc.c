@@ -90,18 +90,19 @@ static void afm_zs_donor_mark(struct afm_zs_pool *zs, bool on)
 }
 
 /*
- * Put record @r1 (@r1 - 1: its number), holding the @len bytes at @off of
- * @z (at least AFM_ZS_HOLE_MIN, free, below its fill offset), first on the
+ * Put record @rec, number @r1 - 1, holding the @len bytes at @off of @z
+ * (at least AFM_ZS_HOLE_MIN, free, below its fill offset), first on the
  * list of its class. The caller writes the hole's header
- * (afm_zs_chole_write()) before it lets go of the pool lock.
+ * (afm_zs_chole_write()) before it lets go of the pool lock. The callers
+ * of this and of afm_zs_hole_unlink() have the record at hand: passed, not
+ * looked up again.
  */
 static __always_inline void afm_zs_hole_link(struct afm_zs_pool *zs,
 					     struct afm_zspage *z,
-					     unsigned int off, unsigned int len,
-					     u32 r1)
+					     struct afm_zs_hrec *rec, u32 r1,
+					     unsigned int off, unsigned int len)
 {
 	unsigned int c = afm_zs_hole_class(len);
-	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
 	u32 head = zs->hole_heads[c];
 
 	lockdep_assert_held(&zs->lock);
@@ -122,14 +123,14 @@ static __always_inline void afm_zs_hole_link(struct afm_zs_pool *zs,
 }
 
 /*
- * Take record @r1 of a hole of @z off the list of its class; the record
+ * Take record @rec of a hole of @z off the list of its class; the record
  * and the hole's header stay as they are (the caller reuses or frees the
  * one and rewrites the other).
  */
 static __always_inline void afm_zs_hole_unlink(struct afm_zs_pool *zs,
-					       struct afm_zspage *z, u32 r1)
+					       struct afm_zspage *z,
+					       struct afm_zs_hrec *rec)
 {
-	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
 	unsigned int c = afm_zs_hole_class(rec->len);
 
 	lockdep_assert_held(&zs->lock);
@@ -157,7 +158,7 @@ static void afm_zs_hole_drop(struct afm_zs_pool *zs, struct afm_zspage *z,
 {
 	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
 
-	afm_zs_hole_unlink(zs, z, r1);
+	afm_zs_hole_unlink(zs, z, rec);
 	afm_zs_hdr_write(z, rec->off, rec->len, 0);
 	afm_zt_put(zs, &zs->rtab, r1 - 1);
 }
@@ -180,7 +181,7 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 			      zs->pool->name, off, z->id))
 			break;
 		if (idx == AFM_ZS_LINKED) {
-			afm_zs_hole_unlink(zs, z, r1);
+			afm_zs_hole_unlink(zs, z, afm_zs_rec(zs, r1));
 			afm_zt_put(zs, &zs->rtab, r1 - 1);
 		}
 		off += len;
@@ -190,12 +191,14 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 /**
  * struct afm_zs_hole - a hole on the hole index, as afm_zs_hole_find() found it
  * @z: its zspage.
+ * @rec: its record.
  * @r1: its record number + 1.
  * @off: its offset.
  * @len: its length.
  */
 struct afm_zs_hole {
 	struct afm_zspage *z;
+	struct afm_zs_hrec *rec;
 	u32 r1;
 	unsigned int off;
 	unsigned int len;
@@ -237,6 +240,7 @@ static __always_inline bool afm_zs_hole_find(struct afm_zs_pool *zs,
 			afm_zs_hole_drop(zs, h->z, h->r1);
 			continue;
 		}
+		h->rec = rec;
 		h->off = rec->off;
 		h->len = rec->len;
 		return true;
@@ -272,12 +276,13 @@ static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 	lockdep_assert_held(&zs->lock);
 	VM_WARN_ON_ONCE(z->flags != AFM_ZS_USED || h->off + h->len > z->tail ||
 			h->len < ext);
-	afm_zs_hole_unlink(zs, z, h->r1);
+	afm_zs_hole_unlink(zs, z, h->rec);
 	afm_zs_count_in(zs, z, size);
 	zs->st.hole_reused++;
 	zs->st.hole_bytes += size;
 	if (h->len - ext >= AFM_ZS_HOLE_MIN) {
-		afm_zs_hole_link(zs, z, h->off + ext, h->len - ext, h->r1);
+		afm_zs_hole_link(zs, z, h->rec, h->r1, h->off + ext,
+				 h->len - ext);
 	} else {
 		afm_zt_put(zs, &zs->rtab, h->r1 - 1);
 		ext = h->len;
@@ -354,7 +359,7 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 					     unsigned int len)
 {
 	unsigned int hoff = off - AFM_ZS_HDR, nlen;
-	struct afm_zs_hrec *prev;
+	struct afm_zs_hrec *prev, *rec = NULL;
 	bool foot = true;
 	unsigned long idx;
 	u32 r1 = 0, p1;
@@ -374,7 +379,7 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 		zs->tail_bytes += len;
 		p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
 		if (p1) {
-			afm_zs_hole_unlink(zs, z, p1);
+			afm_zs_hole_unlink(zs, z, prev);
 			z->tail = prev->off;
 			zs->tail_bytes += prev->len;
 			afm_zt_put(zs, &zs->rtab, p1 - 1);
@@ -389,25 +394,31 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 			nlen = afm_zs_chdr_read(c, hoff + len, &idx, &r1);
 		if (idx == AFM_ZS_LINKED && len + nlen <= AFM_ZS_MAX_EXT) {
 			/* Its footer is already at the end. */
-			afm_zs_hole_unlink(zs, z, r1);
+			rec = afm_zs_rec(zs, r1);
+			afm_zs_hole_unlink(zs, z, rec);
 			len += nlen;
 			foot = false;
 		} else if (idx == AFM_ZS_LINKED) {
 			r1 = 0;
 		}
 		if (p1 && prev->len + len <= AFM_ZS_MAX_EXT) {
-			afm_zs_hole_unlink(zs, z, p1);
+			afm_zs_hole_unlink(zs, z, prev);
 			hoff = prev->off;
 			len += prev->len;
-			if (r1)
+			if (r1) {
 				afm_zt_put(zs, &zs->rtab, p1 - 1);
-			else
+			} else {
 				r1 = p1;
+				rec = prev;
+			}
 		}
-		if (len >= AFM_ZS_HOLE_MIN && !r1)
+		if (len >= AFM_ZS_HOLE_MIN && !r1) {
 			r1 = afm_zs_rec_new(zs);
+			if (r1)
+				rec = afm_zs_rec(zs, r1);
+		}
 		if (r1) {
-			afm_zs_hole_link(zs, z, hoff, len, r1);
+			afm_zs_hole_link(zs, z, rec, r1, hoff, len);
 			afm_zs_chole_write(c, hoff, len, r1);
 			if (foot)
 				afm_zs_cfoot_write(c, hoff, len, r1);
