@@ -928,19 +928,23 @@ def summary_rows(d):
             f"memory held (at the end for different data: {fm[ZS]['compr'] / mib:.1f} MiB "
             f"compressed on zsmalloc's device, {fm[AF]['compr'] / mib:.1f} MiB on afmalloc's, "
             "so the end is compared per compressed byte)")
-    won = [x <= 0 for x in deltas[1:]]
+    # Every point where afmalloc holds more is a loss, the fill included.
+    names = {"fill": "after the fill",
+             "end": "at the end" + ("" if same else " per compressed byte"), "peak": "at peak"}
+    lost = [k for k, x in zip(pts, deltas) if x > 0]
+    won = [k for k in pts if k not in lost]
+    spread = " (afmalloc " + " / ".join(rel(x) for x in deltas) + ")"
+    better = ("afmalloc" if not lost else
+              "**zsmalloc**" + (" " + " and ".join(names[k] for k in lost) if won else "")
+              + (", afmalloc " + " and ".join(names[k] for k in won) if won else "")) + spread
     add(f"fio overwriting a full {run_meta(n).get('device_size', '?')} zram device{before(n)}: "
         f"{what}, after the fill / at the end / peak (mm_stat)",
         " / ".join(f"{fm[ZS][k] / mib:.1f}" for k in pts) + " MiB",
         " / ".join(f"{fm[AF][k] / mib:.1f}" for k in pts) + " MiB",
         None, link(n),
-        f"memory held after fio's overwrites of a full zram device ({rel(deltas[1])} at "
-        f"the end{'' if same else ' per compressed byte'}, {rel(deltas[2])} at peak)",
-        better=("afmalloc" if all(won) else
-                ("**zsmalloc**" if not any(won) else
-                 "**zsmalloc** " + ("at the end" if not won[0] else "at peak") +
-                 ", afmalloc " + ("at peak" if won[1] else "at the end")) +
-                " (afmalloc " + " / ".join(rel(x) for x in deltas) + ")"))
+        "memory held under fio on a full zram device ("
+        + ", ".join(f"{rel(deltas[pts.index(k)])} {names[k]}" for k in lost) + ")",
+        better=better)
     n = SUMMARY["speed"]
     sp = d["speed"]
     word = {"slower": "**zsmalloc**", "faster": "afmalloc", "mixed": "neither"}
