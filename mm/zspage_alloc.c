@@ -150,14 +150,13 @@ static __always_inline void afm_zs_hole_unlink(struct afm_zs_pool *zs,
 }
 
 /*
- * Take the indexed hole with record @r1 of @z off the index for good: its
- * record is freed, its header left without AFM_ZH_HOLE.
+ * Take the indexed hole with record @rec, number @r1 - 1, of @z off the
+ * index for good: its record is freed, its header left without
+ * AFM_ZH_HOLE.
  */
 static void afm_zs_hole_drop(struct afm_zs_pool *zs, struct afm_zspage *z,
-			     u32 r1)
+			     struct afm_zs_hrec *rec, u32 r1)
 {
-	struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
-
 	afm_zs_hole_unlink(zs, z, rec);
 	afm_zs_hdr_write(z, rec->off, rec->len, 0);
 	afm_zt_put(zs, &zs->rtab, r1 - 1);
@@ -237,7 +236,7 @@ static __always_inline bool afm_zs_hole_find(struct afm_zs_pool *zs,
 			continue;
 		h->z = afm_zs_desc_locked(zs, rec->id);
 		if (h->z->flags & AFM_ZS_VICTIM) {
-			afm_zs_hole_drop(zs, h->z, h->r1);
+			afm_zs_hole_drop(zs, h->z, rec, h->r1);
 			continue;
 		}
 		h->rec = rec;

@@ -150,7 +150,10 @@ static struct page *afm_zs_cur_page(struct afm_zs_cur *c, unsigned int nr)
 	return page;
 }
 
-/* afm_zs_cur_io() page by page: a zspage not reached in place. */
+/*
+ * Copy @n header bytes at @off of the cursor's zspage to or from @buf, page
+ * by page: a zspage not reached in place (afm_zs_cur_rd(), afm_zs_cur_wr()).
+ */
 void afm_zs_cur_io_pages(struct afm_zs_cur *c, unsigned int off, u8 *buf,
 			 unsigned int n, bool write)
 {
