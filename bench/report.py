@@ -360,9 +360,80 @@ def fio(run_dir):
             p99 = statistics.median(float(r["clat_p99_us"]) for r in sel)
             cells.append(f"{p50:,.0f} / {p99:,.0f}")
         out.append("| " + " | ".join(cells) + " |")
+    out += fio_memory(run_dir, allocs)
     if meta.get("command"):
         out += ["", f"Reproduce: `{meta['command']}`"]
     return "\n".join(out) + "\n"
+
+
+def fio_samples(run_dir):
+    """Per allocator, its device's mm_samples.csv rows as dicts of numbers.
+
+    Each row gets "shape": the shape of the last job run on that device
+    (its own writes change what it holds; a sample taken while another
+    device's job runs belongs to the device's last job), "fill" for the
+    fill, None before it. {} without mm_samples.csv (runs before it).
+    """
+    per = {}
+    last = {}
+    for r in read_csv(run_dir, "mm_samples.csv"):
+        a = r["alloc"]
+        job = r["job"].split(" ")
+        if len(job) == 3 and job[1] == a:
+            last[a] = job[2]
+        per.setdefault(a, []).append({
+            "t": float(r["t_s"]), "shape": last.get(a),
+            "compr": int(r["compr_data_size"]), "held": int(r["mem_used_total"]),
+            "max": int(r["mem_used_max"])})
+    return per
+
+
+def fio_memory(run_dir, allocs):
+    """Markdown lines: memory held during a fio run (mm_samples.csv), or [].
+
+    Per allocator: zram's own high watermark (mem_used_max), the largest
+    sampled memory held with the compressed bytes of that sample and the
+    shape it followed; per shape the largest sampled overhead (memory held
+    beyond the compressed bytes, in % of them).
+    """
+    per = fio_samples(run_dir)
+    if not per:
+        return []
+    mib = 2 ** 20
+    out = ["", "Memory held during the runs: each device's mm_stat sampled once a second "
+           "(mm_samples.csv; a sample belongs to the last job run on its device). "
+           "Peak: zram's own high watermark (mem_used_max, every write); largest "
+           "sample: the most memory held among the samples, with the compressed bytes "
+           "then; overhead: memory held beyond the compressed bytes, in % of them.", "",
+           "| allocator | samples | peak MiB | largest sample MiB | compressed then MiB "
+           "| overhead then | after |",
+           "|---|---:|---:|---:|---:|---:|---|"]
+    for a in allocs:
+        xs = per.get(a)
+        if not xs:
+            continue
+        top = max(xs, key=lambda x: x["held"])
+        ov = 100 * (top["held"] - top["compr"]) / top["compr"] if top["compr"] else None
+        out.append(f"| {a} | {len(xs)} | {max(x['max'] for x in xs) / mib:.1f} "
+                   f"| {top['held'] / mib:.1f} | {top['compr'] / mib:.1f} "
+                   f"| {'-' if ov is None else f'{ov:.1f}%'} | {top['shape'] or '-'} |")
+    shapes = list(dict.fromkeys(x["shape"] for a in allocs for x in per.get(a, [])
+                                if x["shape"]))
+    out += ["", "Largest overhead in a sample, per shape the device last ran "
+            "(memory held / compressed MiB of that sample):", "",
+            "| shape | " + " | ".join(allocs) + " |", "|---|" + "---|" * len(allocs)]
+    for s in shapes:
+        cells = [s]
+        for a in allocs:
+            xs = [x for x in per.get(a, []) if x["shape"] == s and x["compr"]]
+            if not xs:
+                cells.append("-")
+                continue
+            w = max(xs, key=lambda x: x["held"] / x["compr"])
+            cells.append(f"{100 * (w['held'] - w['compr']) / w['compr']:.1f}% "
+                         f"({w['held'] / mib:.1f} / {w['compr'] / mib:.1f})")
+        out.append("| " + " | ".join(cells) + " |")
+    return out
 
 
 def zswap_time(run_dir):

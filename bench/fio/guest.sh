@@ -16,8 +16,12 @@
 # Writes DIR/fio/run<r>-<alloc>-<shape>.json (fio's JSON output, "/" in the
 # allocator name written as "-"), DIR/fio.csv (run, alloc, shape, dir, iops,
 # bw_kib, clat_p50_us, clat_p99_us, io_mib; one row per direction, randrw
-# has two) and DIR/mm_stat.csv (each device's mm_stat after its fill and at
-# the end). A failed fio job (an I/O error) fails the script.
+# has two), DIR/mm_stat.csv (each device's mm_stat after its fill and at
+# the end) and DIR/mm_samples.csv (every device's compressed bytes and
+# memory held, once a second from the first fill to the end, with the job
+# running then: so that the peak memory mm_stat reports can be set against
+# the data held at that moment). A failed fio job (an I/O error) fails the
+# script.
 set -euo pipefail
 
 die() { echo "fio-guest: error: $*" >&2; exit 1; }
@@ -26,7 +30,7 @@ usage() {
 }
 here=$(cd "$(dirname "$0")" && pwd)
 jobfile=$here/zram.fio
-out= allocs=zsmalloc,afmalloc/zspage,afmalloc/slab runs=3 runtime=10 size=256M
+out='' allocs=zsmalloc,afmalloc/zspage,afmalloc/slab runs=3 runtime=10 size=256M
 shapes=write,read,randwrite,randread,randrw,mixwrite comp=lz4
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -63,6 +67,8 @@ mkdir -p "$out/fio"
 rm -f "$out"/fio/*.json
 csv=$out/fio.csv mm=$out/mm_stat.csv
 echo "run,alloc,shape,dir,iops,bw_kib,clat_p50_us,clat_p99_us,io_mib" > "$csv"
+samples=$out/mm_samples.csv
+echo "t_s,job,alloc,dev,compr_data_size,mem_used_total,mem_used_max" > "$samples"
 echo "alloc,dev,when,orig_data_size,compr_data_size,mem_used_total,mem_limit,mem_used_max,same_pages,pages_compacted,huge_pages" > "$mm"
 echo "fio-guest: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) " MiB" }' /proc/meminfo)," \
 	"$(fio --version), $runs run(s) x ${#alist[@]} allocator(s) x ${#slist[@]} shape(s) x $runtime s, $size per device, $comp"
@@ -80,6 +86,25 @@ config_dev() {
 	echo "$comp" > "$sys/comp_algorithm" || die "$1: compressor '$comp' refused"
 	echo "$size" > "$sys/disksize" || die "cannot initialise $1 on '$2' (see dmesg)"
 }
+# sampler: once a second, one row per device of mm_samples.csv (t_s, the
+# job running (run, allocator, shape; "-" between jobs), alloc, dev,
+# compr_data_size, mem_used_total, mem_used_max), read with builtins (only
+# sleep forks: cheap under TCG). The job is taken from the file $jobf.
+sampler() {
+	local t0=${EPOCHREALTIME/./} job i f ms
+	while :; do
+		read -r job < "$jobf" || job=-
+		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		for i in "${!alist[@]}"; do
+			read -r -a f < "/sys/block/${devs[$i]}/mm_stat" || continue
+			printf '%d.%03d,%s,%s,%s,%s,%s,%s\n' $((ms / 1000)) $((ms % 1000)) \
+				"$job" "${alist[$i]}" "${devs[$i]}" "${f[1]}" "${f[2]}" "${f[4]}"
+		done >> "$samples"
+		sleep 1
+	done
+}
+jobf=$(mktemp)
+set_job() { echo "$1" > "$jobf"; }
 mm_row() {  # mm_row ALLOC DEV WHEN
 	echo "$1,$2,$3,$(awk '{ $1 = $1; print }' OFS=, "/sys/block/$2/mm_stat")" >> "$mm"
 }
@@ -125,9 +150,15 @@ for a in "${alist[@]}"; do
 	config_dev "$d" "$a"
 	devs+=("$d")
 done
+set_job -
+sampler &
+sampler_pid=$!
+trap 'kill "$sampler_pid" 2>/dev/null || true; rm -f "$jobf"' EXIT
 for i in "${!alist[@]}"; do
 	t0=$SECONDS
+	set_job "0 ${alist[$i]} fill"
 	run_fio fill "${devs[$i]}" write "$out/fio/fill-${alist[$i]//\//-}.json"
+	set_job -
 	mm_row "${alist[$i]}" "${devs[$i]}" fill
 	echo "fio-guest: ${alist[$i]} on ${devs[$i]}: filled $size in $((SECONDS - t0)) s, mm_stat $(cat "/sys/block/${devs[$i]}/mm_stat")"
 done
@@ -144,7 +175,9 @@ for ((r = 1; r <= runs; r++)); do
 			json=$out/fio/run$r-${a//\//-}-$s.json
 			sec=shape
 			[ "$s" != mixwrite ] || sec=mix25,mix75
+			set_job "$r $a $s"
 			run_fio "$sec" "${devs[$i]}" "$s" "$json"
+			set_job -
 			jobs+=("$a" "$s" "$json")
 		done
 	done
@@ -155,6 +188,10 @@ for ((r = 1; r <= runs; r++)); do
 	rm -f "$out/fio-run$r.csv"
 	echo "fio-guest: run $r (first: ${alist[${order[0]}]}) done in $((SECONDS - t0)) s"
 done
+kill "$sampler_pid" 2>/dev/null || true
+wait "$sampler_pid" 2>/dev/null || true
+trap - EXIT
+rm -f "$jobf"
 for i in "${!alist[@]}"; do
 	mm_row "${alist[$i]}" "${devs[$i]}" end
 done

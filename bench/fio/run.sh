@@ -9,7 +9,7 @@
 #   bench/fio/run.sh [--out DIR] [--runs N] [--runtime SEC] [--size SIZE]
 #                    [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]
 # Results: DIR (default $AFMALLOC_CACHE/results/fio-<date>) gets fio.csv,
-# fio/*.json (fio's own output per job), mm_stat.csv, meta.json, fio.md, the
+# fio/*.json (fio's own output per job), mm_stat.csv, mm_samples.csv, meta.json, fio.md, the
 # guest's output (guest.log) and console (console.log). meta.json records the host's load average at the start and
 # the end: the host is shared, and under TCG the guest's speed follows it.
 # shellcheck source=../../scripts/common.sh disable=SC1091
@@ -51,7 +51,7 @@ done
 vmb_setup "the fio benchmark"
 apt_install fio
 vmb_kernel ''
-vmb_out fio fio.csv fio mm_stat.csv fio.md meta.json
+vmb_out fio fio.csv fio mm_stat.csv mm_samples.csv fio.md meta.json
 
 # Worst case under TCG: boot, fills, and every job with fio's start-up.
 timeout_s=$((900 + ${#alist[@]} * 120 + runs * ${#alist[@]} * ${#slist[@]} * (runtime + 30)))
