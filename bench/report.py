@@ -316,7 +316,7 @@ def fio(run_dir):
     out = ["## zram block I/O speed (fio)", ""]
     if meta:
         out += [_run_line(meta, ("kernel", "accelerator", "guest_cpus", "guest_memory",
-                                 "runs", "runtime_s", "device_size", "comp", "fio",
+                                 "runs", "runtime_s", "device_size", "comp", "fio", "boot_args",
                                  "date", "config_sha256", "source")), ""]
     out += _host_note(meta)
     out += [f"fio on one zram device per allocator in one boot: 4 KiB psync direct I/O, "

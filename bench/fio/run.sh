@@ -8,6 +8,9 @@
 # median of the per-run ratios to zsmalloc in the same boot).
 #   bench/fio/run.sh [--out DIR] [--runs N] [--runtime SEC] [--size SIZE]
 #                    [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]
+#                    [--append ARGS]
+# --append: kernel arguments for the guest (e.g. afmalloc.zspage_align=16),
+# recorded in meta.json (boot_args).
 # Results: DIR (default $AFMALLOC_CACHE/results/fio-<date>) gets fio.csv,
 # fio/*.json (fio's own output per job), mm_stat.csv, mm_samples.csv, meta.json, fio.md, the
 # guest's output (guest.log) and console (console.log). meta.json records the host's load average at the start and
@@ -18,9 +21,9 @@
 . "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
-	echo "usage: $0 [--out DIR] [--runs N] [--runtime SEC] [--size SIZE] [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]"
+	echo "usage: $0 [--out DIR] [--runs N] [--runtime SEC] [--size SIZE] [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N] [--append ARGS]"
 }
-out='' runs=3 runtime=10 size=256M memory=2G cpus=2
+out='' runs=3 runtime=10 size=256M memory=2G cpus=2 append=''
 allocs=zsmalloc,afmalloc/zspage,afmalloc/slab shapes=write,read,randwrite,randread,randrw,mixwrite
 opts=()
 while [ $# -gt 0 ]; do
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
 	--shapes) shapes=${2:?--shapes needs a list}; opts+=("$1 $2"); shift ;;
 	--memory) memory=${2:?--memory needs a size}; opts+=("$1 $2"); shift ;;
 	--cpus) cpus=${2:?--cpus needs a number}; opts+=("$1 $2"); shift ;;
+	--append) append=${2:?--append needs kernel arguments}; opts+=("$1 '$2'"); shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -55,8 +59,10 @@ vmb_out fio fio.csv fio mm_stat.csv mm_samples.csv fio.md meta.json
 
 # Worst case under TCG: boot, fills, and every job with fio's start-up.
 timeout_s=$((900 + ${#alist[@]} * 120 + runs * ${#alist[@]} * ${#slist[@]} * (runtime + 30)))
+boot=()
+[ -z "$append" ] || boot=(--append "$append")
 vmb_boot "$timeout_s" "fio: $runs run(s) x ${#alist[@]} allocator(s) x ${#slist[@]} shape(s) x $runtime s, $size per device" \
-	-- "$AFMALLOC_TOP/bench/fio/guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
+	"${boot[@]}" -- "$AFMALLOC_TOP/bench/fio/guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
 	--runtime "$runtime" --size "$size" --shapes "$shapes"
 vmb_need_rows "$out/fio.csv"
 
@@ -64,6 +70,7 @@ vmb_command "make bench-fio" "${opts[@]}"
 vmb_meta "$kernel" <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
+  "boot_args": "$append",
   "runs": $runs,
   "runtime_s": $runtime,
   "device_size": "$size",
