@@ -3,7 +3,8 @@
  * KUnit tests of allocation and the hole index (mm/zspage_alloc.c):
  * allocation failure injection at every internal allocation, reuse of
  * indexed holes (fit, slack, split, merging), holes leaving the index with
- * their zspage, and density under random overwrites against zsmalloc.
+ * their zspage, extent alignment, and density under random overwrites
+ * against zsmalloc.
  */
 
 #include <linux/atomic.h>
@@ -270,6 +271,77 @@ static void afm_zs_test_hole_reuse(struct kunit *test)
 				     hs.buf, i & 1);
 	}
 	afm_zs_expect_consistent(test, pool);
+}
+
+static void afm_zs_restore_align(void *data)
+{
+	afm_zs_set_align((unsigned long)data);
+}
+
+/*
+ * Extent alignment (zspage_align): a value that is not a power of two from
+ * 1 to 64 is refused and changes nothing. In a pool made with 16, objects
+ * lie back to back in extents of a multiple of 16 bytes; the padding is
+ * counted as padding, not as holes (a zspage filled back to back has
+ * none); the hole a freed object leaves takes an object up to 15 bytes
+ * larger (the largest of the same extent length), with no new page, where
+ * with exact extents it would not fit (afm_zs_test_hole_reuse()). The pool
+ * keeps its alignment when the parameter changes. Every object keeps its
+ * bytes.
+ */
+static void afm_zs_test_align(struct kunit *test)
+{
+	const unsigned int *param = test->param_value, size = *param;
+	const unsigned int hdr = afm_zs_header_bytes(), a = 16;
+	const unsigned int ext = ALIGN(size + hdr, a), big = ext - hdr;
+	struct afm_zs_hole_set hs = { .buf = afm_zs_buf(test) };
+	unsigned long old = afm_zs_get_align();
+	struct afm_zs_counters before, after;
+	struct afm_zs_obj_info hole, info;
+	unsigned int i;
+
+	KUNIT_EXPECT_EQ(test, afm_zs_set_align(0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, afm_zs_set_align(24), -EINVAL);
+	KUNIT_EXPECT_EQ(test, afm_zs_set_align(128), -EINVAL);
+	KUNIT_EXPECT_EQ(test, afm_zs_get_align(), old);
+	KUNIT_ASSERT_EQ(test, afm_zs_set_align(a), 0);
+	KUNIT_ASSERT_EQ(test,
+			kunit_add_action_or_reset(test, afm_zs_restore_align,
+						  (void *)old), 0);
+	afm_zs_permille(test, 0);
+	hs.ts = afm_zs_set(test, ARRAY_SIZE(hs.size));
+	/* The pool keeps the alignment it was made with. */
+	afm_zs_set_align(1);
+	for (i = 0; i < 4; i++) {
+		afm_zs_hole_put(test, &hs, i, size);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(hs.ts->pool, hs.ts->h[i],
+						      &info), 0);
+		KUNIT_EXPECT_EQ(test, info.offset, i * ext + hdr);
+	}
+	afm_zs_get_counters(hs.ts->pool, &before);
+	KUNIT_EXPECT_EQ(test, before.pad_bytes, 4 * (ext - size - hdr));
+	KUNIT_EXPECT_EQ(test, before.hole_bytes, 0);
+	KUNIT_EXPECT_EQ(test, before.tail_bytes, AFM_ZS_SIZE - 4 * ext);
+
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(hs.ts->pool, hs.ts->h[1], &hole),
+			0);
+	afm_zs_hole_free(&hs, 1);
+	afm_zs_get_counters(hs.ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.hole_bytes, ext);
+	KUNIT_EXPECT_EQ(test, after.pad_bytes, 3 * (ext - size - hdr));
+	afm_zs_hole_put(test, &hs, 4, big);
+	afm_zs_hole_expect_at(test, &hs, 4, &hole, 0);
+	afm_zs_get_counters(hs.ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.hole_bytes, 0);
+	KUNIT_EXPECT_EQ(test, after.hole_reused, before.hole_reused + 1);
+	KUNIT_EXPECT_EQ(test, after.total_pages, before.total_pages);
+	KUNIT_EXPECT_EQ(test, after.pad_bytes,
+			3 * (ext - size - hdr) + ext - big - hdr);
+	for (i = 0; i < ARRAY_SIZE(hs.size); i++)
+		if (hs.ts->h[i])
+			afm_zs_check(test, hs.ts->pool, hs.ts->h[i], i,
+				     hs.size[i], hs.buf, i & 1);
+	afm_zs_expect_consistent(test, hs.ts->pool);
 }
 
 /*
@@ -547,6 +619,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE(afm_zs_test_hole_nomem),
 	KUNIT_CASE_PARAM(afm_zs_test_hole_reuse, afm_zs_hole_gen_params),
+	KUNIT_CASE_PARAM(afm_zs_test_align, afm_zs_hole_gen_params),
 	KUNIT_CASE_PARAM(afm_zs_test_hole_merge, afm_zs_merge_gen_params),
 	KUNIT_CASE(afm_zs_test_hole_forget),
 	KUNIT_CASE_PARAM(afm_zs_test_overwrite, afm_zs_ow_gen_params),

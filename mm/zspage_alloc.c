@@ -250,10 +250,14 @@ static __always_inline bool afm_zs_hole_find(struct afm_zs_pool *zs,
 static void afm_zs_count_in(struct afm_zs_pool *zs, struct afm_zspage *z,
 			    unsigned int size)
 {
+	unsigned int pad = afm_zs_pad(zs, size);
+
 	z->live += size;
 	z->objs++;
+	z->pad += pad;
 	zs->live_bytes += size;
 	zs->objects++;
+	zs->pad_bytes += pad;
 }
 
 /*
@@ -269,7 +273,7 @@ static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 						     struct afm_zs_hole *h,
 						     unsigned int size)
 {
-	unsigned int ext = size + AFM_ZS_HDR;
+	unsigned int ext = afm_zs_ext(zs, size);
 	struct afm_zspage *z = h->z;
 
 	lockdep_assert_held(&zs->lock);
@@ -299,8 +303,8 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 {
 	unsigned int off = z->tail;
 
-	z->tail += size + AFM_ZS_HDR;
-	zs->tail_bytes -= size + AFM_ZS_HDR;
+	z->tail += afm_zs_ext(zs, size);
+	zs->tail_bytes -= afm_zs_ext(zs, size);
 	afm_zs_count_in(zs, z, size);
 	afm_zs_rebucket(zs, z);
 	return off;
@@ -365,8 +369,10 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 
 	z->live -= size;
 	z->objs--;
+	z->pad -= afm_zs_pad(zs, size);
 	zs->live_bytes -= size;
 	zs->objects--;
+	zs->pad_bytes -= afm_zs_pad(zs, size);
 	if (z->flags & AFM_ZS_VICTIM) {
 		zs->victim_live -= size;
 		return;
@@ -498,7 +504,7 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 	}
 	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
 	    afm_zt_need(&zs->htab, hpg) ||
-	    !afm_zs_hole_find(zs, size + AFM_ZS_HDR, &hole)) {
+	    !afm_zs_hole_find(zs, afm_zs_ext(zs, size), &hole)) {
 		afm_zs_unlock(zs);
 		return 0;
 	}
@@ -561,11 +567,11 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		 * is looked at for a hole it fills but for slack (a hole of
 		 * its own class, see afm_zs_hole_find()).
 		 */
-		in_hole = afm_zs_hole_find(zs, size + AFM_ZS_HDR, &hole);
+		ext = afm_zs_ext(zs, size);
+		in_hole = afm_zs_hole_find(zs, ext, &hole);
 		z = NULL;
-		if (!in_hole ||
-		    hole.len - (size + AFM_ZS_HDR) >= AFM_ZS_HOLE_MIN) {
-			z = afm_zs_fit(zs, size + AFM_ZS_HDR);
+		if (!in_hole || hole.len - ext >= AFM_ZS_HOLE_MIN) {
+			z = afm_zs_fit(zs, ext);
 			if (in_hole && z && AFM_ZS_SIZE - z->tail < hole.len)
 				in_hole = false;
 			else if (in_hole)
@@ -612,7 +618,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		if (!z)
 			z = afm_zs_new(zs, dpg, &sp);
 		off = afm_zs_place(zs, z, size);
-		ext = size + AFM_ZS_HDR;
+		ext = afm_zs_ext(zs, size);
 	}
 	handle = afm_zs_commit(set, zs, z, in_hole ? &hole : NULL, off, ext,
 			       hpg, &sp, size);

@@ -155,7 +155,7 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	}
 	lock_map_acquire_try(&afm_ze_map);
 	doff = afm_zs_place(zs, d, size);
-	afm_zs_hdr_write(d, doff, size + AFM_ZS_HDR, idx);
+	afm_zs_hdr_write(d, doff, afm_zs_ext(zs, size), idx);
 	/* The pool lock keeps migration away from both zspages. */
 	afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
 	lock_map_release(&afm_ze_map);
@@ -223,7 +223,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			afm_zs_breathe(zs, budget);
 			continue;
 		}
-		d = afm_zs_fit(zs, afm_ze_size(e) + AFM_ZS_HDR);
+		d = afm_zs_fit(zs, afm_zs_ext(zs, afm_ze_size(e)));
 		if (!d) {
 			unsigned int meta;
 

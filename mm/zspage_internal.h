@@ -135,6 +135,8 @@
 #define AFM_ZH_HOLE		BIT_ULL(AFM_ZH_LEN_BITS)
 #define AFM_ZH_IDX_SHIFT	(AFM_ZH_LEN_BITS + 1)
 #define AFM_ZH_IDX_BITS		(AFM_ZS_HDR * BITS_PER_BYTE - AFM_ZH_IDX_SHIFT)
+/* Largest extent alignment (module parameter zspage_align). */
+#define AFM_ZS_MAX_ALIGN	64
 
 /* Compaction. */
 #define AFM_ZS_MAX_VICTIMS	512
@@ -209,6 +211,9 @@ typedef u32 afm_zs_off_t;
  *	under the exclusive gate and the pool lock; read by holders of either.
  * @linked: its holes on the hole index (AFM_ZH_HOLE set in their headers).
  *	Under the pool lock.
+ * @pad: bytes its live objects' extents are longer than header and data
+ *	by alignment (afm_zs_pad(): not holes, no compaction gets them
+ *	back). Under the pool lock.
  */
 struct afm_zspage {
 	struct page *first;
@@ -225,6 +230,7 @@ struct afm_zspage {
 	u8 hlist_nr;
 	u8 run;
 	afm_zs_off_t linked;
+	afm_zs_off_t pad;
 };
 
 /**
@@ -334,7 +340,10 @@ struct afm_zs_table {
  * @total_pages: every page held; written under @lock, read locklessly.
  * @objects: live objects.
  * @live_bytes: sum of their sizes.
+ * @pad_bytes: sum of their extents' alignment padding (the zspages' @pad).
  * @tail_bytes: sum of the tails of the zspages in @zspages.
+ * @align: extent alignment (zspage_align when the pool was made; a power
+ *	of two, at most AFM_ZS_MAX_ALIGN). Set at creation, never changed.
  * @zspages: zspages not dead.
  * @dead_zspages: zspages on @dead or being freed from it.
  * @victim_live: live bytes left in the victims of the running pass.
@@ -397,7 +406,9 @@ struct afm_zs_pool {
 	atomic_long_t total_pages;
 	unsigned long objects;
 	unsigned long live_bytes;
+	unsigned long pad_bytes;
 	unsigned long tail_bytes;
+	unsigned int align;
 	unsigned long zspages;
 	unsigned long dead_zspages;
 	unsigned long victim_live;
@@ -1140,12 +1151,30 @@ static inline struct afm_zs_hrec *afm_zs_rec(struct afm_zs_pool *zs, u32 r1)
 }
 
 /*
- * Bytes of @z below its fill offset not held by live objects: its holes
- * and the slack of objects that took a hole a little larger than them.
+ * The extent of an object of @size bytes in @zs: header and data, rounded
+ * up to @zs's alignment (see "Placement").
+ */
+static __always_inline unsigned int afm_zs_ext(const struct afm_zs_pool *zs,
+					       unsigned int size)
+{
+	return ALIGN(size + AFM_ZS_HDR, zs->align);
+}
+
+/* Alignment padding of an object of @size bytes in @zs. */
+static __always_inline unsigned int afm_zs_pad(const struct afm_zs_pool *zs,
+					       unsigned int size)
+{
+	return afm_zs_ext(zs, size) - size - AFM_ZS_HDR;
+}
+
+/*
+ * Bytes of @z below its fill offset not held by live objects' extents
+ * (header, data, padding): its holes and the slack of objects that took a
+ * hole a little larger than their extent.
  */
 static inline unsigned int afm_zs_zholes(const struct afm_zspage *z)
 {
-	return z->tail - z->live - z->objs * AFM_ZS_HDR;
+	return z->tail - z->live - z->objs * AFM_ZS_HDR - z->pad;
 }
 
 void afm_zs_hlist_move(struct afm_zs_pool *zs, struct afm_zspage *z,
@@ -1178,7 +1207,7 @@ static inline void afm_zs_hlist_update(struct afm_zs_pool *zs,
 static inline unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
 {
 	return zs->zspages * AFM_ZS_SIZE - zs->live_bytes -
-	       zs->objects * AFM_ZS_HDR - zs->tail_bytes;
+	       zs->objects * AFM_ZS_HDR - zs->pad_bytes - zs->tail_bytes;
 }
 
 /*

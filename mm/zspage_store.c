@@ -16,7 +16,9 @@
  * Its bytes form one AFM_ZS_SIZE (32 KiB) address space in which extents
  * lie back to back, byte aligned (compressed data needs no alignment), and
  * may cross page boundaries. An object's extent is a header of AFM_ZS_HDR
- * (5) bytes followed by its data (see "Reverse map"). A zspage is filled
+ * (5) bytes followed by its data (see "Reverse map"), padded up to a
+ * multiple of the pool's alignment (module parameter zspage_align, 1 by
+ * default: no padding; see "Alignment" below). A zspage is filled
  * from offset 0 upwards: the bytes from its fill offset to its end are its
  * "tail"; bytes below the fill offset not in live objects' extents are
  * "holes".
@@ -78,6 +80,22 @@
  * and the rest's; each through one cursor (struct afm_zs_cur) under the
  * pool lock, with no atomic operation.
 
+ * Alignment
+ * ---------
+ * With exact extents a hole fits only objects no longer than the one that
+ * left it: under random overwrites of similar sizes (zram's rewrites) the
+ * longer half of the requests of a hole class finds no hole of that class
+ * that fits, goes to tails and new zspages, and the shorter holes wait
+ * for compaction (fio randwrite: +12% memory during the writes where
+ * zsmalloc, whose size classes take any object of the class, holds
+ * steady). A pool made with zspage_align = 16 (AFM_ZS_HCLASS_W, zsmalloc's
+ * class spacing) pads every extent to a multiple of 16: every hole is then
+ * a multiple of 16 long and fits every object of its class, as a
+ * zsmalloc slot does, for 7.5 bytes of padding per object on average
+ * (about 0.5% at 1.5 KB; counted in pad_bytes, not as holes, so that
+ * compaction does not chase it). The default stays 1 until the churn
+ * benchmarks show the padding pays for itself (see README).
+ *
  * Shards
  * ------
  * A pool is AFM_ZS_MAX_SHARDS or fewer independent shards (struct
@@ -168,9 +186,10 @@
  * -------------------------------------
  * footprint = size + 5 (header) + 8 (entry) + (size + 5) * 73 / 32768
  * (descriptor share), plus holes until reused or compacted, slack (under
- * 17 bytes, only in an object placed in a hole) and unfilled tails. No
- * size-class rounding, no alignment padding. Each indexed hole costs a
- * 16-byte record in the hole table. At the untar benchmark's mean
+ * 17 bytes, only in an object placed in a hole) and unfilled tails, and,
+ * with zspage_align above 1, the padding (header and data rounded up to
+ * it). No size-class rounding otherwise. Each indexed hole costs a 16-byte
+ * record in the hole table. At the untar benchmark's mean
  * object size (1300 bytes) that is 0.38% for headers + 0.62% for entries +
  * 0.22% for descriptors; zsmalloc spends 16 bytes per object (handle slot
  * and object header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail
@@ -300,12 +319,43 @@ module_param_named(zspage_shards, afm_zs_shards, uint, 0644);
 MODULE_PARM_DESC(zspage_shards,
 		 "zspage store: shards of a new pool (rounded up to a power of two, at most 64), 0 = one per possible CPU");
 
+/*
+ * Extent alignment of a new pool (see "Placement"): a power of two, at
+ * most AFM_ZS_MAX_ALIGN; anything else is refused with -EINVAL.
+ */
+static unsigned int afm_zs_align = 1;
+
+static int afm_zs_align_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int err = kstrtouint(val, 0, &n);
+
+	if (err)
+		return err;
+	if (!is_power_of_2(n) || n > AFM_ZS_MAX_ALIGN) {
+		pr_warn("zspage_align: %u is not a power of two from 1 to %u\n",
+			n, AFM_ZS_MAX_ALIGN);
+		return -EINVAL;
+	}
+	WRITE_ONCE(afm_zs_align, n);
+	return 0;
+}
+
+static const struct kernel_param_ops afm_zs_align_ops = {
+	.set	= afm_zs_align_set,
+	.get	= param_get_uint,
+};
+module_param_cb(zspage_align, &afm_zs_align_ops, &afm_zs_align, 0644);
+MODULE_PARM_DESC(zspage_align,
+		 "zspage store: extent alignment of a new pool in bytes (a power of two, 1 to 64); 16 makes every hole fit every object of its length class");
+
 static void afm_zs_shard_destroy(struct afm_zs_pool *zs);
 
 /* Shard @nr of @pool, or NULL. */
 static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 					       unsigned int nr,
-					       unsigned int shift)
+					       unsigned int shift,
+					       unsigned int align)
 {
 	struct afm_zs_pool *zs;
 	unsigned int b;
@@ -331,6 +381,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 		goto fail;
 	zs->pool = pool;
 	zs->nr = nr;
+	zs->align = align;
 	zs->idx_bits = AFM_ZH_IDX_BITS;
 	spin_lock_init(&zs->lock);
 	zs->htab.slot_size = sizeof(u64);
@@ -397,6 +448,7 @@ fail:
 static int afm_zs_create(struct afm_pool *pool)
 {
 	unsigned int want = READ_ONCE(afm_zs_shards), n, i;
+	unsigned int align = READ_ONCE(afm_zs_align);
 	struct afm_zs_set *set;
 
 	if (!want)
@@ -410,7 +462,8 @@ static int afm_zs_create(struct afm_pool *pool)
 	set->test_shard = -1;
 	pool->store = set;
 	for (i = 0; i < n; i++) {
-		set->shard[i] = afm_zs_shard_create(pool, i, set->shift);
+		set->shard[i] = afm_zs_shard_create(pool, i, set->shift,
+						    align);
 		if (!set->shard[i])
 			goto fail;
 	}
@@ -702,18 +755,21 @@ static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
  * Footprint of an object of @size bytes, in bytes: the object, its header,
  * its entry and its share of a descriptor (rounded up).
  */
-static unsigned int afm_zs_footprint(unsigned int size)
+static unsigned int afm_zs_footprint(struct afm_pool *pool,
+				     unsigned int size)
 {
-	return size + AFM_ZS_HDR + sizeof(u64) +
-	       DIV_ROUND_UP((size + AFM_ZS_HDR) *
-			    (PAGE_SIZE / AFM_ZD_PER_PAGE), AFM_ZS_SIZE);
+	struct afm_zs_set *set = pool->store;
+	unsigned int ext = afm_zs_ext(set->shard[0], size);
+
+	return ext + sizeof(u64) +
+	       DIV_ROUND_UP(ext * (PAGE_SIZE / AFM_ZD_PER_PAGE), AFM_ZS_SIZE);
 }
 
 static size_t afm_zs_huge_class_size(struct afm_pool *pool)
 {
 	unsigned int size = PAGE_SIZE;
 
-	while (size > 1 && afm_zs_footprint(size - 1) >= PAGE_SIZE)
+	while (size > 1 && afm_zs_footprint(pool, size - 1) >= PAGE_SIZE)
 		size--;
 	return size;
 }
@@ -721,7 +777,7 @@ static size_t afm_zs_huge_class_size(struct afm_pool *pool)
 static unsigned int afm_zs_class_index(struct afm_pool *pool,
 				       unsigned int size)
 {
-	return afm_zs_footprint(size);
+	return afm_zs_footprint(pool, size);
 }
 
 const struct afm_store_ops afm_zspage_store_ops = {
@@ -753,6 +809,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	lockdep_assert_held(&zs->lock);
 	c->objects = zs->objects;
 	c->live_bytes = zs->live_bytes;
+	c->pad_bytes = zs->pad_bytes;
 	c->zspages = zs->zspages;
 	c->dead_zspages = zs->dead_zspages;
 	c->hole_bytes = afm_zs_holes(zs);
@@ -889,7 +946,7 @@ static u32 afm_zs_foot(struct afm_zspage *z, unsigned int off,
 static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 					 struct afm_zspage *z)
 {
-	unsigned int off = 0, len, objs = 0, linked = 0, plen = 0;
+	unsigned int off = 0, len, objs = 0, linked = 0, plen = 0, pad = 0;
 	struct afm_zs_hrec *rec;
 	unsigned long idx;
 	u32 r1 = 0;
@@ -912,15 +969,17 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 			off += len;
 			continue;
 		} else if (afm_zs_owner(zs, z, off, idx, &e)) {
-			if (len < afm_ze_size(e) + AFM_ZS_HDR ||
-			    len >= afm_ze_size(e) + AFM_ZS_HDR + AFM_ZS_HOLE_MIN)
+			if (len < afm_zs_ext(zs, afm_ze_size(e)) ||
+			    len >= afm_zs_ext(zs, afm_ze_size(e)) +
+				   AFM_ZS_HOLE_MIN)
 				return 1;
 			objs++;
+			pad += afm_zs_pad(zs, afm_ze_size(e));
 		}
 		plen = 0;
 		off += len;
 	}
-	return objs != z->objs || linked != z->linked;
+	return objs != z->objs || linked != z->linked || pad != z->pad;
 }
 
 /*
@@ -1583,6 +1642,35 @@ unsigned int afm_zs_get_shards(void)
 	return READ_ONCE(afm_zs_shards);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_shards);
+
+/**
+ * afm_zs_set_align() - set the extent alignment of new pools (KUnit hook)
+ * @align: new value of the zspage_align parameter
+ *
+ * Context: any context.
+ * Return: 0, or -EINVAL (value kept) if @align is not a power of two from
+ * 1 to AFM_ZS_MAX_ALIGN.
+ */
+int afm_zs_set_align(unsigned int align)
+{
+	if (!is_power_of_2(align) || align > AFM_ZS_MAX_ALIGN)
+		return -EINVAL;
+	WRITE_ONCE(afm_zs_align, align);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_align);
+
+/**
+ * afm_zs_get_align() - read the extent alignment of new pools (KUnit hook)
+ *
+ * Context: any context.
+ * Return: the zspage_align parameter.
+ */
+unsigned int afm_zs_get_align(void)
+{
+	return READ_ONCE(afm_zs_align);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_align);
 
 /**
  * afm_zs_test_alloc_shard() - the shard allocations use (KUnit hook)

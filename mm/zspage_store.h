@@ -21,6 +21,7 @@
  * struct afm_zs_counters - a snapshot of zspage store counters (KUnit hook)
  * @objects: live objects.
  * @live_bytes: sum of their sizes.
+ * @pad_bytes: sum of their extents' alignment padding (zspage_align).
  * @zspages: zspages holding data (not counting those waiting to be freed).
  * @dead_zspages: empty zspages whose pages wait for the deferred free.
  * @hole_bytes: free bytes inside zspages below their fill offsets, slack
@@ -58,6 +59,7 @@
 struct afm_zs_counters {
 	unsigned long objects;
 	unsigned long live_bytes;
+	unsigned long pad_bytes;
 	unsigned long zspages;
 	unsigned long dead_zspages;
 	unsigned long hole_bytes;
@@ -143,6 +145,8 @@ int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits);
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift);
 void afm_zs_set_shards(unsigned int nr);
 unsigned int afm_zs_get_shards(void);
+int afm_zs_set_align(unsigned int align);
+unsigned int afm_zs_get_align(void);
 int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard);
 bool afm_zs_test_set_contig(bool on);
 

@@ -42,7 +42,8 @@
 #     disksize refused with EBUSY, the file intact;
 #   - hot_remove garbage, negative, unknown id: refused;
 #   - every writable /sys/module/afmalloc/parameters/* (zswap_store,
-#     zspage_auto_permille): garbage refused, old value kept; zswap_store
+#     zspage_auto_permille, zspage_align): garbage refused, old value kept
+#     (zspage_align: 0, 3, 24, 128 too); zswap_store
 #     accepts "slab\n" and is put back; a parameter this script does not
 #     know must refuse "garbage" (review the test when one is added).
 # Where the kernel documents a refusal with a message, the message must
@@ -660,6 +661,10 @@ if [ -d $pdir ]; then
 			echo "$old" > "$p" ;;
 		zspage_auto_permille)
 			for v in garbage -1 1.5 4294967296 $'\n' 0x; do
+				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
+			done ;;
+		zspage_align)
+			for v in garbage 0 3 24 128 -1 $'\n'; do
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
 			done ;;
 		*)
