@@ -105,7 +105,8 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 			afm_zs_unbucket(zs, z);
 			zs->victim_live += z->live;
 			zs->victim_holes += afm_zs_zholes(z);
-			sum += AFM_ZS_SIZE - z->live - z->objs * AFM_ZS_HDR;
+			sum += AFM_ZS_SIZE - z->live - z->objs * AFM_ZS_HDR -
+			       z->pad;
 			zs->cand[nv++] = z->id;
 		}
 	}

@@ -1100,7 +1100,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 			rc->zspages++;
 			if (z->id != pg * AFM_ZD_PER_PAGE + i ||
 			    z->tail > AFM_ZS_SIZE ||
-			    z->live + z->objs * AFM_ZS_HDR > z->tail)
+			    z->live + z->objs * AFM_ZS_HDR + z->pad > z->tail)
 				bad++;
 			if (z->hlist_nr != (z->flags == AFM_ZS_USED && z->objs ?
 					    min(afm_zs_zholes(z) / AFM_ZS_MIN_HOLES,
