@@ -372,7 +372,10 @@ def fio_samples(run_dir):
     Each row gets "shape": the shape of the last job run on that device
     (its own writes change what it holds; a sample taken while another
     device's job runs belongs to the device's last job), "fill" for the
-    fill, None before it. {} without mm_samples.csv (runs before it).
+    fill, None before it. "held": every byte the allocator holds, slab
+    caches included (held_bytes; mem_used_total in runs without it);
+    "max": mm_stat's mem_used_max plus the slab pages of the sample.
+    {} without mm_samples.csv (runs before it).
     """
     per = {}
     last = {}
@@ -381,10 +384,11 @@ def fio_samples(run_dir):
         job = r["job"].split(" ")
         if len(job) == 3 and job[1] == a:
             last[a] = job[2]
+        slab = int(r["slab_pages"]) * 4096 if r.get("slab_pages") else 0
         per.setdefault(a, []).append({
-            "t": float(r["t_s"]), "shape": last.get(a),
-            "compr": int(r["compr_data_size"]), "held": int(r["mem_used_total"]),
-            "max": int(r["mem_used_max"])})
+            "t": float(r["t_s"]), "shape": last.get(a), "compr": int(r["compr_data_size"]),
+            "held": int(r["held_bytes"]) if r.get("held_bytes") else int(r["mem_used_total"]),
+            "max": int(r["mem_used_max"]) + slab, "slabs": bool(r.get("held_bytes"))})
     return per
 
 
@@ -400,10 +404,19 @@ def fio_memory(run_dir, allocs):
     if not per:
         return []
     mib = 2 ** 20
-    out = ["", "Memory held during the runs: each device's mm_stat sampled once a second "
-           "(mm_samples.csv; a sample belongs to the last job run on its device). "
-           "Peak: zram's own high watermark (mem_used_max, every write); largest "
-           "sample: the most memory held among the samples, with the compressed bytes "
+    slabs = all(x["slabs"] for xs in per.values() for x in xs)
+    out = ["", "Memory held during the runs: each device's mm_stat"
+           + (" and its pool's slab caches" if slabs else "")
+           + " sampled once a second (mm_samples.csv; a sample belongs to the last "
+           "job run on its device). "
+           + ("Memory held: every page the allocator holds, its slab caches included "
+              "(zsmalloc's handle and zspage caches, which mm_stat leaves out). "
+              "Peak: zram's own high watermark (mem_used_max, every write) plus the "
+              "slab pages of the same sample; largest " if slabs else
+              "Memory held: mm_stat's mem_used_total (zsmalloc's slab caches not "
+              "counted). Peak: zram's own high watermark (mem_used_max, every write); "
+              "largest ")
+           + "sample: the most memory held among the samples, with the compressed bytes "
            "then; overhead: memory held beyond the compressed bytes, in % of them.", "",
            "| allocator | samples | peak MiB | largest sample MiB | compressed then MiB "
            "| overhead then | after |",

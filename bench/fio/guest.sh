@@ -17,11 +17,12 @@
 # allocator name written as "-"), DIR/fio.csv (run, alloc, shape, dir, iops,
 # bw_kib, clat_p50_us, clat_p99_us, io_mib; one row per direction, randrw
 # has two), DIR/mm_stat.csv (each device's mm_stat after its fill and at
-# the end) and DIR/mm_samples.csv (every device's compressed bytes and
-# memory held, once a second from the first fill to the end, with the job
-# running then: so that the peak memory mm_stat reports can be set against
-# the data held at that moment). A failed fio job (an I/O error) fails the
-# script.
+# the end, with slab_pages and held_bytes: every page the allocator holds,
+# its slab caches included, as bench/untar-remove.sh counts them) and
+# DIR/mm_samples.csv (every device's compressed bytes and memory held,
+# once a second from the first fill to the end, with the job running then:
+# so that the peak memory mm_stat reports can be set against the data held
+# at that moment). A failed fio job (an I/O error) fails the script.
 set -euo pipefail
 
 die() { echo "fio-guest: error: $*" >&2; exit 1; }
@@ -68,8 +69,8 @@ rm -f "$out"/fio/*.json
 csv=$out/fio.csv mm=$out/mm_stat.csv
 echo "run,alloc,shape,dir,iops,bw_kib,clat_p50_us,clat_p99_us,io_mib" > "$csv"
 samples=$out/mm_samples.csv
-echo "t_s,job,alloc,dev,compr_data_size,mem_used_total,mem_used_max" > "$samples"
-echo "alloc,dev,when,orig_data_size,compr_data_size,mem_used_total,mem_limit,mem_used_max,same_pages,pages_compacted,huge_pages" > "$mm"
+echo "t_s,job,alloc,dev,compr_data_size,mem_used_total,mem_used_max,slab_pages,held_bytes" > "$samples"
+echo "alloc,dev,when,orig_data_size,compr_data_size,mem_used_total,mem_limit,mem_used_max,same_pages,pages_compacted,huge_pages,huge_pages_since,slab_pages,held_bytes" > "$mm"
 echo "fio-guest: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) " MiB" }' /proc/meminfo)," \
 	"$(fio --version), $runs run(s) x ${#alist[@]} allocator(s) x ${#slist[@]} shape(s) x $runtime s, $size per device, $comp"
 
@@ -86,19 +87,57 @@ config_dev() {
 	echo "$comp" > "$sys/comp_algorithm" || die "$1: compressor '$comp' refused"
 	echo "$size" > "$sys/disksize" || die "cannot initialise $1 on '$2' (see dmesg)"
 }
+# slabs: the pages of every device's own slab caches (/proc/slabinfo; the
+# boot has slab_nomerge, so that they are not merged with others) into
+# the array slab, by device: zsmalloc's zs_handle-<dev> and zspage-<dev>,
+# afmalloc's afm-<dev>-*. One awk for all devices.
+declare -A slab
+slabs() {
+	local d p
+	slab=()
+	while read -r d p; do
+		slab[$d]=$p
+	done < <(awk 'NR > 2 { n = $1; sub(/^(zs_handle|zspage)-/, "", n); sub(/^afm-/, "", n);
+		sub(/-.*/, "", n); if (n ~ /^zram[0-9]+$/ && n != $1) p[n] += $15 * $6 }
+		END { for (n in p) print n, p[n] }' /proc/slabinfo)
+}
+# held ALLOC DEV USED: every byte the allocator holds, counted as
+# bench/untar-remove.sh counts it, into $held (and its slab pages into
+# $meta): zsmalloc and afmalloc/zspage: mem_used_total (USED) + their slab
+# caches (zsmalloc does not count its own); afmalloc/slab: its slab caches
+# + its whole-page chunks (debugfs classes row "4096"). Call slabs first.
+held() {
+	local big=0 c
+	meta=${slab[$2]:-0}
+	case "$1" in
+	afmalloc/slab)
+		if [ -r "/sys/kernel/debug/afmalloc/$2/classes" ]; then
+			while read -r -a c; do
+				[ "${c[0]}" != 4096 ] || big=${c[4]}
+			done < "/sys/kernel/debug/afmalloc/$2/classes"
+		fi
+		held=$(((meta + big) * pagesize)) ;;
+	*) held=$(($3 + meta * pagesize)) ;;
+	esac
+}
+pagesize=$(getconf PAGESIZE)
 # sampler: once a second, one row per device of mm_samples.csv (t_s, the
 # job running (run, allocator, shape; "-" between jobs), alloc, dev,
-# compr_data_size, mem_used_total, mem_used_max), read with builtins (only
-# sleep forks: cheap under TCG). The job is taken from the file $jobf.
+# compr_data_size, mem_used_total, mem_used_max, slab_pages, held_bytes),
+# read with builtins but for one awk over /proc/slabinfo and sleep. The
+# job is taken from the file $jobf.
 sampler() {
 	local t0=${EPOCHREALTIME/./} job i f ms
 	while :; do
 		read -r job < "$jobf" || job=-
 		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		slabs
 		for i in "${!alist[@]}"; do
 			read -r -a f < "/sys/block/${devs[$i]}/mm_stat" || continue
-			printf '%d.%03d,%s,%s,%s,%s,%s,%s\n' $((ms / 1000)) $((ms % 1000)) \
-				"$job" "${alist[$i]}" "${devs[$i]}" "${f[1]}" "${f[2]}" "${f[4]}"
+			held "${alist[$i]}" "${devs[$i]}" "${f[2]}"
+			printf '%d.%03d,%s,%s,%s,%s,%s,%s,%s,%s\n' $((ms / 1000)) $((ms % 1000)) \
+				"$job" "${alist[$i]}" "${devs[$i]}" "${f[1]}" "${f[2]}" "${f[4]}" \
+				"$meta" "$held"
 		done >> "$samples"
 		sleep 1
 	done
@@ -106,7 +145,11 @@ sampler() {
 jobf=$(mktemp)
 set_job() { echo "$1" > "$jobf"; }
 mm_row() {  # mm_row ALLOC DEV WHEN
-	echo "$1,$2,$3,$(awk '{ $1 = $1; print }' OFS=, "/sys/block/$2/mm_stat")" >> "$mm"
+	local f
+	read -r -a f < "/sys/block/$2/mm_stat"
+	slabs
+	held "$1" "$2" "${f[2]}"
+	echo "$1,$2,$3,$(IFS=,; echo "${f[*]:0:9}"),$meta,$held" >> "$mm"
 }
 # run_fio SECTIONS DEV RW JSON: one fio call running the job file's
 # SECTIONS (comma-separated) together, its JSON to a file.

@@ -9,8 +9,8 @@
 #   bench/fio/run.sh [--out DIR] [--runs N] [--runtime SEC] [--size SIZE]
 #                    [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]
 #                    [--append ARGS]
-# --append: kernel arguments for the guest (e.g. afmalloc.zspage_align=16),
-# recorded in meta.json (boot_args).
+# --append: kernel arguments for the guest (e.g. afmalloc.zspage_align=16)
+# after slab_nomerge, recorded in meta.json (boot_args).
 # Results: DIR (default $AFMALLOC_CACHE/results/fio-<date>) gets fio.csv,
 # fio/*.json (fio's own output per job), mm_stat.csv, mm_samples.csv, meta.json, fio.md, the
 # guest's output (guest.log) and console (console.log). meta.json records the host's load average at the start and
@@ -59,10 +59,10 @@ vmb_out fio fio.csv fio mm_stat.csv mm_samples.csv fio.md meta.json
 
 # Worst case under TCG: boot, fills, and every job with fio's start-up.
 timeout_s=$((900 + ${#alist[@]} * 120 + runs * ${#alist[@]} * ${#slist[@]} * (runtime + 30)))
-boot=()
-[ -z "$append" ] || boot=(--append "$append")
+# slab_nomerge: each pool's slab caches stay its own (guest.sh counts them).
+boot_args="slab_nomerge${append:+ $append}"
 vmb_boot "$timeout_s" "fio: $runs run(s) x ${#alist[@]} allocator(s) x ${#slist[@]} shape(s) x $runtime s, $size per device" \
-	"${boot[@]}" -- "$AFMALLOC_TOP/bench/fio/guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
+	--append "$boot_args" -- "$AFMALLOC_TOP/bench/fio/guest.sh" --out "$out" --alloc "$allocs" --runs "$runs" \
 	--runtime "$runtime" --size "$size" --shapes "$shapes"
 vmb_need_rows "$out/fio.csv"
 
@@ -70,7 +70,7 @@ vmb_command "make bench-fio" "${opts[@]}"
 vmb_meta "$kernel" <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
-  "boot_args": "$append",
+  "boot_args": "$boot_args",
   "runs": $runs,
   "runtime_s": $runtime,
   "device_size": "$size",
