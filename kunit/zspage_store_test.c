@@ -1201,6 +1201,70 @@ static void afm_zs_test_destroy_vs_shrinker(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, d->left, AFM_DVS_OBJS / 4);
 }
 
+/*
+ * Donors give tails too: shard 0 of a pool of two fills zspages, then
+ * frees the upper half of each from its top down, so that its free space
+ * is all tails (no indexed hole: the regression this covers, fio
+ * randwrite after a sequential write, left tens of MiB of tails in the
+ * shard a migrating writer had left while the other opened zspages).
+ * Allocations named to shard 1 (no zspage yet) go into shard 0's tails,
+ * with no new page; every byte reads back.
+ */
+static void afm_zs_test_donor_tail(struct kunit *test)
+{
+	const unsigned int n = 256, size = 1000;
+	unsigned long old = afm_zs_get_shards();
+	struct afm_zs_counters before, c;
+	struct afm_zs_obj_info info;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts;
+	unsigned int i;
+	int k;
+
+	afm_zs_permille(test, 0);
+	afm_zs_set_shards(2);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_shards,
+						  (void *)old));
+	ts = afm_zs_set(test, n + 8);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 0), 2);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+	}
+	for (k = n - 1; k >= 0; k--) {
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[k], &info),
+				0);
+		if (info.offset < AFM_ZS_SIZE / 2)
+			continue;
+		afm_free(ts->pool, ts->h[k]);
+		ts->h[k] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	KUNIT_ASSERT_EQ(test, before.hole_recorded, 0);
+	KUNIT_ASSERT_GE(test, before.tail_bytes, 2 * AFM_ZS_SIZE);
+
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 1), 2);
+	for (i = n; i < n + 8; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_EXPECT_EQ(test, info.shard, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.donated - before.donated, 8);
+	KUNIT_EXPECT_EQ(test, c.total_pages, before.total_pages);
+	KUNIT_EXPECT_EQ(test, c.zspages, before.zspages);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < n + 8; i++)
+		if (ts->h[i])
+			KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool,
+							     ts->h[i], i, size,
+							     buf, i & 1));
+}
+
 static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_roundtrip, afm_zs_rt_gen_params),
 	KUNIT_CASE_PARAM(afm_zs_test_contig, afm_zs_contig_gen_params),
@@ -1209,6 +1273,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_bad_handles),
 	KUNIT_CASE(afm_zs_test_shards),
 	KUNIT_CASE(afm_zs_test_donor),
+	KUNIT_CASE(afm_zs_test_donor_tail),
 	KUNIT_CASE(afm_zs_test_gfp),
 	KUNIT_CASE(afm_zs_test_classes),
 	KUNIT_CASE_SLOW(afm_zs_test_stress),

@@ -77,19 +77,6 @@ static __always_inline u32 afm_zs_rec_new(struct afm_zs_pool *zs)
 }
 
 /*
- * Make @zs a donor or not (struct afm_zs_set). The bit is tested first:
- * the word is shared by every shard, and only a change writes it.
- */
-static void afm_zs_donor_mark(struct afm_zs_pool *zs, bool on)
-{
-	struct afm_zs_set *set = zs->pool->store;
-
-	lockdep_assert_held(&zs->lock);
-	if (set->nr > 1 && test_bit(zs->nr, set->donors) != on)
-		assign_bit(zs->nr, set->donors, on);
-}
-
-/*
  * Put record @rec, number @r1 - 1, holding the @len bytes at @off of @z
  * (at least AFM_ZS_HOLE_MIN, free, below its fill offset), first on the
  * list of its class. The caller writes the hole's header
@@ -118,8 +105,7 @@ static __always_inline void afm_zs_hole_link(struct afm_zs_pool *zs,
 	z->linked++;
 	zs->hole_nr++;
 	zs->hole_rec_bytes += len;
-	if (zs->hole_rec_bytes >= AFM_ZS_DONOR_ON)
-		afm_zs_donor_mark(zs, true);
+	afm_zs_donor_update(zs);
 }
 
 /*
@@ -145,8 +131,7 @@ static __always_inline void afm_zs_hole_unlink(struct afm_zs_pool *zs,
 	z->linked--;
 	zs->hole_nr--;
 	zs->hole_rec_bytes -= rec->len;
-	if (zs->hole_rec_bytes < AFM_ZS_DONOR_OFF)
-		afm_zs_donor_mark(zs, false);
+	afm_zs_donor_update(zs);
 }
 
 /*
@@ -305,6 +290,7 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 
 	z->tail += afm_zs_ext(zs, size);
 	zs->tail_bytes -= afm_zs_ext(zs, size);
+	afm_zs_donor_update(zs);
 	afm_zs_count_in(zs, z, size);
 	afm_zs_rebucket(zs, z);
 	return off;
@@ -389,6 +375,7 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 			zs->tail_bytes += prev->len;
 			afm_zt_put(zs, &zs->rtab, p1 - 1);
 		}
+		afm_zs_donor_update(zs);
 		afm_zs_rebucket(zs, z);
 	} else if (z->objs) {
 		p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
@@ -485,17 +472,18 @@ afm_zs_commit(struct afm_zs_set *set, struct afm_zs_pool *zs,
 }
 
 /*
- * Allocate @size bytes in an indexed hole of donor @zs, on behalf of
- * another shard: without waiting for its lock, growing any table or
- * allocating. Return: the handle, or 0.
+ * Allocate @size bytes in an indexed hole, else in a tail, of donor @zs,
+ * on behalf of another shard: without waiting for its lock, growing any
+ * table or allocating. Return: the handle, or 0.
  */
 static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 					 struct afm_zs_pool *zs, size_t size)
 {
+	unsigned int ext = afm_zs_ext(zs, size), off;
 	struct afm_zs_spare sp = { };
 	struct afm_zs_hole hole;
+	struct afm_zspage *z;
 	unsigned long hpg;
-	unsigned int ext;
 
 	afm_bh_off();
 	if (!spin_trylock(&zs->lock)) {
@@ -503,15 +491,25 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 		return 0;
 	}
 	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
-	    afm_zt_need(&zs->htab, hpg) ||
-	    !afm_zs_hole_find(zs, afm_zs_ext(zs, size), &hole)) {
-		afm_zs_unlock(zs);
-		return 0;
-	}
-	ext = afm_zs_hole_take(zs, &hole, size);
+	    afm_zt_need(&zs->htab, hpg))
+		goto none;
 	zs->st.donated++;
-	return afm_zs_commit(set, zs, hole.z, &hole, hole.off, ext, hpg, &sp,
-			     size);
+	if (afm_zs_hole_find(zs, ext, &hole)) {
+		ext = afm_zs_hole_take(zs, &hole, size);
+		return afm_zs_commit(set, zs, hole.z, &hole, hole.off, ext,
+				     hpg, &sp, size);
+	}
+	z = afm_zs_fit(zs, ext);
+	if (!z) {
+		zs->st.donated--;
+		goto none;
+	}
+	off = afm_zs_place(zs, z, size);
+	return afm_zs_commit(set, zs, z, NULL, off, ext, hpg, &sp, size);
+
+none:
+	afm_zs_unlock(zs);
+	return 0;
 }
 
 /* The shard for an allocation on this CPU. */

@@ -487,13 +487,42 @@ struct afm_zs_set {
 };
 
 /*
- * A shard with at least AFM_ZS_DONOR_ON bytes of indexed holes is a donor
- * (its bit in &afm_zs_set.donors) until they drop below AFM_ZS_DONOR_OFF:
- * an allocation whose own shard would open a zspage takes a hole of a
- * donor instead (see "Shards" in zspage_store.c).
+ * A shard with at least AFM_ZS_DONOR_ON bytes of indexed holes and tails
+ * is a donor (its bit in &afm_zs_set.donors) until they drop below
+ * AFM_ZS_DONOR_OFF: an allocation whose own shard would open a zspage
+ * takes a hole or a tail of a donor instead (see "Shards" in
+ * zspage_store.c).
  */
 #define AFM_ZS_DONOR_ON		(2 * AFM_ZS_SIZE)
 #define AFM_ZS_DONOR_OFF	AFM_ZS_SIZE
+
+/*
+ * Make @zs a donor or not (struct afm_zs_set). The bit is tested first:
+ * the word is shared by every shard, and only a change writes it.
+ */
+static inline void afm_zs_donor_mark(struct afm_zs_pool *zs, bool on)
+{
+	struct afm_zs_set *set = zs->pool->store;
+
+	lockdep_assert_held(&zs->lock);
+	if (set->nr > 1 && test_bit(zs->nr, set->donors) != on)
+		assign_bit(zs->nr, set->donors, on);
+}
+
+/*
+ * Update @zs's donor bit after its indexed holes or tails changed: a
+ * compare and, outside the band between the thresholds, a read of the
+ * shared bit (afm_zs_donor_mark() writes only a change). Pool lock held.
+ */
+static __always_inline void afm_zs_donor_update(struct afm_zs_pool *zs)
+{
+	unsigned long spare = zs->hole_rec_bytes + zs->tail_bytes;
+
+	if (spare >= AFM_ZS_DONOR_ON)
+		afm_zs_donor_mark(zs, true);
+	else if (spare < AFM_ZS_DONOR_OFF)
+		afm_zs_donor_mark(zs, false);
+}
 
 /*
  * The shard of the object of @handle (a handle from afm_zs_malloc(), or

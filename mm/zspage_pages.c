@@ -342,6 +342,7 @@ struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 #endif
 	zs->zspages++;
 	zs->tail_bytes += AFM_ZS_SIZE;
+	afm_zs_donor_update(zs);
 	atomic_long_add(AFM_ZS_PAGES, &zs->total_pages);
 	afm_zs_rebucket(zs, z);
 	return z;
@@ -419,6 +420,7 @@ void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 	afm_zs_holes_unlink_all(zs, z);
 	afm_zs_unbucket(zs, z);
 	zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
+	afm_zs_donor_update(zs);
 	zs->zspages--;
 	z->flags |= AFM_ZS_DEAD;
 	afm_zs_hlist_update(zs, z);
