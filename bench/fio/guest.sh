@@ -22,7 +22,9 @@
 # DIR/mm_samples.csv (every device's compressed bytes and memory held,
 # once a second from the first fill to the end, with the job running then:
 # so that the peak memory mm_stat reports can be set against the data held
-# at that moment). A failed fio job (an I/O error) fails the script.
+# at that moment), and DIR/debugfs/ (each afmalloc pool's debugfs tables
+# after its fill and after every job). A failed fio job (an I/O error)
+# fails the script.
 set -euo pipefail
 
 die() { echo "fio-guest: error: $*" >&2; exit 1; }
@@ -65,7 +67,7 @@ for s in "${slist[@]}"; do
 done
 
 mkdir -p "$out/fio"
-rm -f "$out"/fio/*.json
+rm -f "$out"/fio/*.json "$out"/debugfs/*.txt
 csv=$out/fio.csv mm=$out/mm_stat.csv
 echo "run,alloc,shape,dir,iops,bw_kib,clat_p50_us,clat_p99_us,io_mib" > "$csv"
 samples=$out/mm_samples.csv
@@ -144,6 +146,18 @@ sampler() {
 }
 jobf=$(mktemp)
 set_job() { echo "$1" > "$jobf"; }
+# keep_debugfs ALLOC DEV NAME: the afmalloc pool's debugfs tables (the
+# zspage store's hole, tail, reuse and compaction counters) after a job,
+# into DIR/debugfs/NAME-<file>.txt; nothing for zsmalloc.
+keep_debugfs() {
+	local d=/sys/kernel/debug/afmalloc/$2 f
+	[ -d "$d" ] || return 0
+	mkdir -p "$out/debugfs"
+	for f in pool classes; do
+		[ -r "$d/$f" ] && cat "$d/$f" > "$out/debugfs/$3-$f.txt"
+	done
+	return 0
+}
 mm_row() {  # mm_row ALLOC DEV WHEN
 	local f
 	read -r -a f < "/sys/block/$2/mm_stat"
@@ -203,6 +217,7 @@ for i in "${!alist[@]}"; do
 	run_fio fill "${devs[$i]}" write "$out/fio/fill-${alist[$i]//\//-}.json"
 	set_job -
 	mm_row "${alist[$i]}" "${devs[$i]}" fill
+	keep_debugfs "${alist[$i]}" "${devs[$i]}" "fill-${alist[$i]//\//-}"
 	echo "fio-guest: ${alist[$i]} on ${devs[$i]}: filled $size in $((SECONDS - t0)) s, mm_stat $(cat "/sys/block/${devs[$i]}/mm_stat")"
 done
 
@@ -221,6 +236,7 @@ for ((r = 1; r <= runs; r++)); do
 			set_job "$r $a $s"
 			run_fio "$sec" "${devs[$i]}" "$s" "$json"
 			set_job -
+			keep_debugfs "$a" "${devs[$i]}" "run$r-${a//\//-}-$s"
 			jobs+=("$a" "$s" "$json")
 		done
 	done

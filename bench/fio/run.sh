@@ -55,7 +55,7 @@ done
 vmb_setup "the fio benchmark"
 apt_install fio
 vmb_kernel ''
-vmb_out fio fio.csv fio mm_stat.csv mm_samples.csv fio.md meta.json
+vmb_out fio fio.csv fio mm_stat.csv mm_samples.csv debugfs fio.md meta.json
 
 # Worst case under TCG: boot, fills, and every job with fio's start-up.
 timeout_s=$((900 + ${#alist[@]} * 120 + runs * ${#alist[@]} * ${#slist[@]} * (runtime + 30)))
