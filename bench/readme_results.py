@@ -106,6 +106,13 @@ SUMMARY = {
     # Swap churn (bench/churn/), a row group each; one still running (no
     # meta.json) or missing is left out with a note.
     "churn": ("churn-zram-lz4", "churn-zswap-lz4", "churn-zram-zstd", "churn-zswap-zstd"),
+    # Extent alignment (zspage_align, README "Extent alignment"): the same
+    # benchmark with the default and with afmalloc.zspage_align=16, each
+    # against zsmalloc in its own boot. A pair with a missing folder is
+    # left out with a note.
+    "align": (("fio-tcg", "fio-tcg-align16"),
+              ("quick-lz4-align1", "quick-lz4-align16"),
+              ("churn-zram-lz4", "churn-zram-lz4-align16")),
 }
 
 # The zspage store's hole cache: runs whose kernel predates it are labelled.
@@ -139,7 +146,7 @@ COMMITTED_IN = {
 }
 
 BLOCK_RE = re.compile(r"<!-- generated: ([\w-]+) -->\n(.*?)<!-- end: \1 -->", re.S)
-BLOCKS = ("summary", "commands", "benchmark")
+BLOCKS = ("summary", "commands", "benchmark", "align")
 
 
 def fail(msg):
@@ -779,12 +786,20 @@ def summary_data():
     d["zstd"] = {a: {"untar": ovh(rows, a, "untar"),
                      "worst": max(ovh(rows, a, s) for s in RM_STEPS)}
                  for a in dict.fromkeys(r["alloc"] for r in rows)}
-    # fio: memory held (mm_stat) and IOPS.
+    # fio: memory held and IOPS. Runs that record held_bytes (every page,
+    # slab caches included, bench/fio/guest.sh) are compared on it; the
+    # peak is mm_stat's mem_used_max plus the slab pages at the end (zram
+    # keeps no peak of them; they follow the object count, which a full
+    # device keeps). Older runs: mm_stat alone (zsmalloc's slabs left out).
     need(SUMMARY["fio"], "mm_stat.csv", "fio.csv")
     mm = {(r["alloc"], r["when"]): r for r in report.read_csv(rdir(SUMMARY["fio"]), "mm_stat.csv")}
-    d["fio_mem"] = {a: {"fill": int(mm[(a, "fill")]["mem_used_total"]),
-                        "end": int(mm[(a, "end")]["mem_used_total"]),
-                        "peak": int(mm[(a, "end")]["mem_used_max"]),
+    held = all(mm[(a, w)].get("held_bytes") for a in (ZS, AF) for w in ("fill", "end"))
+    col = "held_bytes" if held else "mem_used_total"
+    d["fio_held"] = held
+    d["fio_mem"] = {a: {"fill": int(mm[(a, "fill")][col]),
+                        "end": int(mm[(a, "end")][col]),
+                        "peak": int(mm[(a, "end")]["mem_used_max"]) + (
+                            int(mm[(a, "end")]["slab_pages"]) * churn_report.PAGE if held else 0),
                         "compr": int(mm[(a, "end")]["compr_data_size"]),
                         "compr_fill": int(mm[(a, "fill")]["compr_data_size"])}
                     for a in (ZS, AF)}
@@ -938,7 +953,8 @@ def summary_rows(d):
               "**zsmalloc**" + (" " + " and ".join(names[k] for k in lost) if won else "")
               + (", afmalloc " + " and ".join(names[k] for k in won) if won else "")) + spread
     add(f"fio overwriting a full {run_meta(n).get('device_size', '?')} zram device{before(n)}: "
-        f"{what}, after the fill / at the end / peak (mm_stat)",
+        f"{what}, after the fill / at the end / peak ("
+        + ("every page, slab caches included" if d["fio_held"] else "mm_stat") + ")",
         " / ".join(f"{fm[ZS][k] / mib:.1f}" for k in pts) + " MiB",
         " / ".join(f"{fm[AF][k] / mib:.1f}" for k in pts) + " MiB",
         None, link(n),
@@ -1330,6 +1346,70 @@ def benchmark_block():
             f"{minutes(spent)} in their steps.\n")
 
 
+def align_rows(name):
+    """[(measure, "zsmalloc / afmalloc" text)] of one run for align_block()."""
+    d = rdir(name)
+    if os.path.isfile(os.path.join(d, "fio.csv")):
+        per = report.fio_samples(d)
+        out = []
+        for shape in ("randwrite", "mixwrite"):
+            worst = []
+            for a in (ZS, AF):
+                xs = [x for x in per.get(a, []) if x["shape"] == shape and x["compr"]]
+                worst.append(max((x["held"] / x["compr"] - 1 for x in xs), default=None))
+            if None not in worst:
+                out.append((f"fio {shape}: largest overhead in a one-second sample",
+                            " / ".join(pct(100 * w) for w in worst)))
+        mm = {(r["alloc"], r["when"]): r for r in report.read_csv(d, "mm_stat.csv")}
+        if all(mm.get((a, "end"), {}).get("held_bytes") for a in (ZS, AF)):
+            out.append(("fio: memory held at the end per compressed byte, over zsmalloc's",
+                        rel(100 * (int(mm[(AF, "end")]["held_bytes"])
+                                   / int(mm[(AF, "end")]["compr_data_size"])
+                                   / (int(mm[(ZS, "end")]["held_bytes"])
+                                      / int(mm[(ZS, "end")]["compr_data_size"])) - 1))))
+        return out
+    if is_churn(name):
+        c = churn(name)
+        ratios = [cmed(c["phase"][(AF, ph)]["overhead mean"])
+                  / cmed(c["phase"][(ZS, ph)]["overhead mean"])
+                  for ph in c["phases"] if (AF, ph) in c["phase"] and (ZS, ph) in c["phase"]
+                  and cmed(c["phase"][(ZS, ph)]["overhead mean"])]
+        n, more, _, most, *_ = c["pairs"].get(None, (0,) * 7)
+        tp = per_run_ratios(c, "churn", "pages/s")
+        return [("swap churn (zram, lz4): afmalloc's mean overhead per phase over zsmalloc's, "
+                 "the highest phase", xr(max(ratios)) if ratios else "-"),
+                ("swap churn: one-second samples where afmalloc held more pages",
+                 f"{frac(more, n)}, by up to {most:.1f} MiB"),
+                ("swap churn: pages touched per second, afmalloc's over zsmalloc's",
+                 xr(med(tp)) if tp else "-")]
+    rows = steps(name)
+    return [("quick tree: overhead after the untar",
+             " / ".join(pct(ovh(rows, a, "untar")) for a in (ZS, AF))),
+            ("quick tree: the worst remove step",
+             " / ".join(pct(max(ovh(rows, a, s) for s in RM_STEPS)) for a in (ZS, AF)))]
+
+
+def align_block():
+    """README: the same benchmarks with exact and with 16-byte extents."""
+    out = ["Each row: the default (exact extents) and `afmalloc.zspage_align=16`, "
+           "each run against zsmalloc in its own boot (runs named in the last "
+           "column); zsmalloc / afmalloc where two figures are given.", "",
+           "| measure | default | zspage_align=16 | runs |", "|---|---|---|---|"]
+    left = []
+    for base, a16 in SUMMARY["align"]:
+        if not all(churn_done(n) if is_churn(n) else os.path.isfile(
+                os.path.join(rdir(n), "meta.json")) for n in (base, a16)):
+            left.append(f"{base} / {a16}")
+            continue
+        r1, r16 = dict(align_rows(base)), dict(align_rows(a16))
+        for k in r1:
+            if k in r16:
+                out.append(f"| {k} | {r1[k]} | {r16[k]} | {link(base)}, {link(a16)} |")
+    if left:
+        out += ["", "Not measured yet: " + "; ".join(left) + "."]
+    return "\n".join(out) + "\n"
+
+
 # --- bench/results/README.md ----------------------------------------------------
 
 def zswap_section(path):
@@ -1479,6 +1559,17 @@ def known_sources(text):
                          "source not recorded (see the index)", text)
 
 
+# Boot arguments every run of a kind has (bench scripts add them): not
+# worth naming in the index.
+USUAL_ARGS = {"slab_nomerge", "page_owner=on"}
+
+
+def unusual_args(meta):
+    """' (`ARGS`)' for the boot arguments of a run beyond USUAL_ARGS, or ''."""
+    extra = [a for a in meta.get("boot_args", "").split() if a not in USUAL_ARGS]
+    return f" (`{' '.join(extra)}`)" if extra else ""
+
+
 def kind(name):
     """What a results folder holds, for the index."""
     d = rdir(name)
@@ -1489,17 +1580,16 @@ def kind(name):
     meta = run_meta(name)
     if is_churn(name):
         return f"swap churn, {meta.get('target', '?')}, {meta.get('compressor', '?')}, " \
-            f"{meta.get('runs', '?')} run(s) in one boot"
+            f"{meta.get('runs', '?')} run(s) in one boot" + unusual_args(meta)
     if timings_file(name):
         return ("`make demo`" if name.startswith("make-demo") else "`make check`") + \
             (" times, cold caches" if name.endswith("-cold") else " times, warm caches")
     if has("speed.csv") and meta.get("accelerator", "").startswith("none (UML"):
         return "in-kernel microbenchmark, natively on UML (one CPU)"
     if has("speed.csv"):
-        return "in-kernel microbenchmark" + (f" (`{meta['boot_args']}`)"
-                                             if meta.get("boot_args") else "")
+        return "in-kernel microbenchmark" + unusual_args(meta)
     if has("fio.csv"):
-        return "fio on zram"
+        return "fio on zram" + unusual_args(meta)
     if has("zswap-time.csv"):
         return "zswap wall time, project kernel"
     if has("zswap.log"):
@@ -1509,7 +1599,7 @@ def kind(name):
         return "`make check` step logs: reliability and fault injection"
     what = f"untar/remove, {meta.get('dataset', '?').split(' ')[0]} tree, " \
            f"{meta.get('rounds', '?')} round(s), {meta.get('comp', '?')}"
-    return what + (f", {boots} boots" if boots else "")
+    return what + (f", {boots} boots" if boots else "") + unusual_args(meta)
 
 
 def index_rows():
@@ -1614,7 +1704,7 @@ def results_readme():
 
 def render_readme(text):
     blocks = {"summary": summary_block(summary_data()), "commands": commands_block(),
-              "benchmark": benchmark_block()}
+              "benchmark": benchmark_block(), "align": align_block()}
     seen = [m.group(1) for m in BLOCK_RE.finditer(text)]
     missing = [b for b in BLOCKS if b not in seen]
     unknown = [b for b in seen if b not in BLOCKS]
