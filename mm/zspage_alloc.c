@@ -493,17 +493,16 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
 	    afm_zt_need(&zs->htab, hpg))
 		goto none;
-	zs->st.donated++;
 	if (afm_zs_hole_find(zs, ext, &hole)) {
+		zs->st.donated++;
 		ext = afm_zs_hole_take(zs, &hole, size);
 		return afm_zs_commit(set, zs, hole.z, &hole, hole.off, ext,
 				     hpg, &sp, size);
 	}
 	z = afm_zs_fit(zs, ext);
-	if (!z) {
-		zs->st.donated--;
+	if (!z)
 		goto none;
-	}
+	zs->st.donated++;
 	off = afm_zs_place(zs, z, size);
 	return afm_zs_commit(set, zs, z, NULL, off, ext, hpg, &sp, size);
 
@@ -616,7 +615,6 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		if (!z)
 			z = afm_zs_new(zs, dpg, &sp);
 		off = afm_zs_place(zs, z, size);
-		ext = afm_zs_ext(zs, size);
 	}
 	handle = afm_zs_commit(set, zs, z, in_hole ? &hole : NULL, off, ext,
 			       hpg, &sp, size);
