@@ -286,10 +286,10 @@ static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 			  unsigned int size)
 {
-	unsigned int off = z->tail;
+	unsigned int off = z->tail, ext = afm_zs_ext(zs, size);
 
-	z->tail += afm_zs_ext(zs, size);
-	zs->tail_bytes -= afm_zs_ext(zs, size);
+	z->tail += ext;
+	zs->tail_bytes -= ext;
 	afm_zs_donor_update(zs);
 	afm_zs_count_in(zs, z, size);
 	afm_zs_rebucket(zs, z);
@@ -347,7 +347,7 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 					     unsigned int size,
 					     unsigned int len)
 {
-	unsigned int hoff = off - AFM_ZS_HDR, nlen;
+	unsigned int hoff = off - AFM_ZS_HDR, nlen, pad = afm_zs_pad(zs, size);
 	struct afm_zs_hrec *prev, *rec = NULL;
 	bool foot = true;
 	unsigned long idx;
@@ -355,10 +355,10 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 
 	z->live -= size;
 	z->objs--;
-	z->pad -= afm_zs_pad(zs, size);
+	z->pad -= pad;
 	zs->live_bytes -= size;
 	zs->objects--;
-	zs->pad_bytes -= afm_zs_pad(zs, size);
+	zs->pad_bytes -= pad;
 	if (z->flags & AFM_ZS_VICTIM) {
 		zs->victim_live -= size;
 		return;

@@ -330,6 +330,11 @@ MODULE_PARM_DESC(zspage_shards,
  */
 static unsigned int afm_zs_align = 1;
 
+static bool afm_zs_align_ok(unsigned int n)
+{
+	return is_power_of_2(n) && n <= AFM_ZS_MAX_ALIGN;
+}
+
 static int afm_zs_align_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned int n;
@@ -337,7 +342,7 @@ static int afm_zs_align_set(const char *val, const struct kernel_param *kp)
 
 	if (err)
 		return err;
-	if (!is_power_of_2(n) || n > AFM_ZS_MAX_ALIGN) {
+	if (!afm_zs_align_ok(n)) {
 		pr_warn("zspage_align: %u is not a power of two from 1 to %u\n",
 			n, AFM_ZS_MAX_ALIGN);
 		return -EINVAL;
@@ -1658,7 +1663,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_shards);
  */
 int afm_zs_set_align(unsigned int align)
 {
-	if (!is_power_of_2(align) || align > AFM_ZS_MAX_ALIGN)
+	if (!afm_zs_align_ok(align))
 		return -EINVAL;
 	WRITE_ONCE(afm_zs_align, align);
 	return 0;
