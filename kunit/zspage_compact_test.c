@@ -81,15 +81,16 @@ static void afm_zs_test_compact(struct kunit *test)
  * One run of afm_zs_test_compact_cost(): a pool of @filler dense objects
  * (whole zspages, no holes, tails too small for anything) and then
  * AFM_ZS_COST_ZSPAGES zspages of which three objects in four are freed;
- * afm_compact(). Sets the extents compaction walked, the objects it moved
- * and the pages it freed; checks the survivors' bytes.
+ * afm_compact(). Sets the extents compaction walked, the handle entries it
+ * looked at, the objects it moved and the pages it freed; checks the bytes
+ * it counts as copied and the survivors' bytes.
  */
 #define AFM_ZS_COST_SIZE	16
 #define AFM_ZS_COST_ZSPAGES	16
 
 static void afm_zs_cost_run(struct kunit *test, unsigned int filler,
-			    unsigned long *walked, unsigned long *moved,
-			    unsigned long *freed)
+			    unsigned long *walked, unsigned long *looked,
+			    unsigned long *moved, unsigned long *freed)
 {
 	const unsigned int ext = AFM_ZS_COST_SIZE + afm_zs_header_bytes();
 	const unsigned int per = AFM_ZS_SIZE / ext;
@@ -120,7 +121,10 @@ static void afm_zs_cost_run(struct kunit *test, unsigned int filler,
 	*freed = afm_compact(ts->pool);
 	afm_zs_get_counters(ts->pool, &after);
 	*walked = after.walked - before.walked;
+	*looked = after.looked - before.looked;
 	*moved = after.moved - before.moved;
+	KUNIT_EXPECT_EQ(test, after.moved_bytes - before.moved_bytes,
+			*moved * AFM_ZS_COST_SIZE);
 	for (i = 0; i < frag; i += 4)
 		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
 						     i, AFM_ZS_COST_SIZE, buf,
@@ -132,21 +136,27 @@ static void afm_zs_cost_run(struct kunit *test, unsigned int filler,
  * Compaction's cost is the work it does, not the pool's size: the same
  * fragmented zspages compacted in a pool of about 25 thousand and of about
  * 1.6 million objects make compaction walk exactly the same extents (at
- * most those of the fragmented zspages) and move the same objects.
+ * most those of the fragmented zspages), look at the same handle entries
+ * (one per live object it finds) and move the same objects.
  */
 static void afm_zs_test_compact_cost(struct kunit *test)
 {
 	const unsigned int per = AFM_ZS_SIZE /
 				 (AFM_ZS_COST_SIZE + afm_zs_header_bytes());
-	unsigned long walked[2], moved[2], freed[2];
+	unsigned long walked[2], looked[2], moved[2], freed[2];
 
 	afm_zs_permille(test, 0);
-	afm_zs_cost_run(test, per, &walked[0], &moved[0], &freed[0]);
-	afm_zs_cost_run(test, 1024 * per, &walked[1], &moved[1], &freed[1]);
-	kunit_info(test, "pool of %u objects: %lu extents walked, %lu moved, %lu pages freed; of %u: %lu, %lu, %lu\n",
-		   (1 + AFM_ZS_COST_ZSPAGES) * per, walked[0], moved[0],
-		   freed[0], (1024 + AFM_ZS_COST_ZSPAGES) * per, walked[1],
-		   moved[1], freed[1]);
+	afm_zs_cost_run(test, per, &walked[0], &looked[0], &moved[0],
+			&freed[0]);
+	afm_zs_cost_run(test, 1024 * per, &walked[1], &looked[1], &moved[1],
+			&freed[1]);
+	kunit_info(test, "pool of %u objects: %lu extents walked, %lu entries looked at, %lu moved, %lu pages freed; of %u: %lu, %lu, %lu, %lu\n",
+		   (1 + AFM_ZS_COST_ZSPAGES) * per, walked[0], looked[0],
+		   moved[0], freed[0], (1024 + AFM_ZS_COST_ZSPAGES) * per,
+		   walked[1], looked[1], moved[1], freed[1]);
+	KUNIT_EXPECT_EQ(test, looked[1], looked[0]);
+	KUNIT_EXPECT_GE(test, looked[0], moved[0]);
+	KUNIT_EXPECT_LE(test, looked[0], walked[0]);
 	KUNIT_EXPECT_GT(test, freed[0], 0);
 	KUNIT_EXPECT_EQ(test, freed[1], freed[0]);
 	KUNIT_EXPECT_GT(test, moved[0], 0);

@@ -165,6 +165,7 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 
 	afm_zs_unplace(zs, v, NULL, off, size, len);
 	zs->st.moved++;
+	zs->st.moved_bytes += size;
 	return true;
 }
 
@@ -184,6 +185,7 @@ atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
 		atomic64_t *ent = h ? afm_zs_entry(zs, h) : NULL;
 		s64 e = ent ? atomic64_read(ent) : 0;
 
+		zs->st.looked++;
 		if ((e & AFM_ZE_LIVE) && afm_ze_id(e) == v->id &&
 		    afm_ze_off(e) == off + AFM_ZS_HDR) {
 			*ep = e;
@@ -331,6 +333,7 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 {
 	long before = atomic_long_read(&zs->total_pages), prev = before, now;
 	unsigned long holes, done = 0;
+	u64 t0 = ktime_get_ns();
 	unsigned int pass;
 
 	/* Slots kept at hand may hold table pages: give them back first. */
@@ -357,6 +360,7 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 	}
 	now = atomic_long_read(&zs->total_pages);
 	zs->st.freed += before > now ? before - now : 0;
+	zs->st.compact_ns += ktime_get_ns() - t0;
 	return before > now ? before - now : 0;
 }
 

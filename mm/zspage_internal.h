@@ -446,7 +446,10 @@ struct afm_zs_pool {
 		unsigned long hole_bytes;
 		unsigned long donated;
 		unsigned long moved;
+		unsigned long moved_bytes;
 		unsigned long walked;
+		unsigned long looked;
+		u64 compact_ns;
 		unsigned long evacuated;
 		unsigned long passes;
 		unsigned long freed;

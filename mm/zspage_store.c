@@ -596,6 +596,7 @@ enum {
 	AFM_ZS_ROW_AUTO,
 	AFM_ZS_ROW_REUSE,
 	AFM_ZS_ROW_RUNS,
+	AFM_ZS_ROW_COST,
 	AFM_ZS_NR_ROWS,
 };
 
@@ -624,6 +625,11 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *   runs     zspages made whose pages are a run of PFNs (struct
  *            afm_zspage) / made otherwise / runs broken by migration /
  *            zspages' pages allocated as one block (zspage_contig)
+ *   cost     microseconds in compaction runs (wall clock, from the first
+ *            pass's start to the last one's end) / bytes copied by them /
+ *            extents of victims walked / handle entries looked at to
+ *            find their owners: what compaction spends per page it gives
+ *            back (the compact row)
  */
 /* Add row @class of shard @zs to @v. */
 static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
@@ -713,6 +719,12 @@ static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
 		v[2] += atomic_long_read(&zs->st.runs_broken);
 		v[3] += atomic_long_read(&zs->st.blocks);
 		break;
+	case AFM_ZS_ROW_COST:
+		v[0] += div_u64(zs->st.compact_ns, NSEC_PER_USEC);
+		v[1] += zs->st.moved_bytes;
+		v[2] += zs->st.walked;
+		v[3] += zs->st.looked;
+		break;
 	}
 	afm_zs_unlock(zs);
 }
@@ -723,7 +735,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 {
 	static const char *const names[] = {
 		"handles", "descs", "free", "migrate", "compact", "auto",
-		"reuse", "runs",
+		"reuse", "runs", "cost",
 	};
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
@@ -838,7 +850,9 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->auto_freed = zs->st.auto_freed;
 	c->passes = zs->st.passes;
 	c->moved = zs->st.moved;
+	c->moved_bytes = zs->st.moved_bytes;
 	c->walked = zs->st.walked;
+	c->looked = zs->st.looked;
 	c->hole_reused = zs->st.hole_reused;
 	c->donated = zs->st.donated;
 	c->hole_recorded = zs->hole_rec_bytes;
@@ -957,8 +971,8 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 					 struct afm_zspage *z)
 {
 	unsigned int off = 0, len, objs = 0, linked = 0, plen = 0, pad = 0;
+	unsigned long idx, looked = zs->st.looked;
 	struct afm_zs_hrec *rec;
-	unsigned long idx;
 	u32 r1 = 0;
 	s64 e;
 
@@ -989,6 +1003,8 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 		plen = 0;
 		off += len;
 	}
+	/* Compaction's cost counter: the audit's lookups are not its own. */
+	zs->st.looked = looked;
 	return objs != z->objs || linked != z->linked || pad != z->pad;
 }
 

@@ -46,8 +46,11 @@
  * @auto_freed: pages freed by those runs.
  * @passes: compaction passes, all callers.
  * @moved: objects moved by compaction.
+ * @moved_bytes: their bytes (copied once each).
  * @walked: extents (objects and holes) compaction looked at in its
  *	victims: its work besides the copying, whatever the pool's size.
+ * @looked: handle entries compaction looked at to find the owners of
+ *	those extents (one each while handles fit the header's bits).
  * @hole_reused: objects placed in holes of the hole index.
  * @donated: of those, objects allocated on behalf of another shard (the
  *	shard was a donor, see struct afm_zs_set).
@@ -78,7 +81,9 @@ struct afm_zs_counters {
 	unsigned long auto_freed;
 	unsigned long passes;
 	unsigned long moved;
+	unsigned long moved_bytes;
 	unsigned long walked;
+	unsigned long looked;
 	unsigned long hole_reused;
 	unsigned long donated;
 	unsigned long hole_recorded;
