@@ -106,6 +106,35 @@ def delta(run_rows, phase, col):
     return None if start is None else end - start
 
 
+def span(run_rows, col):
+    """Growth of cumulative counter col over the whole run (first to last
+    sample that has it), or None."""
+    v = [num(r.get(col)) for r in run_rows]
+    v = [x for x in v if x is not None]
+    return v[-1] - v[0] if v else None
+
+
+def compaction_row(k, s_run):
+    """A row of the compaction table: what the allocator's compaction gave
+    back over the run and what it cost, where the allocator counts it."""
+    if k[0] == "zsmalloc":
+        freed = span(s_run, "zs_pages_compacted")
+        return "| %s | %d | %s | - | - | - | - | - | - |" % (k[0], k[1], fmt(freed, "%.0f"))
+    freed, moved, us, copied, walked, looked = (span(s_run, c) for c in (
+        "afm_compact_pages_freed", "afm_compact_objs_moved", "afm_compact_us",
+        "afm_compact_bytes", "afm_compact_walked", "afm_compact_looked"))
+    mib = freed * PAGE / 2**20 if freed else None
+
+    def per(a, b):
+        return a / b if a is not None and b else None
+    return "| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+        k[0], k[1], fmt(freed, "%.0f"), fmt(moved, "%.0f"),
+        fmt(us / 1000 if us is not None else None, "%.1f"),
+        fmt(per(us / 1000 if us is not None else None, mib), "%.2f"),
+        fmt(per(copied, freed * PAGE if freed else None), "%.2f"),
+        fmt(per(walked, moved), "%.2f"), fmt(per(looked, moved), "%.2f"))
+
+
 def zspage_parts(s_ph, s_run, ph):
     """Means over the samples s_ph of the zspage store's overhead and its
     parts, as fractions of the compressed bytes: [overhead, holes, tails,
@@ -187,9 +216,10 @@ def report(d, out, plot):
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         + ("---:|" if wb else ""),
     ]
-    rest_rows, parts_rows = [], []
+    rest_rows, parts_rows, compact_rows = [], [], []
     for k in runs:
         s_run = [r for r in samples if key(r) == k]
+        compact_rows.append(compaction_row(k, s_run))
         # Overhead only where the data is at least 1% of the run's peak:
         # the swap header alone, before the fill, is not the allocator's
         # overhead on the workload.
@@ -245,6 +275,17 @@ def report(d, out, plot):
               "| allocator | run | after 5 s | at the end | end at s | held MiB at the end "
               "| compressed MiB at the end |",
               "|---|---|---:|---:|---:|---:|---:|"] + rest_rows
+    if any("afm_compact_us" in r and r["afm_compact_us"] != "" for r in samples):
+        lines += ["", "Compaction over the whole run (fill to verification): pages it gave back "
+                  "(zsmalloc: zram's pages_compacted, by its shrinker and any manual compaction; "
+                  "its cost is not counted); for afmalloc (debugfs \"compact\" and \"cost\" "
+                  "rows) the objects it moved, the wall-clock time of its runs, that time per MiB "
+                  "given back, the bytes it copied per byte given back, and per object moved the "
+                  "victims' extents it walked and the handle entries it looked at.", "",
+                  "| allocator | run | pages given back | objects moved | ms | ms per MiB "
+                  "| bytes copied per byte | extents walked per object | entries looked at per "
+                  "object |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"] + compact_rows
     if parts_rows:
         lines += ["", "Where the zspage store's overhead sits: means over the phase's samples "
                   "(those counted above) of each part, in % of the compressed bytes; the parts "

@@ -84,6 +84,11 @@ What is counted (every count in pages of 4 KiB unless _bytes):
       afm_zspages_run, afm_zspages_chain   zspages made (cumulative)
                           whose pages were a run of PFNs (reached in
                           place) and the others ("runs" row)
+      afm_compact_us, afm_compact_bytes, afm_compact_walked,
+      afm_compact_looked  what compaction cost ("cost" row, cumulative):
+                          microseconds in its runs (wall clock), bytes
+                          it copied, victims' extents it walked, handle
+                          entries it looked at
                 The rest of a zspage pool's overhead is its 5-byte
                 object headers (5 x afm_objects), its tables (meta_pages)
                 and the dead zspages.
@@ -117,6 +122,7 @@ COLUMNS = (
     "afm_migrated,afm_migrate_busy,afm_auto_runs,afm_shrinker_scans,"
     "afm_hole_bytes,afm_tail_bytes,afm_dead_zspages,afm_hole_reused,afm_hole_reused_bytes,"
     "afm_holes_rec,afm_hole_rec_bytes,afm_zspages_run,afm_zspages_chain,"
+    "afm_compact_us,afm_compact_bytes,afm_compact_walked,afm_compact_looked,"
     "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
@@ -177,7 +183,9 @@ def afm_stats(dirs):
             "free": ("afm_hole_bytes", "afm_tail_bytes", "afm_dead_zspages", None),
             "reuse": ("afm_hole_reused", "afm_hole_reused_bytes", "afm_holes_rec",
                       "afm_hole_rec_bytes"),
-            "runs": ("afm_zspages_run", "afm_zspages_chain", None, None)}
+            "runs": ("afm_zspages_run", "afm_zspages_chain", None, None),
+            "cost": ("afm_compact_us", "afm_compact_bytes", "afm_compact_walked",
+                     "afm_compact_looked")}
     four_k = 0
     for d in dirs:
         p = keyed(os.path.join(d, "pool"))
