@@ -8,7 +8,7 @@
 # one thread only. With --perf the run is sampled (perf record, cpu-clock)
 # and the hottest functions are kept.
 #   bench/speed/uml.sh [--out DIR] [--runs N] [--duration-ms N]
-#                      [--working-set N] [--perf]
+#                      [--working-set N] [--append ARGS] [--perf]
 # Results: DIR (default $AFMALLOC_CACHE/results/speed-uml-<date>) gets
 # speed.csv (the columns of make bench-speed), console.log (UML's output),
 # meta.json, speed.md and, with --perf, perf-report.txt (functions by share
@@ -21,7 +21,7 @@
 usage() {
 	sed -n '10,11p' "$0" | sed 's/^# \{0,1\}//'
 }
-out='' runs=3 duration_ms=2000 working_set=4096 perf=0
+out='' runs=3 duration_ms=2000 working_set=4096 perf=0 append=''
 opts=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -29,6 +29,7 @@ while [ $# -gt 0 ]; do
 	--runs) runs=${2:?--runs needs a number}; opts+=("$1 $2"); shift ;;
 	--duration-ms) duration_ms=${2:?--duration-ms needs a number}; opts+=("$1 $2"); shift ;;
 	--working-set) working_set=${2:?--working-set needs a number}; opts+=("$1 $2"); shift ;;
+	--append) append=${2?--append needs boot arguments}; opts+=("$1 '$2'"); shift ;;
 	--perf) perf=1; opts+=("$1") ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
@@ -64,6 +65,9 @@ rm -f "$out/speed.csv" "$out/console.log" "$out/meta.json" "$out/speed.md" "$out
 # fills and data checks.
 args=(mem=1G "afm_speed.boot_runs=$runs" "afm_speed.duration_ms=$duration_ms"
       "afm_speed.working_set=$working_set")
+# Extra boot arguments (e.g. afmalloc.zspage_auto_permille=0), word by word.
+read -r -a extra <<< "$append"
+args+=("${extra[@]}")
 timeout_s=$((120 + runs * 12 * (duration_ms / 1000 + 10)))
 run=(timeout "$timeout_s" "$bdir/linux" "${args[@]}")
 tmp=$(mktemp -d)
