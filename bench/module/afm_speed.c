@@ -108,6 +108,10 @@ MODULE_PARM_DESC(rotate, "start with allocator number rotate % 3 (runs vary the 
 
 enum sp_alloc { SP_ZSMALLOC, SP_AFM_SLAB, SP_AFM_ZSPAGE, SP_NR_ALLOCS };
 
+static unsigned int allocs = BIT(SP_NR_ALLOCS) - 1;
+module_param(allocs, uint, 0644);
+MODULE_PARM_DESC(allocs, "allocators to measure, a bit each: 1 zsmalloc, 2 afmalloc/slab, 4 afmalloc/zspage (default 7: all)");
+
 static const char * const sp_alloc_names[SP_NR_ALLOCS] = {
 	"zsmalloc", "afmalloc/slab", "afmalloc/zspage",
 };
@@ -574,6 +578,8 @@ static int sp_run_all(void)
 		for (a = 0; a < SP_NR_ALLOCS; a++) {
 			enum sp_alloc alloc = (a + rotate) % SP_NR_ALLOCS;
 
+			if (!(READ_ONCE(allocs) & BIT(alloc)))
+				continue;
 			err = sp_run_case(alloc, counts[k]);
 			if (err) {
 				pr_err("%s threads=%u: FAILED (%d)\n",
