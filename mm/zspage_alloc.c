@@ -630,6 +630,37 @@ nomem:
 	return (unsigned long)ERR_PTR(-ENOMEM);
 }
 
+/*
+ * Start the cache misses of a free of shard handle @h before the pool
+ * lock: the entry, then, from what it says, the object's header with the
+ * footer before it and the header after the object (afm_zs_free() reads
+ * all three, one after the other). Lockless and only a hint: whatever it
+ * reads may change before the lock is taken, and a prefetch never faults.
+ */
+static __always_inline void afm_zs_free_prefetch(struct afm_zs_pool *zs,
+						 unsigned long h)
+{
+	atomic64_t *ent = afm_zs_entry(zs, h);
+	struct afm_zspage *z;
+	u8 *lin;
+	u64 e;
+
+	if (unlikely(!ent))
+		return;
+	e = atomic64_read(ent);
+	if (unlikely(!(e & AFM_ZE_LIVE)))
+		return;
+	z = afm_zs_desc(zs, afm_ze_id(e));
+	if (unlikely(!z))
+		return;
+	lin = afm_zs_lin(z);
+	if (unlikely(!lin))
+		return;
+	lin += afm_ze_off(e);
+	prefetchw(lin - AFM_ZS_HDR - AFM_ZS_RECNO);
+	prefetch(lin + afm_ze_size(e));
+}
+
 void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 {
 	unsigned long h = handle;
@@ -642,6 +673,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	int want;
 	s64 e;
 
+	afm_zs_free_prefetch(zs, h);
 	afm_zs_lock(zs);
 	ent = afm_zs_entry_locked(zs, h);
 	if (!ent)

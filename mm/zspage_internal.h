@@ -34,6 +34,7 @@
 #include <linux/pagemap.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
+#include <linux/prefetch.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
