@@ -12,7 +12,9 @@
  * only without the pool lock, and takes a donor shard's lock only with
  * spin_trylock() after dropping its own; free may take a hole table page with
  * GFP_NOWAIT under it (else the hole stays off the index). The hole index
- * (heads, records) is under the pool lock. Accessors never take it.
+ * (heads, records) is under the pool lock. Accessors never take it. Before
+ * taking it, free reads its entry and descriptor as the accessors do, only
+ * to prefetch the header lines it will read under the lock.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt

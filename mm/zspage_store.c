@@ -232,6 +232,9 @@
  * (AFM_ZS_REST_MIN_HOLES), so that once writes stop, thin holes come down
  * too. Under continuous overwrites the holes thus stay where reuse holds
  * them (a few per cent of the live bytes), not where copying would.
+ * What compaction costs is counted per shard (debugfs "cost" row): the
+ * wall-clock time of its runs, the bytes it copied, the extents it walked
+ * and the handle entries it looked at.
  *
  * Files
  * -----
