@@ -1095,8 +1095,11 @@ def churn_rows(n, c, add):
                 + (f"at most {most:.1f} MiB; " if most is not None else "")
                 + (f"its shrinker wrote back {100 * back / took:.0f}% of the pages zswap took "
                    if took else "") + "to that device, not counted)")
+    # Phases where both allocators have a median (zswap's rest can have no
+    # sample holding 1% of the peak: everything written back).
     phases = [ph for ph in c["phases"]
-              if c["phase"].get((AF, ph)) and c["phase"].get((ZS, ph))]
+              if c["phase"].get((AF, ph)) and c["phase"].get((ZS, ph))
+              and all(cmed(c["phase"][(a, ph)]["overhead mean"]) is not None for a in (AF, ZS))]
     mean = {a: [cmed(c["phase"][(a, ph)]["overhead mean"]) for ph in phases] for a in (ZS, AF)}
     lower = sum(x < z for x, z in zip(mean[AF], mean[ZS]))
     better = ("afmalloc" if lower == len(phases) else "**zsmalloc**" if lower == 0 else
