@@ -634,15 +634,17 @@ nomem:
 
 /*
  * Start the cache misses of a free of shard handle @h before the pool
- * lock: the entry, then, from what it says, the object's header with the
- * footer before it and the header after the object (afm_zs_free() reads
- * all three, one after the other). Lockless and only a hint: whatever it
- * reads may change before the lock is taken, and a prefetch never faults.
+ * lock: the entry, then, from what it says, the object's header (the
+ * footer before it mostly shares its line) and the header after the
+ * object, if in the zspage (afm_zs_free() reads all three, one after the
+ * other). Lockless and only a hint: whatever it reads may change before
+ * the lock is taken, and a prefetch never faults.
  */
 static __always_inline void afm_zs_free_prefetch(struct afm_zs_pool *zs,
 						 unsigned long h)
 {
 	atomic64_t *ent = afm_zs_entry(zs, h);
+	unsigned int off, end;
 	struct afm_zspage *z;
 	u8 *lin;
 	u64 e;
@@ -658,9 +660,11 @@ static __always_inline void afm_zs_free_prefetch(struct afm_zs_pool *zs,
 	lin = afm_zs_lin(z);
 	if (unlikely(!lin))
 		return;
-	lin += afm_ze_off(e);
-	prefetchw(lin - AFM_ZS_HDR - AFM_ZS_RECNO);
-	prefetch(lin + afm_ze_size(e));
+	off = afm_ze_off(e);
+	end = off + afm_ze_size(e);
+	prefetchw(lin + off - AFM_ZS_HDR);
+	if (end < AFM_ZS_SIZE)
+		prefetch(lin + end);
 }
 
 void afm_zs_free(struct afm_pool *pool, unsigned long handle)

@@ -174,10 +174,12 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
  * given the handle bits of its header (@idx), or NULL when the extent is
  * a hole (no live entry points there). Handles above 2^@zs->idx_bits
  * share header bits with lower ones: each is looked at, one table lookup
- * per 2^@zs->idx_bits handles in the table. Pool lock held.
+ * per 2^@zs->idx_bits handles in the table, counted in *@looked unless
+ * NULL. Pool lock held.
  */
 atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
-			 unsigned int off, unsigned long idx, s64 *ep)
+			 unsigned int off, unsigned long idx, s64 *ep,
+			 unsigned long *looked)
 {
 	unsigned long end = zs->htab.end * AFM_ZH_PER_PAGE, h;
 
@@ -185,7 +187,8 @@ atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
 		atomic64_t *ent = h ? afm_zs_entry(zs, h) : NULL;
 		s64 e = ent ? atomic64_read(ent) : 0;
 
-		zs->st.looked++;
+		if (looked)
+			(*looked)++;
 		if ((e & AFM_ZE_LIVE) && afm_ze_id(e) == v->id &&
 		    afm_ze_off(e) == off + AFM_ZS_HDR) {
 			*ep = e;
@@ -219,7 +222,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			      zs->pool->name, *off, v->id))
 			return 0;	/* leave the rest of @v where it is */
 		ent = idx == AFM_ZS_LINKED ? NULL :
-		      afm_zs_owner(zs, v, *off, idx, &e);
+		      afm_zs_owner(zs, v, *off, idx, &e, &zs->st.looked);
 		if (!ent || (e & (AFM_ZE_PINS | AFM_ZE_LOCK))) {
 			*off += len;
 			(*budget)++;

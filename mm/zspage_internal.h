@@ -1326,7 +1326,8 @@ size_t afm_zs_obj_size(struct afm_pool *pool, unsigned long handle);
 /* zspage_compact.c */
 int afm_zs_want_auto(struct afm_zs_pool *zs);
 atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
-			 unsigned int off, unsigned long idx, s64 *ep);
+			 unsigned int off, unsigned long idx, s64 *ep,
+			 unsigned long *looked);
 void afm_zs_compact(struct afm_pool *pool);
 void afm_zs_compact_work(struct work_struct *work);
 void afm_zs_late_work(struct work_struct *work);

@@ -974,8 +974,8 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 					 struct afm_zspage *z)
 {
 	unsigned int off = 0, len, objs = 0, linked = 0, plen = 0, pad = 0;
-	unsigned long idx, looked = zs->st.looked;
 	struct afm_zs_hrec *rec;
+	unsigned long idx;
 	u32 r1 = 0;
 	s64 e;
 
@@ -995,7 +995,7 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 			plen = len;
 			off += len;
 			continue;
-		} else if (afm_zs_owner(zs, z, off, idx, &e)) {
+		} else if (afm_zs_owner(zs, z, off, idx, &e, NULL)) {
 			if (len < afm_zs_ext(zs, afm_ze_size(e)) ||
 			    len >= afm_zs_ext(zs, afm_ze_size(e)) +
 				   AFM_ZS_HOLE_MIN)
@@ -1006,8 +1006,6 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 		plen = 0;
 		off += len;
 	}
-	/* Compaction's cost counter: the audit's lookups are not its own. */
-	zs->st.looked = looked;
 	return objs != z->objs || linked != z->linked || pad != z->pad;
 }
 
