@@ -110,7 +110,7 @@ SUMMARY = {
     # benchmark with the default and with afmalloc.zspage_align=16, each
     # against zsmalloc in its own boot. A pair with a missing folder is
     # left out with a note.
-    "align": (("fio-tcg", "fio-tcg-align16"),
+    "align": (("fio-tcg-a543431", "fio-tcg-align16"),
               ("quick-lz4-align1", "quick-lz4-align16"),
               ("churn-zram-lz4", "churn-zram-lz4-align16")),
 }
