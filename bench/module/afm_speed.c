@@ -572,6 +572,11 @@ static int sp_run_all(void)
 	int err;
 
 	sp_nr_results = 0;
+	if (!(READ_ONCE(allocs) & (BIT(SP_NR_ALLOCS) - 1))) {
+		pr_err("allocs=%#x selects no allocator (1 zsmalloc, 2 afmalloc/slab, 4 afmalloc/zspage)\n",
+		       allocs);
+		return -EINVAL;
+	}
 	for (k = 0; k < ARRAY_SIZE(counts); k++) {
 		if (k && counts[k] == counts[0])
 			break;
