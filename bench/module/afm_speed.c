@@ -112,6 +112,10 @@ static unsigned int allocs = BIT(SP_NR_ALLOCS) - 1;
 module_param(allocs, uint, 0644);
 MODULE_PARM_DESC(allocs, "allocators to measure, a bit each: 1 zsmalloc, 2 afmalloc/slab, 4 afmalloc/zspage (default 7: all)");
 
+static unsigned int ops = 15;
+module_param(ops, uint, 0644);
+MODULE_PARM_DESC(ops, "timed operations, a bit each: 1 alloc-map, 2 alloc-copy, 4 read-map, 8 read-copy (default 15: all; an allocator without one skips it)");
+
 static const char * const sp_alloc_names[SP_NR_ALLOCS] = {
 	"zsmalloc", "afmalloc/slab", "afmalloc/zspage",
 };
@@ -489,8 +493,9 @@ static int sp_run_case(enum sp_alloc alloc, unsigned int nr_threads)
 	static const enum sp_op zs_ops[] = { SP_ALLOC_MAP, SP_READ_MAP };
 	static const enum sp_op afm_ops[] = { SP_ALLOC_MAP, SP_ALLOC_COPY,
 					      SP_READ_MAP, SP_READ_COPY };
-	const enum sp_op *ops = alloc == SP_ZSMALLOC ? zs_ops : afm_ops;
+	const enum sp_op *list = alloc == SP_ZSMALLOC ? zs_ops : afm_ops;
 	unsigned int nr_ops = alloc == SP_ZSMALLOC ? ARRAY_SIZE(zs_ops) : ARRAY_SIZE(afm_ops);
+	unsigned int mask = READ_ONCE(ops);
 	struct sp_case *c;
 	unsigned int i;
 	int err = 0, err2;
@@ -540,10 +545,12 @@ static int sp_run_case(enum sp_alloc alloc, unsigned int nr_threads)
 	if (!err)
 		err = sp_run_phase(c, SP_VERIFY);
 	for (i = 0; i < nr_ops && !err; i++) {
-		err = sp_run_phase(c, ops[i]);
+		if (!(mask & BIT(list[i] - SP_ALLOC_MAP)))
+			continue;
+		err = sp_run_phase(c, list[i]);
 		if (err)
 			break;
-		sp_record(c, ops[i]);
+		sp_record(c, list[i]);
 		/* Every live object must still hold its bytes. */
 		err = sp_run_phase(c, SP_VERIFY);
 	}
@@ -575,6 +582,11 @@ static int sp_run_all(void)
 	if (!(READ_ONCE(allocs) & (BIT(SP_NR_ALLOCS) - 1))) {
 		pr_err("allocs=%#x selects no allocator (1 zsmalloc, 2 afmalloc/slab, 4 afmalloc/zspage)\n",
 		       allocs);
+		return -EINVAL;
+	}
+	if (!(READ_ONCE(ops) & 15)) {
+		pr_err("ops=%#x selects no operation (1 alloc-map, 2 alloc-copy, 4 read-map, 8 read-copy)\n",
+		       ops);
 		return -EINVAL;
 	}
 	for (k = 0; k < ARRAY_SIZE(counts); k++) {
