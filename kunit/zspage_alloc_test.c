@@ -85,6 +85,8 @@ static void afm_zs_test_hole_nomem(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[3], &second), 0);
 	afm_set_fail_nth(ts->pool, 1);
 	afm_free(ts->pool, ts->h[1]);
+	/* Its merge, deferred, asks for the record. */
+	KUNIT_EXPECT_EQ(test, afm_zs_test_flush(ts->pool), 1);
 	afm_set_fail_nth(ts->pool, 0);
 	ts->h[1] = 0;
 	afm_zs_get_counters(ts->pool, &c);
@@ -95,6 +97,7 @@ static void afm_zs_test_hole_nomem(struct kunit *test)
 
 	afm_free(ts->pool, ts->h[3]);
 	ts->h[3] = 0;
+	afm_zs_test_flush(ts->pool);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.hole_recorded, size + hdr);
 	KUNIT_EXPECT_EQ(test, c.hole_pages, 2);
@@ -152,10 +155,15 @@ static void afm_zs_hole_put(struct kunit *test, struct afm_zs_hole_set *hs,
 			   i);
 }
 
+/*
+ * Free slot @i and merge its extent at once (the free defers it): these
+ * tests look at the hole index after every free.
+ */
 static void afm_zs_hole_free(struct afm_zs_hole_set *hs, unsigned int i)
 {
 	afm_free(hs->ts->pool, hs->ts->h[i]);
 	hs->ts->h[i] = 0;
+	afm_zs_test_flush(hs->ts->pool);
 }
 
 /* Slot @i's object lies @delta bytes into the hole at @where. */
@@ -415,6 +423,122 @@ static void afm_zs_test_hole_merge(struct kunit *test)
 }
 
 /*
+ * Deferred frees (see "Deferred frees" in zspage_alloc.c): a free only
+ * queues its extent, counted in the holes at once but off the index (an
+ * object of its size goes to the tail, not into it), until
+ * afm_zs_test_pend_max() frees are queued; the next free merges them all
+ * (their holes on the index, one left queued). A zspage released while
+ * extents of it are queued drops them (its pages go back, nothing of it
+ * stays queued), and a compaction pass merges the queue before it picks
+ * its victims, those of other zspages too. Every object keeps its bytes.
+ */
+static void afm_zs_test_deferred_free(struct kunit *test)
+{
+	const unsigned int size = 100, ext = size + afm_zs_header_bytes();
+	const unsigned int max = afm_zs_test_pend_max(), n = 2 * max + 6;
+	const unsigned int big = 1000;
+	struct afm_zs_obj_info zero, first, info;
+	struct afm_zs_counters c, before;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts;
+	unsigned int i, k;
+	unsigned long *h;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 2 * n);
+	afm_zs_quiet(ts);
+	h = ts->h;
+	for (i = 0; i < n; i++) {
+		h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, h[i], i, size, buf, i);
+	}
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, h[0], &zero), 0);
+
+	afm_free(ts->pool, h[1]);
+	h[1] = 0;
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.pending, 1);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, ext);
+	KUNIT_EXPECT_EQ(test, c.hole_recorded, 0);
+	h[n] = afm_test_malloc(test, ts->pool, size);
+	afm_zs_put_pattern(test, ts->pool, h[n], n, size, buf, n);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, h[n], &info), 0);
+	KUNIT_EXPECT_EQ(test, info.offset, zero.offset + n * ext);
+
+	/* Odd slots: holes between live objects, none merges with another. */
+	for (k = 1; k < max; k++) {
+		afm_free(ts->pool, h[2 * k + 1]);
+		h[2 * k + 1] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.pending, max);
+	KUNIT_EXPECT_EQ(test, c.hole_recorded, 0);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, max * ext);
+	afm_free(ts->pool, h[2 * max + 1]);
+	h[2 * max + 1] = 0;
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.pending, 1);
+	KUNIT_EXPECT_EQ(test, c.hole_recorded, max * ext);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, (max + 1) * ext);
+	before = c;
+	h[n + 1] = afm_test_malloc(test, ts->pool, size);
+	afm_zs_put_pattern(test, ts->pool, h[n + 1], n + 1, size, buf, n + 1);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.hole_reused, before.hole_reused + 1);
+	KUNIT_EXPECT_EQ(test, c.hole_recorded, (max - 1) * ext);
+
+	/* Everything freed, extents still queued: the zspage is released. */
+	for (i = 0; i < n + 2; i++) {
+		if (!h[i])
+			continue;
+		afm_zs_get_counters(ts->pool, &c);
+		afm_free(ts->pool, h[i]);
+		h[i] = 0;
+	}
+	KUNIT_EXPECT_EQ(test, c.objects, 1);
+	KUNIT_EXPECT_GT(test, c.pending, 0);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.pending, 0);
+	KUNIT_EXPECT_EQ(test, c.zspages, 0);
+	KUNIT_EXPECT_EQ(test, c.data_pages, 0);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_flush(ts->pool), 0);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* Two zspages, the first left with a few objects: compaction. */
+	k = min(2 * AFM_ZS_SIZE / big, 2 * n);
+	for (i = 0; i < k; i++) {
+		h[i] = afm_test_malloc(test, ts->pool, big);
+		afm_zs_put_pattern(test, ts->pool, h[i], i, big, buf, i);
+	}
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, h[0], &first), 0);
+	for (i = 0; i < k; i++) {
+		if (afm_zs_obj_info(ts->pool, h[i], &info) ||
+		    info.zspage_id != first.zspage_id || i % 8 == 0)
+			continue;
+		afm_free(ts->pool, h[i]);
+		h[i] = 0;
+	}
+	/* And queued frees in the second, which is no victim. */
+	for (i = k - 2; i > k - 8; i -= 2) {
+		afm_free(ts->pool, h[i]);
+		h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_GE(test, c.pending, 3);
+	afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.pending, 0);
+	KUNIT_EXPECT_GT(test, c.passes, 0);
+	for (i = 0; i < k; i++)
+		if (h[i])
+			KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool,
+							     h[i], i, big,
+							     buf, i & 1));
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * Indexed holes leave the index with their zspage: when it is released
  * (its id is then reused for another zspage) none of its holes is left on
  * the index and the next allocation is not put into it; after compaction
@@ -622,6 +746,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_align, afm_zs_hole_gen_params),
 	KUNIT_CASE_PARAM(afm_zs_test_hole_merge, afm_zs_merge_gen_params),
 	KUNIT_CASE(afm_zs_test_hole_forget),
+	KUNIT_CASE(afm_zs_test_deferred_free),
 	KUNIT_CASE_PARAM(afm_zs_test_overwrite, afm_zs_ow_gen_params),
 	{}
 };

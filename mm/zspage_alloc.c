@@ -2,19 +2,20 @@
 /*
  * afmalloc zspage store: allocation, free and access. The hole index and
  * placement (hole first, then the best-fitting tail, then a donor shard's
- * hole, then a new zspage),
- * afm_zs_malloc() and afm_zs_free(), and the accessors (map, unmap, read,
- * write), which pin the entry and enter the zspage's gate.
+ * hole, then a new zspage), afm_zs_malloc(), afm_zs_free() and the merge
+ * of the frees it defers (see "Deferred frees" below), and the accessors
+ * (map, unmap, read, write), which pin the entry and enter the zspage's
+ * gate.
  *
  * Locking: malloc and free take the pool lock (bottom halves off; free may
  * run with hardirqs off), which is all their header accesses (struct
  * afm_zs_cur) need: migration takes it too. Malloc allocates pages
  * only without the pool lock, and takes a donor shard's lock only with
- * spin_trylock() after dropping its own; free may take a hole table page with
- * GFP_NOWAIT under it (else the hole stays off the index). The hole index
- * (heads, records) is under the pool lock. Accessors never take it. Before
- * taking it, free reads its entry and descriptor as the accessors do, only
- * to prefetch the header lines it will read under the lock.
+ * spin_trylock() after dropping its own; the merge of deferred frees may
+ * take a hole table page with GFP_NOWAIT under it (else the hole stays off
+ * the index). The hole index (heads, records) and the queue of deferred
+ * frees (afm_zs_pool.pend) are under the pool lock. Accessors never take
+ * it.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -331,29 +332,12 @@ static __always_inline u32 afm_zs_hole_before(struct afm_zs_pool *zs,
 	return r1;
 }
 
-/*
- * Remove the object of @size bytes at data offset @off, in an extent of
- * @len bytes, from @z's counts. Its extent joins the tail if last (with
- * the indexed hole before it, if any); else, unless @z is a victim or now
- * empty, it becomes a hole on the index, merged with the indexed holes
- * around it (up to AFM_ZS_MAX_EXT bytes; the merged hole keeps the record
- * of the hole after it, else of the one before it, whose footer is then
- * rewritten); without a record it stays off the index (its header stays in
- * any case: compaction steps over it). @c: a cursor on @z, or NULL when
- * @z is a victim (compaction).
- */
-static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
+/* Count the object of @size bytes out of @z. */
+static __always_inline void afm_zs_count_out(struct afm_zs_pool *zs,
 					     struct afm_zspage *z,
-					     struct afm_zs_cur *c,
-					     unsigned int off,
-					     unsigned int size,
-					     unsigned int len)
+					     unsigned int size)
 {
-	unsigned int hoff = off - AFM_ZS_HDR, nlen, pad = afm_zs_pad(zs, size);
-	struct afm_zs_hrec *prev, *rec = NULL;
-	bool foot = true;
-	unsigned long idx;
-	u32 r1 = 0, p1;
+	unsigned int pad = afm_zs_pad(zs, size);
 
 	z->live -= size;
 	z->objs--;
@@ -361,12 +345,29 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 	zs->live_bytes -= size;
 	zs->objects--;
 	zs->pad_bytes -= pad;
-	if (z->flags & AFM_ZS_VICTIM) {
-		zs->victim_live -= size;
-		return;
-	}
-	if (WARN_ON_ONCE(!c))
-		return;
+}
+
+/*
+ * Give the extent of @len bytes at @hoff of @z (live, not a victim, with
+ * objects), an object's that went, back: it joins the tail if last (with
+ * the indexed hole before it, if any); else it becomes a hole on the
+ * index, merged with the indexed holes around it (up to AFM_ZS_MAX_EXT
+ * bytes; the merged hole keeps the record of the hole after it, else of
+ * the one before it, whose footer is then rewritten); without a record it
+ * stays off the index (its header stays in any case: compaction steps
+ * over it). @c: a cursor on @z.
+ */
+static __always_inline void afm_zs_merge(struct afm_zs_pool *zs,
+					 struct afm_zspage *z,
+					 struct afm_zs_cur *c,
+					 unsigned int hoff, unsigned int len)
+{
+	struct afm_zs_hrec *prev, *rec = NULL;
+	unsigned int nlen;
+	bool foot = true;
+	unsigned long idx;
+	u32 r1 = 0, p1;
+
 	if (hoff + len == z->tail) {
 		z->tail = hoff;
 		zs->tail_bytes += len;
@@ -379,54 +380,139 @@ static __always_inline void __afm_zs_unplace(struct afm_zs_pool *zs,
 		}
 		afm_zs_donor_update(zs);
 		afm_zs_rebucket(zs, z);
-	} else if (z->objs) {
-		p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
-		/* The next extent can only be an indexed hole if @z has another. */
-		nlen = 0;
-		idx = 0;
-		if (z->linked > !!p1)
-			nlen = afm_zs_chdr_read(c, hoff + len, &idx, &r1);
-		if (idx == AFM_ZS_LINKED && len + nlen <= AFM_ZS_MAX_EXT) {
-			/* Its footer is already at the end. */
-			rec = afm_zs_rec(zs, r1);
-			afm_zs_hole_unlink(zs, z, rec);
-			len += nlen;
-			foot = false;
-		} else if (idx == AFM_ZS_LINKED) {
-			r1 = 0;
-		}
-		if (p1 && prev->len + len <= AFM_ZS_MAX_EXT) {
-			afm_zs_hole_unlink(zs, z, prev);
-			hoff = prev->off;
-			len += prev->len;
-			if (r1) {
-				afm_zt_put(zs, &zs->rtab, p1 - 1);
-			} else {
-				r1 = p1;
-				rec = prev;
-			}
-		}
-		if (len >= AFM_ZS_HOLE_MIN && !r1) {
-			r1 = afm_zs_rec_new(zs);
-			if (r1)
-				rec = afm_zs_rec(zs, r1);
-		}
+		return;
+	}
+	p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
+	/* The next extent can only be an indexed hole if @z has another. */
+	nlen = 0;
+	idx = 0;
+	if (z->linked > !!p1)
+		nlen = afm_zs_chdr_read(c, hoff + len, &idx, &r1);
+	if (idx == AFM_ZS_LINKED && len + nlen <= AFM_ZS_MAX_EXT) {
+		/* Its footer is already at the end. */
+		rec = afm_zs_rec(zs, r1);
+		afm_zs_hole_unlink(zs, z, rec);
+		len += nlen;
+		foot = false;
+	} else if (idx == AFM_ZS_LINKED) {
+		r1 = 0;
+	}
+	if (p1 && prev->len + len <= AFM_ZS_MAX_EXT) {
+		afm_zs_hole_unlink(zs, z, prev);
+		hoff = prev->off;
+		len += prev->len;
 		if (r1) {
-			afm_zs_hole_link(zs, z, rec, r1, hoff, len);
-			afm_zs_chole_write(c, hoff, len, r1);
-			if (foot)
-				afm_zs_cfoot_write(c, hoff, len, r1);
+			afm_zt_put(zs, &zs->rtab, p1 - 1);
+		} else {
+			r1 = p1;
+			rec = prev;
 		}
 	}
-	afm_zs_hlist_update(zs, z);
+	if (len >= AFM_ZS_HOLE_MIN && !r1) {
+		r1 = afm_zs_rec_new(zs);
+		if (r1)
+			rec = afm_zs_rec(zs, r1);
+	}
+	if (r1) {
+		afm_zs_hole_link(zs, z, rec, r1, hoff, len);
+		afm_zs_chole_write(c, hoff, len, r1);
+		if (foot)
+			afm_zs_cfoot_write(c, hoff, len, r1);
+	}
 }
 
-/* __afm_zs_unplace() out of line, for compaction. */
-void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
-		    struct afm_zs_cur *c, unsigned int off, unsigned int size,
-		    unsigned int len)
+/*
+ * Count the object of @size bytes out of victim @z (compaction moved it
+ * away): its extent goes with @z.
+ */
+void afm_zs_unplace_victim(struct afm_zs_pool *zs, struct afm_zspage *z,
+			   unsigned int size)
 {
-	__afm_zs_unplace(zs, z, c, off, size, len);
+	lockdep_assert_held(&zs->lock);
+	afm_zs_count_out(zs, z, size);
+	zs->victim_live -= size;
+}
+
+/*
+ * Deferred frees
+ * --------------
+ * A free under the pool lock only clears its entry, counts its object out
+ * and queues its zspage and extent offset on the shard's @pend; the
+ * extent's merge (afm_zs_merge(): header, footer before it, header after
+ * it, hole records) waits until @pend is full, and then the whole batch is
+ * merged in three passes, each starting the cache misses of the next for
+ * every entry at once (the headers, then the headers after the extents),
+ * instead of one free at a time waiting for each line in turn. Until then
+ * a queued extent is a hole off the index, as one a free could not get a
+ * record for: counted in the holes (afm_zs_holes(), afm_zs_zholes()),
+ * stepped over by compaction, its header unchanged (only its own merge
+ * writes it: a merge takes indexed holes around it, never a queued
+ * extent, whose stale header and data name no hole). What looks at the
+ * index or at the hole lists as a whole flushes first: compaction's pick
+ * (so no victim has a queued extent), the KUnit audit; a zspage's release
+ * drops its entries (its extents go with it).
+ */
+
+/* Drop the queued extents of @z, which is being released. */
+void afm_zs_pend_drop(struct afm_zs_pool *zs, struct afm_zspage *z)
+{
+	unsigned int i, n = 0;
+
+	lockdep_assert_held(&zs->lock);
+	for (i = 0; i < zs->pend_nr; i++)
+		if (zs->pend[i].z != z)
+			zs->pend[n++] = zs->pend[i];
+	zs->pend_nr = n;
+}
+
+/**
+ * afm_zs_pend_flush() - merge the extents of the deferred frees
+ * @zs: the shard
+ *
+ * Context: pool lock held.
+ */
+void afm_zs_pend_flush(struct afm_zs_pool *zs)
+{
+	unsigned int i, n = zs->pend_nr, len[AFM_ZS_PEND];
+	struct afm_zs_cur c;
+	struct afm_zs_pend *p;
+	unsigned long idx;
+	u8 *lin;
+
+	lockdep_assert_held(&zs->lock);
+	if (!n)
+		return;
+	zs->pend_nr = 0;
+	/* The headers, and the footers before them. */
+	for (i = 0; i < n; i++) {
+		p = &zs->pend[i];
+		lin = afm_zs_lin(p->z);
+		if (lin) {
+			prefetchw(lin + p->off);
+			if (p->off >= AFM_ZS_RECNO)
+				prefetch(lin + p->off - AFM_ZS_RECNO);
+		}
+	}
+	/* The lengths, and the headers after the extents. */
+	for (i = 0; i < n; i++) {
+		p = &zs->pend[i];
+		afm_zs_cur_begin(&c, p->z);
+		len[i] = afm_zs_chdr_read(&c, p->off, &idx, NULL);
+		if (c.lin && p->off + len[i] < p->z->tail)
+			prefetchw(c.lin + p->off + len[i]);
+	}
+	for (i = 0; i < n; i++) {
+		p = &zs->pend[i];
+		if (WARN_ONCE(len[i] < AFM_ZS_HDR + 1 ||
+			      p->off + len[i] > p->z->tail ||
+			      p->z->flags != AFM_ZS_USED || !p->z->objs,
+			      "afmalloc: pool %s: bad deferred free at %u of zspage %u\n",
+			      zs->pool->name, p->off, p->z->id))
+			continue;
+		afm_zs_cur_begin(&c, p->z);
+		afm_zs_merge(zs, p->z, &c, p->off, len[i]);
+		afm_zs_hlist_update(zs, p->z);
+	}
 }
 
 /*
@@ -632,70 +718,24 @@ nomem:
 	return (unsigned long)ERR_PTR(-ENOMEM);
 }
 
-/*
- * Start the cache misses of a free of shard handle @h before the pool
- * lock: the entry, then, from what it says, the object's header (the
- * footer before it mostly shares its line) and the header after the
- * object, if in the zspage (afm_zs_free() reads all three, one after the
- * other). Lockless and only a hint: whatever it reads may change before
- * the lock is taken, and a prefetch never faults.
- */
-static __always_inline void afm_zs_free_prefetch(struct afm_zs_pool *zs,
-						 unsigned long h)
-{
-	atomic64_t *ent = afm_zs_entry(zs, h);
-	unsigned int off, end;
-	struct afm_zspage *z;
-	u8 *lin;
-	u64 e;
-
-	if (unlikely(!ent))
-		return;
-	e = atomic64_read(ent);
-	if (unlikely(!(e & AFM_ZE_LIVE)))
-		return;
-	z = afm_zs_desc(zs, afm_ze_id(e));
-	if (unlikely(!z))
-		return;
-	lin = afm_zs_lin(z);
-	if (unlikely(!lin))
-		return;
-	off = afm_ze_off(e);
-	end = off + afm_ze_size(e);
-	prefetchw(lin + off - AFM_ZS_HDR);
-	if (end < AFM_ZS_SIZE)
-		prefetch(lin + end);
-}
-
 void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 {
 	unsigned long h = handle;
 	struct afm_zs_pool *zs = afm_zs_of(pool, &h);
-	struct afm_zs_cur c;
-	unsigned long idx;
 	struct afm_zspage *z;
-	unsigned int len;
+	unsigned int size;
 	atomic64_t *ent;
 	int want;
 	s64 e;
 
-	afm_zs_free_prefetch(zs, h);
 	afm_zs_lock(zs);
 	ent = afm_zs_entry_locked(zs, h);
 	if (!ent)
 		goto invalid;
 	e = atomic64_read(ent);
-	if (!(e & AFM_ZE_LIVE))
-		goto invalid;
-	/*
-	 * Under the pool lock only the pins of a live entry change, not
-	 * where its object is, nor any header: its header is read before
-	 * the cmpxchg, whose full barrier would hold these loads back.
-	 */
-	z = afm_zs_desc_locked(zs, afm_ze_id(e));
-	afm_zs_cur_begin(&c, z);
-	len = afm_zs_chdr_read(&c, afm_ze_off(e) - AFM_ZS_HDR, &idx, NULL);
 	do {
+		if (!(e & AFM_ZE_LIVE))
+			goto invalid;
 		/* LOCK is only set under the pool lock: only pins here. */
 		if (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) {
 			afm_zs_unlock(zs);
@@ -704,10 +744,21 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 			return;
 		}
 	} while (!atomic64_try_cmpxchg(ent, &e, 0));
-	__afm_zs_unplace(zs, z, &c, afm_ze_off(e), afm_ze_size(e), len);
+	/* Under the pool lock only the pins of a live entry change. */
+	z = afm_zs_desc_locked(zs, afm_ze_id(e));
+	size = afm_ze_size(e);
+	afm_zs_count_out(zs, z, size);
 	afm_zt_put(zs, &zs->htab, h - 1);
-	if (!z->live && !(z->flags & AFM_ZS_VICTIM))
+	if (z->flags & AFM_ZS_VICTIM) {
+		zs->victim_live -= size;
+	} else if (!z->objs) {
 		afm_zs_release(zs, z);
+	} else {
+		if (zs->pend_nr == AFM_ZS_PEND)
+			afm_zs_pend_flush(zs);
+		zs->pend[zs->pend_nr].z = z;
+		zs->pend[zs->pend_nr++].off = afm_ze_off(e) - AFM_ZS_HDR;
+	}
 	want = afm_zs_want_auto(zs);
 	afm_zs_unlock(zs);
 

@@ -93,6 +93,8 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 	unsigned int nv = 0;
 
 	afm_zs_lock(zs);
+	/* No victim with a deferred free; the hole lists up to date. */
+	afm_zs_pend_flush(zs);
 	zs->victim_holes = 0;
 	for (n = AFM_ZS_NR_HLISTS - 1; n >= low; n--) {
 		while (sum < goal && nv < AFM_ZS_MAX_VICTIMS &&
@@ -132,13 +134,13 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 }
 
 /*
- * Move the object of entry @ent (value @e, in victim @v, extent of @len
- * bytes, header handle bits @idx) to the end of zspage @d, in an extent
- * without slack. Pool lock held. Return: false if it is pinned.
+ * Move the object of entry @ent (value @e, in victim @v, header handle
+ * bits @idx) to the end of zspage @d, in an extent without slack. Pool
+ * lock held. Return: false if it is pinned.
  */
 static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 			struct afm_zspage *v, struct afm_zspage *d,
-			unsigned int len, unsigned long idx)
+			unsigned long idx)
 {
 	unsigned int size = afm_ze_size(e), off = afm_ze_off(e), doff;
 
@@ -163,7 +165,7 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	atomic64_set_release(ent, afm_ze_make(d->id, doff + AFM_ZS_HDR, size));
 	preempt_enable();
 
-	afm_zs_unplace(zs, v, NULL, off, size, len);
+	afm_zs_unplace_victim(zs, v, size);
 	zs->st.moved++;
 	zs->st.moved_bytes += size;
 	return true;
@@ -260,7 +262,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			}
 			d = afm_zs_new(zs, dpg, sp);
 		}
-		if (!afm_zs_move(zs, ent, e, v, d, len, idx) && !d->objs)
+		if (!afm_zs_move(zs, ent, e, v, d, idx) && !d->objs)
 			afm_zs_release(zs, d);
 		*off += len;
 		*budget += 16;

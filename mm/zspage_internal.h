@@ -327,6 +327,26 @@ struct afm_zs_table {
 	unsigned long mag[AFM_ZT_MAG];
 };
 
+/*
+ * Frees whose extents wait to be merged into the hole index, a shard at
+ * most (see "Deferred frees" in zspage_alloc.c): enough for the cache
+ * misses of one batch to overlap, few enough that the holes they hold
+ * back do not matter (16 extents, about 20 KiB a shard at 1.3 KiB each).
+ */
+#define AFM_ZS_PEND		16
+
+/**
+ * struct afm_zs_pend - a free whose extent has not been merged yet
+ * @z: its zspage: live, not a victim (afm_zs_pick() and afm_zs_release()
+ *	take a zspage's entries off first).
+ * @off: the extent's offset: its object header, as the object left it,
+ *	still says its length.
+ */
+struct afm_zs_pend {
+	struct afm_zspage *z;
+	unsigned int off;
+};
+
 /**
  * struct afm_zs_pool - a shard of the zspage store of a pool
  * @pool: the generic pool.
@@ -364,6 +384,10 @@ struct afm_zs_table {
  *	record; the next malloc grows it (frees cannot sleep).
  * @hole_rec_bytes: bytes of the holes on the index.
  * @hole_nr: holes on the index.
+ * @pend: frees whose extents have yet to become holes on the index or
+ *	join their tail (see "Deferred frees" in zspage_alloc.c): zspage and
+ *	extent offset, in the order of the frees.
+ * @pend_nr: entries of @pend in use.
  * @last_alloc: jiffies of the last allocation (the rest run waits until
  *	AFM_ZS_LATE after it).
  * @late_force: the rest run may not wait (afm_zs_flush_work()).
@@ -422,6 +446,8 @@ struct afm_zs_pool {
 	bool rtab_short;
 	unsigned long hole_rec_bytes;
 	unsigned long hole_nr;
+	unsigned int pend_nr;
+	struct afm_zs_pend pend[AFM_ZS_PEND];
 	unsigned long last_alloc;
 	bool late_force;
 	bool dying;
@@ -1305,11 +1331,12 @@ void afm_zs_free_work(struct work_struct *work);
 /* zspage_alloc.c */
 unsigned int afm_zs_hole_class(unsigned int len);
 void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z);
+void afm_zs_pend_flush(struct afm_zs_pool *zs);
+void afm_zs_pend_drop(struct afm_zs_pool *zs, struct afm_zspage *z);
 unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 			  unsigned int size);
-void afm_zs_unplace(struct afm_zs_pool *zs, struct afm_zspage *z,
-		    struct afm_zs_cur *c, unsigned int off, unsigned int size,
-		    unsigned int len);
+void afm_zs_unplace_victim(struct afm_zs_pool *zs, struct afm_zspage *z,
+			   unsigned int size);
 unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			    gfp_t gfp);
 void afm_zs_free(struct afm_pool *pool, unsigned long handle);

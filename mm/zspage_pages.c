@@ -417,6 +417,7 @@ void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 	lockdep_assert_held(&zs->lock);
 	WARN_ON_ONCE(z->live || z->objs || (z->flags & AFM_ZS_VICTIM));
 
+	afm_zs_pend_drop(zs, z);
 	afm_zs_holes_unlink_all(zs, z);
 	afm_zs_unbucket(zs, z);
 	zs->tail_bytes -= AFM_ZS_SIZE - z->tail;

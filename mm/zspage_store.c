@@ -73,7 +73,10 @@
  * record for without sleeping. Indexed holes of a victim stay linked
  * until allocation meets one (it takes it off the index and goes on), or
  * the victim is released (afm_zs_holes_unlink_all() walks its extents), so
- * picking victims costs no walk. A free reads its header and, only if its
+ * picking victims costs no walk. A free touches no data page: it queues
+ * its extent, and the extents of AFM_ZS_PEND frees are merged together
+ * (see "Deferred frees" in zspage_alloc.c; until then an extent is a hole
+ * off the index). A merge reads the extent's header and, only if its
  * zspage has indexed holes, the footer before it and then the next header
  * (unless the hole before it is the only one), and writes the hole's
  * header and footer; an allocation writes the object's header
@@ -859,6 +862,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->hole_reused = zs->st.hole_reused;
 	c->donated = zs->st.donated;
 	c->hole_recorded = zs->hole_rec_bytes;
+	c->pending = zs->pend_nr;
 	c->runs = zs->st.runs;
 	c->chains = zs->st.chains;
 	c->blocks = atomic_long_read(&zs->st.blocks);
@@ -1110,6 +1114,8 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 
 	memset(rc, 0, sizeof(*rc));
 	afm_zs_lock(zs);
+	/* The index and the hole lists as if no free had been deferred. */
+	afm_zs_pend_flush(zs);
 	afm_zs_read_counters(zs, c);
 	for (pg = 0; pg < zs->dtab.end; pg++) {
 		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
@@ -1309,6 +1315,7 @@ static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
 	unsigned int bad = 0;
 
 	afm_zs_lock(zs);
+	afm_zs_pend_flush(zs);
 	for (pg = 0; pg < zs->dtab.end; pg++) {
 		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
 
@@ -1323,6 +1330,42 @@ static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
 	afm_zs_unlock(zs);
 	return bad;
 }
+
+/**
+ * afm_zs_test_flush() - merge the deferred frees now (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * For tests that look at the hole index right after a free: a free only
+ * queues its extent (see "Deferred frees" in zspage_alloc.c).
+ *
+ * Context: takes each shard's pool lock.
+ * Return: the number of extents merged.
+ */
+unsigned int afm_zs_test_flush(struct afm_pool *pool)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i, n = 0;
+
+	for (i = 0; i < set->nr; i++) {
+		afm_zs_lock(set->shard[i]);
+		n += set->shard[i]->pend_nr;
+		afm_zs_pend_flush(set->shard[i]);
+		afm_zs_unlock(set->shard[i]);
+	}
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_flush);
+
+/**
+ * afm_zs_test_pend_max() - deferred frees a shard queues (KUnit hook)
+ *
+ * Return: AFM_ZS_PEND: the free after that many merges the batch.
+ */
+unsigned int afm_zs_test_pend_max(void)
+{
+	return AFM_ZS_PEND;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pend_max);
 
 /**
  * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)

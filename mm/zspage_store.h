@@ -55,6 +55,8 @@
  * @donated: of those, objects allocated on behalf of another shard (the
  *	shard was a donor, see struct afm_zs_set).
  * @hole_recorded: bytes of the holes on the hole index now.
+ * @pending: extents of deferred frees not merged yet (counted in
+ *	@hole_bytes, not in @hole_recorded; see afm_zs_test_flush()).
  * @runs: zspages made whose pages were a run of PFNs.
  * @chains: zspages made whose pages were not.
  * @blocks: sets of zspage pages allocated as one block (zspage_contig).
@@ -87,6 +89,7 @@ struct afm_zs_counters {
 	unsigned long hole_reused;
 	unsigned long donated;
 	unsigned long hole_recorded;
+	unsigned long pending;
 	unsigned long runs;
 	unsigned long chains;
 	unsigned long blocks;
@@ -131,6 +134,8 @@ bool afm_zs_test_isolate_page(struct page *page);
 int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 		    struct afm_zs_obj_info *info);
 unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr);
+unsigned int afm_zs_test_flush(struct afm_pool *pool);
+unsigned int afm_zs_test_pend_max(void);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
