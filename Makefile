@@ -9,7 +9,8 @@
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
 #   make bench-speed  in-kernel ops/s of every allocator (bench/speed/run.sh)
-#   make bench-speed-uml  the same natively on the host's CPU (UML, 1 thread)
+#   make bench-speed-uml  the same natively on the host's CPU (UML, 1 thread;
+#                  WORKING_SET=65536: objects a thread beyond a server's L3)
 #   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
 #   make bench-churn  swap churn on zram or zswap (CHURN_TARGET), every page checked
 #   make vm-test   the in-VM tests on the lean guest kernel, quick dataset
@@ -178,7 +179,7 @@ bench-speed: setup
 # and run at its boot, natively (one thread), with a perf profile
 # (bench/speed/uml.sh; ~7 min cold for the UML build, ~1 min warm).
 bench-speed-uml: setup
-	$(TOP)/bench/speed/uml.sh --perf $(if $(OUT),--out $(OUT))
+	$(TOP)/bench/speed/uml.sh --perf $(if $(WORKING_SET),--working-set $(WORKING_SET)) $(if $(OUT),--out $(OUT))
 
 # zswap effective compression (Zswapped/Zswap) of afmalloc and zsmalloc on
 # the same workload in one boot of Debian's kernel, recorded for the README.

@@ -9,6 +9,8 @@
 # and the hottest functions are kept.
 #   bench/speed/uml.sh [--out DIR] [--runs N] [--duration-ms N]
 #                      [--working-set N] [--append ARGS] [--perf]
+# --working-set: objects a thread (default 4096, about 6 MiB of the lz4 sizes,
+# inside a server's L3; 65536, about 92 MiB, beyond it, as a zram pool is).
 # Results: DIR (default $AFMALLOC_CACHE/results/speed-uml-<date>) gets
 # speed.csv (the columns of make bench-speed), console.log (UML's output),
 # meta.json, speed.md and, with --perf, perf-report.txt (functions by share
@@ -131,8 +133,12 @@ vmb_command "make bench-speed-uml" "${opts[@]}"
   "runs": $runs,
   "duration_ms": $duration_ms,
   "working_set": $working_set,
+  "working_set_mib": $(awk -F, -v n="$working_set" '$1 ~ /^[0-9]/ { c += $3; s += ($1 + $2) / 2 * $3 }
+	END { printf "%.1f", n * s / c / 1048576 }' "$sizes"),
   "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
   "host_cpu": "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)",
+  "host_l2": "$(lscpu | sed -n 's/^L2 cache:[[:space:]]*//p')",
+  "host_l3": "$(lscpu | sed -n 's/^L3 cache:[[:space:]]*//p')",
 JSON
   meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
 python3 "$AFMALLOC_TOP/bench/report.py" --kind speed "$out" --out "$out/speed.md"
