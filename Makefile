@@ -8,9 +8,10 @@
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
-#   make bench-speed  in-kernel ops/s of every allocator (bench/speed/run.sh)
-#   make bench-speed-uml  the same natively on the host's CPU (UML, 1 thread;
+#   make bench-speed  in-kernel ops/s of every allocator (bench/speed/run.sh;
 #                  WORKING_SET=65536: objects a thread beyond a server's L3)
+#   make bench-speed-uml  the same natively on the host's CPU (UML, 1 thread;
+#                  WORKING_SET as for bench-speed)
 #   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
 #   make bench-churn  swap churn on zram or zswap (CHURN_TARGET), every page checked
 #   make vm-test   the in-VM tests on the lean guest kernel, quick dataset
@@ -173,7 +174,7 @@ results-collect:
 
 # In-kernel microbenchmark: ops/s of every allocator in one boot, 3 runs.
 bench-speed: setup
-	$(TOP)/bench/speed/run.sh $(if $(OUT),--out $(OUT))
+	$(TOP)/bench/speed/run.sh $(if $(WORKING_SET),--working-set $(WORKING_SET)) $(if $(OUT),--out $(OUT))
 
 # The same microbenchmark on the host's own CPU: built into a UML kernel
 # and run at its boot, natively (one thread), with a perf profile

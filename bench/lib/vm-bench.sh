@@ -55,6 +55,9 @@
 # vmb_need_rows FILE   dies unless the CSV FILE has a row below its header.
 # vmb_positive VAR...  dies unless every named variable holds a positive whole
 #                      number; the message names the option (--VAR, _ as -).
+# vmb_speed_meta SIZES N  meta.json lines of a speed run: N objects a
+#                      thread in MiB (N times the mean of the size histogram
+#                      SIZES) and the host's L2 and L3 sizes (lscpu).
 # vmb_command DEFAULT [OPT...]  sets cmd, meta.json's "command": DEFAULT
 #                      (e.g. the make target that runs the defaults) without
 #                      OPTs, else this run.sh's path in the checkout and the
@@ -127,6 +130,15 @@ vmb_positive() {
 	for v in "$@"; do
 		[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive number, not '${!v}'"
 	done
+}
+
+vmb_speed_meta() {
+	printf '  "working_set_mib": %s,\n' "$(awk -F, -v n="$2" \
+		'$1 ~ /^[0-9]/ { c += $3; s += ($1 + $2) / 2 * $3 }
+		 END { printf "%.1f", n * s / c / 1048576 }' "$1")"
+	printf '  "host_l2": "%s",\n  "host_l3": "%s",\n' \
+		"$(lscpu | sed -n 's/^L2 cache:[[:space:]]*//p')" \
+		"$(lscpu | sed -n 's/^L3 cache:[[:space:]]*//p')"
 }
 
 vmb_command() {

@@ -68,6 +68,7 @@ vmb_meta "$kernel" <<JSON
   "duration_ms": $duration_ms,
   "working_set": $working_set,
   "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
+$(vmb_speed_meta "$sizes" "$working_set")
 JSON
 python3 "$AFMALLOC_TOP/bench/report.py" --kind speed "$out" --out "$out/speed.md"
 vmb_done

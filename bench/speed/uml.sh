@@ -133,13 +133,10 @@ vmb_command "make bench-speed-uml" "${opts[@]}"
   "runs": $runs,
   "duration_ms": $duration_ms,
   "working_set": $working_set,
-  "working_set_mib": $(awk -F, -v n="$working_set" '$1 ~ /^[0-9]/ { c += $3; s += ($1 + $2) / 2 * $3 }
-	END { printf "%.1f", n * s / c / 1048576 }' "$sizes"),
   "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
   "host_cpu": "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)",
-  "host_l2": "$(lscpu | sed -n 's/^L2 cache:[[:space:]]*//p')",
-  "host_l3": "$(lscpu | sed -n 's/^L3 cache:[[:space:]]*//p')",
 JSON
+  vmb_speed_meta "$sizes" "$working_set"
   meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
 python3 "$AFMALLOC_TOP/bench/report.py" --kind speed "$out" --out "$out/speed.md"
 cat "$out/speed.md"
