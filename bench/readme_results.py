@@ -119,7 +119,7 @@ SUMMARY = {
     # left out with a note.
     "align": (("fio-tcg-a543431", "fio-tcg-align16"),
               ("quick-lz4-align1", "quick-lz4-align16"),
-              ("churn-zram-lz4", "churn-zram-lz4-align16")),
+              ("churn-zram-lz4-3e75791", "churn-zram-lz4-align16")),
 }
 
 # The zspage store's hole cache: runs whose kernel predates it are labelled.
