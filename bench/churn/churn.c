@@ -79,7 +79,10 @@
  * Output: stdout has a header, one summary line per phase and the result.
  * --out CSV (line-buffered, so a sampler can follow it) has one row per
  * phase start (kind "begin"), one per second (kind "second"), one per
- * phase end with the whole phase (kind "phase") and a last "done" row:
+ * process exit in the exit phase, when the process is told to exit (kind
+ * "exit", no interval: samples of separate runs can then be paired by exit
+ * and time since it), one per phase end with the whole phase (kind
+ * "phase") and a last "done" row:
  *   kind,wall_s,t_s,phase,phase_t_s,interval_s,pages,pages_per_s,rewrites,
  *   faults,fault_p50_us,fault_p99_us,fault_max_us,all_p50_us,all_p99_us,
  *   all_max_us,swapins,swapin_p50_us,swapin_p99_us
@@ -1232,6 +1235,7 @@ static void phase_exit(void)
 		struct slotctl *sc = &sh->slot[v];
 		pid_t old = sc->pid;
 
+		csv_row("exit", NULL);
 		sc->expect_exit = true;
 		set_cmd(v, CMD_EXIT);
 		while (sc->pid)
