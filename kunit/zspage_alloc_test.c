@@ -486,6 +486,9 @@ static void afm_zs_test_deferred_free(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.hole_reused, before.hole_reused + 1);
 	KUNIT_EXPECT_EQ(test, c.hole_recorded, (max - 1) * ext);
+	/* The audit checks the queued extent, then merges it. */
+	KUNIT_EXPECT_EQ(test, c.pending, 1);
+	afm_zs_expect_consistent(test, ts->pool);
 
 	/* Everything freed, extents still queued: the zspage is released. */
 	for (i = 0; i < n + 2; i++) {
@@ -502,8 +505,8 @@ static void afm_zs_test_deferred_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.pending, 0);
 	KUNIT_EXPECT_EQ(test, c.zspages, 0);
 	KUNIT_EXPECT_EQ(test, c.data_pages, 0);
-	KUNIT_EXPECT_EQ(test, afm_zs_test_flush(ts->pool), 0);
 	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_flush(ts->pool), 0);
 
 	/* Two zspages, the first left with a few objects: compaction. */
 	k = min(2 * AFM_ZS_SIZE / big, 2 * n);

@@ -331,7 +331,7 @@ struct afm_zs_table {
  * Frees whose extents wait to be merged into the hole index, a shard at
  * most (see "Deferred frees" in zspage_alloc.c): enough for the cache
  * misses of one batch to overlap, few enough that the holes they hold
- * back do not matter (16 extents, about 20 KiB a shard at 1.3 KiB each).
+ * back do not matter (16 extents, about 24 KiB a shard at 1.5 KiB each).
  */
 #define AFM_ZS_PEND		16
 

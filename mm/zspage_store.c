@@ -1060,6 +1060,37 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 				       struct afm_zs_counters *c,
 				       struct afm_zs_counters *rc);
 
+/*
+ * The queued extents of deferred frees, pool lock held: each in a live
+ * zspage with objects (no victim), below its fill offset, queued once, no
+ * indexed hole and no live object's extent (its stale header names a
+ * handle no longer there). Return: inconsistencies found.
+ */
+static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
+{
+	unsigned int i, j, len, bad = 0;
+	struct afm_zs_pend *p;
+	unsigned long idx;
+	s64 e;
+
+	for (i = 0; i < zs->pend_nr; i++) {
+		p = &zs->pend[i];
+		if (p->z->flags != AFM_ZS_USED || !p->z->objs ||
+		    p->off + AFM_ZS_HDR >= p->z->tail) {
+			bad++;
+			continue;
+		}
+		len = afm_zs_hdr_read(p->z, p->off, &idx, NULL);
+		if (len <= AFM_ZS_HDR || p->off + len > p->z->tail ||
+		    idx == AFM_ZS_LINKED ||
+		    afm_zs_owner(zs, p->z, p->off, idx, &e, NULL))
+			bad++;
+		for (j = 0; j < i; j++)
+			bad += zs->pend[j].z == p->z && zs->pend[j].off == p->off;
+	}
+	return bad;
+}
+
 /**
  * afm_zs_test_audit() - counters against a recount (KUnit hook)
  * @pool: a zspage-store pool
@@ -1078,6 +1109,8 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  * object, it is on the hole list its holes call for and has a chain of
  * AFM_ZS_PAGES pages pointing back to it, directory pages count their
  * table pages, and the hole index is consistent (afm_zs_audit_index()).
+ * Deferred frees are checked (afm_zs_audit_pend()) and then merged, so
+ * that @c and the rest describe the pool with none pending.
  *
  * Every shard is audited on its own, in one hold of its lock; @c and @rc
  * are the sums over the shards.
@@ -1115,6 +1148,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 	memset(rc, 0, sizeof(*rc));
 	afm_zs_lock(zs);
 	/* The index and the hole lists as if no free had been deferred. */
+	bad += afm_zs_audit_pend(zs);
 	afm_zs_pend_flush(zs);
 	afm_zs_read_counters(zs, c);
 	for (pg = 0; pg < zs->dtab.end; pg++) {
