@@ -402,31 +402,6 @@ CHURN_PARTS_COLS = ("allocator", "run", "phase", "overhead mean", "holes", "tail
                     "tables", "dead", "rest", "on lists", "into holes")
 
 
-def churn_align(progress):
-    """How churn() pairs a sample of one allocator with one of the other in
-    the same run and phase: a function of the sample and its seconds into
-    the phase giving a point of the workload. Most phases do the same all
-    along: the whole second. The exit phase is a series of process exits,
-    each freeing a share of the pool at once, at moments that differ
-    between runs (a second just after an exit in one run and just before it
-    in the other compares pools a process's data apart): in runs whose
-    progress.csv has churn's "exit" rows, the exit and the whole second
-    since it; without them, the second."""
-    exits = {}
-    for r in progress:
-        t = churn_report.num(r.get("phase_t_s"))
-        if r["phase"] == "exit" and r["kind"] == "exit" and t is not None:
-            exits.setdefault((r["alloc"], r["run"]), []).append(t)
-    runs_with_exits = {run for (_, run) in exits}
-
-    def align(r, t):
-        if r["phase"] == "exit" and r["run"] in runs_with_exits:
-            ev = [e for e in exits.get((r["alloc"], r["run"]), []) if e <= t]
-            return ("exit", len(ev), int(t - ev[-1]) if ev else int(t))
-        return int(t)
-    return align
-
-
 def churn(name):
     """Everything the README and bench/results/README.md say of a churn run:
     {"meta", "text" (bench/churn/report.py's report), "allocs", "runs",
@@ -438,8 +413,7 @@ def churn(name):
     run]}} of report.py's table of the zspage store's overhead parts (empty
     without one), "pairs": {phase or None (all): (pairs, afmalloc held more,
     zsmalloc held more, most MiB afmalloc held beyond zsmalloc, pairs with
-    overhead ratios, afmalloc's higher, zsmalloc's higher)} (see
-    churn_align()), "exit_aligned": whether exit-phase pairs are by exit}."""
+    overhead ratios, afmalloc's higher, zsmalloc's higher)}}."""
     d = rdir(name)
     if d in CHURN_CACHE:
         return CHURN_CACHE[d]
@@ -489,19 +463,16 @@ def churn(name):
         for col in CHURN_PARTS_COLS[3:]:
             c.setdefault(col, []).append(cnum(r[col].rstrip("%")))
     # Pairs: each allocator runs alone, so samples are matched by run, phase
-    # and a point of the workload (churn_align(): the whole second into the
-    # phase; in the exit phase, the exit and the second since it), the last
-    # sample of each.
+    # and whole second into the phase (the last sample of that second).
     # Held: every sample; overhead ratio: samples report.py counts (stored()).
     held, ratio, peak = {}, {}, {}
-    align = churn_align(progress)
     for r in samples:
         c = churn_report.num(r["compr_bytes"]) or 0
         peak[churn_report.key(r)] = max(peak.get(churn_report.key(r), 0), c)
     for r in samples:
         t, h = churn_report.num(r["phase_t_s"]), churn_report.num(r["held_pages"])
         if r["phase"] in phases and t is not None and h is not None:
-            k = (r["run"], r["phase"], align(r, t))
+            k = (r["run"], r["phase"], int(t))
             held.setdefault(r["alloc"], {})[k] = h
             if churn_report.stored(r, 0.01 * peak[churn_report.key(r)]):
                 ratio.setdefault(r["alloc"], {})[k] = churn_report.num(r["overhead_ratio"])
@@ -519,8 +490,7 @@ def churn(name):
                          sum(ratio[AF][k] < ratio[ZS][k] for k in rk))
     out = {"meta": report.load_meta(d), "text": text, "allocs": allocs, "runs": runs,
            "phases": phases, "phase": per, "rest": rest, "rest_at": rest_at, "lat": lat,
-           "parts": parts, "pairs": pairs,
-           "exit_aligned": any(r["kind"] == "exit" for r in progress)}
+           "parts": parts, "pairs": pairs}
     CHURN_CACHE[d] = out
     return out
 
@@ -1213,8 +1183,7 @@ def churn_rows(n, c, add):
     ratio_b = "afmalloc" if rmore < rless else "**zsmalloc**" if rmore > rless else "neither"
     better = held_b if held_b == ratio_b else \
         f"neither: {held_b.strip('*')} by pages held, {ratio_b.strip('*')} by overhead ratio"
-    add("... one-second samples, paired by run, phase and second into the phase"
-        + (" (exit phase: by exit and second since it)" if c["exit_aligned"] else "") + ": "
+    add("... one-second samples, paired by run, phase and second into the phase: "
         "more pages held than the other allocator / a higher overhead ratio",
         f"{100 * less / pn:.1f}% of {pn} / {100 * rless / rn:.1f}% of {rn}"
         if pn and rn else "-",
