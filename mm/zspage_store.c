@@ -1393,6 +1393,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_flush);
 /**
  * afm_zs_test_pend_max() - deferred frees a shard queues (KUnit hook)
  *
+ * Context: any.
  * Return: AFM_ZS_PEND: the free after that many merges the batch.
  */
 unsigned int afm_zs_test_pend_max(void)
