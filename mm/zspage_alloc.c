@@ -496,6 +496,10 @@ void afm_zs_pend_flush(struct afm_zs_pool *zs)
 	/* The lengths, and the headers after the extents. */
 	for (i = 0; i < n; i++) {
 		p = &zs->pend[i];
+		len[i] = 0;
+		/* Only a live zspage's header is read (checked below). */
+		if (p->z->flags != AFM_ZS_USED || !p->z->objs)
+			continue;
 		afm_zs_cur_begin(&c, p->z);
 		len[i] = afm_zs_chdr_read(&c, p->off, &idx, NULL);
 		if (c.lin && p->off + len[i] < p->z->tail)
@@ -503,9 +507,8 @@ void afm_zs_pend_flush(struct afm_zs_pool *zs)
 	}
 	for (i = 0; i < n; i++) {
 		p = &zs->pend[i];
-		if (WARN_ONCE(len[i] < AFM_ZS_HDR + 1 ||
-			      p->off + len[i] > p->z->tail ||
-			      p->z->flags != AFM_ZS_USED || !p->z->objs,
+		if (WARN_ONCE(len[i] <= AFM_ZS_HDR ||
+			      p->off + len[i] > p->z->tail,
 			      "afmalloc: pool %s: bad deferred free at %u of zspage %u\n",
 			      zs->pool->name, p->off, p->z->id))
 			continue;
