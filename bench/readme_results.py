@@ -854,9 +854,6 @@ def summary_data():
         print(f"readme_results: note: no {rdir(SUMMARY['speed_large'])}/speed.csv: "
               "the summary has no row for it", file=sys.stderr)
     need(SUMMARY["speed_native"], "speed.csv")
-    sr = report.speed_ratios(rdir(SUMMARY["speed_native"]))
-    d["speed_native"] = {op: sr[(AF, op, t)] for (a, op, t) in sr
-                         if a == AF and t == 1 and op in ("alloc-map", "read-map")}
     d["speed_native_ws"] = {}
     for key in ("speed_native", "speed_native_large"):
         name = SUMMARY[key]
