@@ -32,24 +32,42 @@ kcc() {
 }
 
 # apt_install PKG...: install Debian packages that are missing (idempotent).
+# Concurrent runs take turns (the 'apt' lock; apt-get also waits for a dpkg
+# lock held by anything else).
 apt_install() {
-	local missing=() p
+	local missing=()
+	_apt_missing "$@"
+	[ ${#missing[@]} -eq 0 ] && return 0
+	need_root "installing ${missing[*]}"
+	(
+	lock apt
+	missing=()
+	_apt_missing "$@"
+	[ ${#missing[@]} -eq 0 ] && exit 0
+	_apt_get_install
+	) || exit
+}
+
+# _apt_missing PKG...: the packages not installed, into the caller's missing.
+_apt_missing() {
+	local p
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 			missing+=("$p")
 	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	need_root "installing ${missing[*]}"
+}
+
+_apt_get_install() {
 	log "installing Debian packages: ${missing[*]}"
 	mkdir -p "$AFMALLOC_CACHE"
 	local alog=$AFMALLOC_CACHE/apt.log
 	if [ ! -f "$AFMALLOC_CACHE/.apt-updated" ] ||
 	   [ -n "$(find "$AFMALLOC_CACHE/.apt-updated" -mmin +720 2>/dev/null)" ]; then
-		apt-get update -q >"$alog" 2>&1 || { tail -n 20 "$alog" >&2; die "apt-get update failed"; }
+		apt-get update -q -o DPkg::Lock::Timeout=600 >"$alog" 2>&1 || { tail -n 20 "$alog" >&2; die "apt-get update failed"; }
 		touch "$AFMALLOC_CACHE/.apt-updated"
 	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		"${missing[@]}" >"$alog" 2>&1 ||
+		-o DPkg::Lock::Timeout=600 "${missing[@]}" >"$alog" 2>&1 ||
 		{ tail -n 20 "$alog" >&2; die "could not install ${missing[*]} (log: $alog)"; }
 }
 

@@ -10,6 +10,8 @@
 tarball=${AFMALLOC_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 stamp=$AFMALLOC_SRC/.afmalloc-unpacked
 
+# Concurrent runs (CI beside a benchmark) unpack once, one at a time.
+[ -f "$stamp" ] || lock src
 if [ ! -f "$stamp" ]; then
 	if [ ! -f "$tarball" ]; then
 		[ -z "${AFMALLOC_TARBALL:-}" ] || die "AFMALLOC_TARBALL=$tarball does not exist"

@@ -13,6 +13,7 @@ apt_install build-essential flex bison bc libelf-dev libssl-dev cpio kmod rsync 
 
 # virtme-ng and matplotlib, pinned, in our own venv (no system pip changes).
 req="virtme-ng==1.42 matplotlib==3.9.2"
+[ "$(cat "$AFMALLOC_VENV/.afmalloc-req" 2>/dev/null)" = "$req" ] || lock venv
 if [ "$(cat "$AFMALLOC_VENV/.afmalloc-req" 2>/dev/null)" != "$req" ]; then
 	log "creating Python venv $AFMALLOC_VENV ($req)"
 	python3 -m venv "$AFMALLOC_VENV" 2>/dev/null || {
