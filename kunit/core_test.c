@@ -435,9 +435,10 @@ KUNIT_ARRAY_PARAM(afm_irqoff, afm_irqoff_stores, afm_irqoff_desc);
  * slots cache's spin_lock_irq() across swapcache_free_entries() ->
  * zram_slot_free_notify() -> afm_free(). Every object freed so, including
  * the last ones of their zspages or slabs (the pages go back from there),
- * must leave nothing behind and warn about nothing: re-enabling bottom
- * halves with hardirqs off warns (kernel/softirq.c), and lockdep reports
- * a sleep in atomic context. The kernel-log checks of scripts/kunit.sh and
+ * must leave nothing behind and warn about nothing: nothing on the free
+ * path may need hardirqs on (re-enabling bottom halves with hardirqs off
+ * warns, kernel/softirq.c) or sleep (lockdep reports a sleep in atomic
+ * context). The kernel-log checks of scripts/kunit.sh and
  * tests/vm/kunit-guest.sh fail the run on such a warning; the case fails
  * by itself too when no earlier test had tainted the kernel with one (the
  * API-misuse tests warn on purpose).

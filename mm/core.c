@@ -127,24 +127,25 @@
  * ------------------------------------------------
  * - Objects: packed back to back, byte aligned, no size classes, into
  *   zspages of 8 order-0 pages (caller's gfp: highmem and movable pages
- *   are fine, data is reached with kmap_local_page()); objects may cross
- *   page boundaries (mapped through the per-CPU buffer then). Allocation
- *   appends to the zspage whose free tail fits best; frees leave holes
- *   that compaction reclaims by evacuating the sparsest zspages.
- * - Handles: 1 + index of an 8-byte entry (zspage id, offset, size, pin
- *   count, move lock) in a pool-owned, page-based handle table; zspage
- *   ids index a pool-owned descriptor table (48 bytes per zspage: the
- *   first page and the pool; data pages chain through ->index).
- * - Per object: 8 bytes (entry) + ~0.15% (descriptor share); no header,
- *   no rounding. afm_get_total_pages() counts every page exactly: zspage
- *   pages, table, descriptor and directory pages.
+ *   are fine); objects may cross page boundaries. An object's extent is a
+ *   5-byte header (its handle index: the reverse map compaction uses) and
+ *   its data. Frees leave holes, reused through a hole index (lists by
+ *   length); compaction evacuates the zspages with the most holes.
+ * - Handles: shard number and 1 + index of an 8-byte entry (zspage id,
+ *   offset, size, pin count, move lock) in the shard's handle table, a
+ *   slot table that grows and shrinks by pages, without a fixed limit.
+ * - Shards: by default one per possible CPU rounded up to a power of two,
+ *   at most 64 (module parameter zspage_shards), each with its own lock,
+ *   tables and zspages.
  * - Compaction: afm_compact(), a per-pool shrinker, and an automatic
  *   worker queued by free when holes exceed a threshold (module parameter
  *   zspage_auto_permille). Zspage pages are movable (__SetPageMovable()),
  *   migrated by kernel compaction, CMA and memory offlining.
- * - Locks: compact_lock -> page lock -> pool lock (spinlock, BH off) ->
- *   entry move lock -> zspage gate; map/read/write take only an entry pin
- *   and the zspage gate (shared); migration only the gate (exclusive).
+ * - Locks: compact_lock -> page lock -> shard pool lock (spinlock) ->
+ *   entry move lock; map/read/write take only an entry pin and the zspage
+ *   gate (shared); migration takes the gate (exclusive), then the pool
+ *   lock, each with a trylock. The whole map, with the lock rules, opens
+ *   zspage_store.c.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt

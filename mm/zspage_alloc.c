@@ -7,8 +7,8 @@
  * (map, unmap, read, write), which pin the entry and enter the zspage's
  * gate.
  *
- * Locking: malloc and free take the pool lock (bottom halves off; free may
- * run with hardirqs off), which is all their header accesses (struct
+ * Locking: malloc and free take the pool lock (free may run with hardirqs
+ * off), which is all their header accesses (struct
  * afm_zs_cur) need: migration takes it too. Malloc allocates pages
  * only without the pool lock, and takes a donor shard's lock only with
  * spin_trylock() after dropping its own; the merge of deferred frees may
@@ -576,11 +576,8 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 	struct afm_zspage *z;
 	unsigned long hpg;
 
-	afm_bh_off();
-	if (!spin_trylock(&zs->lock)) {
-		afm_bh_on();
+	if (!spin_trylock(&zs->lock))
 		return 0;
-	}
 	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
 	    afm_zt_need(&zs->htab, hpg))
 		goto none;

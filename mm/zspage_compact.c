@@ -63,7 +63,7 @@ int afm_zs_want_auto(struct afm_zs_pool *zs)
 /*
  * Drop the pool lock during a walk: every 256 entries looked at (a move
  * counts 16), or sooner when someone waits for the lock or the CPU. Bounds
- * the time spent with the lock held and bottom halves off, and lets RCU see
+ * the time spent with the lock held, and lets RCU see
  * a quiescent state on non-preemptible kernels.
  */
 static bool afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
@@ -148,8 +148,8 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 
 	/*
 	 * Pinners spin while LOCK is set: hold it with preemption off (also
-	 * on PREEMPT_RT) and, as the pool lock keeps bottom halves off, no
-	 * reader in softirq on this CPU can spin on it.
+	 * on PREEMPT_RT); no reader runs in interrupt context (afmalloc.h), so
+	 * none can spin on it from under us on this CPU.
 	 */
 	preempt_disable();
 	if (!atomic64_try_cmpxchg_acquire(ent, &e, e | AFM_ZE_LOCK)) {

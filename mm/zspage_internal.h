@@ -21,7 +21,6 @@
 #include <linux/atomic.h>
 #include <linux/bitmap.h>
 #include <linux/bitops.h>
-#include <linux/bottom_half.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/list.h>
@@ -570,32 +569,19 @@ static __always_inline struct afm_zs_pool *afm_zs_of(struct afm_pool *pool,
 }
 
 /*
- * Bottom halves and the pool lock. The pool lock and the exclusive gate
- * are held with bottom halves off, so that free may run in softirq context.
- * Free is also called with hardirqs off: zram's slot_free_notify runs under
- * the swap slots cache's spin_lock_irq() (free_swap_slot() ->
- * swapcache_free_entries() -> zram_slot_free_notify() -> afm_free()). No
- * softirq can run on this CPU then, and local_bh_enable() must not be
- * called with hardirqs off (it warns), so these leave bottom halves alone
- * when hardirqs are off. Nothing in this file changes the hardirq state
- * between taking and dropping, so the check agrees at both ends.
+ * The pool lock is a plain spinlock, as zsmalloc's class lock: nothing
+ * takes it, nor spins on an entry or a gate, in interrupt context (no
+ * caller frees or reads in softirq or hardirq context, see afm_free()), so
+ * neither bottom halves nor interrupts need to be off. Free is also called
+ * with hardirqs off: zram's slot_free_notify runs under the swap slots
+ * cache's spin_lock_irq() (free_swap_slot() -> swapcache_free_entries() ->
+ * zram_slot_free_notify() -> afm_free()); that is not interrupt context.
+ * Lockdep reports a caller in softirq context (a lock taken in softirq and
+ * elsewhere with softirqs on).
  */
-static __always_inline void afm_bh_off(void)
-{
-	if (!irqs_disabled())
-		local_bh_disable();
-}
-
-static __always_inline void afm_bh_on(void)
-{
-	if (!irqs_disabled())
-		local_bh_enable();
-}
-
 static __always_inline void afm_zs_lock(struct afm_zs_pool *zs)
 	__acquires(&zs->lock)
 {
-	afm_bh_off();
 	spin_lock(&zs->lock);
 }
 
@@ -603,7 +589,6 @@ static __always_inline void afm_zs_unlock(struct afm_zs_pool *zs)
 	__releases(&zs->lock)
 {
 	spin_unlock(&zs->lock);
-	afm_bh_on();
 }
 
 /* KUnit: what the kernel may not do to a pool, see afm_zs_test_quiet(). */

@@ -28,10 +28,9 @@ struct lockdep_map afm_ze_map =
 
 /*
  * Take the gate exclusively: once, or with @wait up to AFM_ZG_TRIES times,
- * preemptible and with bottom halves on between attempts (sharers are not
- * held back meanwhile; they hold the gate for one access). On success,
- * returns with bottom halves and preemption disabled (so a sharer running
- * in softirq on this CPU cannot spin on us).
+ * preemptible between attempts (sharers are not held back meanwhile; they
+ * hold the gate for one access). On success, returns with preemption
+ * disabled (sharers spin: none may wait on a holder that was preempted).
  */
 bool afm_zg_lock(struct afm_zspage *z, bool wait)
 {
@@ -39,7 +38,6 @@ bool afm_zg_lock(struct afm_zspage *z, bool wait)
 	int old;
 
 	while (tries--) {
-		afm_bh_off();
 		preempt_disable();
 		old = 0;
 		if (atomic_try_cmpxchg_acquire(&z->gate, &old, AFM_ZG_EXCL)) {
@@ -47,7 +45,6 @@ bool afm_zg_lock(struct afm_zspage *z, bool wait)
 			return true;
 		}
 		preempt_enable();
-		afm_bh_on();
 		cpu_relax();
 	}
 	return false;
@@ -58,7 +55,6 @@ void afm_zg_unlock(struct afm_zspage *z)
 	lock_map_release(&afm_zg_map);
 	atomic_fetch_andnot_release(AFM_ZG_EXCL, &z->gate);
 	preempt_enable();
-	afm_bh_on();
 }
 
 /* Copies between zspages and linear buffers */

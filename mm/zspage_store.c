@@ -267,7 +267,7 @@
  *   page lock (PG_locked)           taken by the migration core around
  *                                   isolate/migrate/putback; by the
  *                                   deferred free with lock_page().
- *   afm_zs_pool.lock (spinlock_bh)  one a shard, never two at once:
+ *   afm_zs_pool.lock (spinlock)     one a shard, never two at once:
  *                                   tables, tail buckets, the hole index
  *                                   (heads, records, hole headers),
  *                                   zspage counters and flags, every entry
@@ -277,23 +277,21 @@
  *                                   read or write; migration takes it
  *                                   after the exclusive gate, with a
  *                                   trylock.
- *                                   Bottom halves are disabled while it
- *                                   is held (afm_zs_lock()), so free may
- *                                   run in softirq context; free may also
- *                                   run with hardirqs off (zram as swap),
- *                                   then bottom halves are left alone.
+ *                                   Never taken in interrupt context (no
+ *                                   caller allocates or frees there), so
+ *                                   taken with spin_lock(); free may also
+ *                                   run with hardirqs off (zram as swap).
  *   entry LOCK bit                  compaction moving one object: only set
- *                                   under the pool lock, with preemption and
- *                                   bottom halves disabled, for one copy.
+ *                                   under the pool lock, with preemption
+ *                                   disabled, for one copy.
  *   zspage gate (afm_zspage.gate)   shared: accessors (map, read, write)
  *                                   keep the zspage's page chain stable;
  *                                   exclusive: migration replacing a page
  *                                   (then also the pool lock, taken after
  *                                   it with a trylock: the chain is stable
  *                                   under either), and freeing a zspage.
- *                                   Held with preemption (exclusive: and
- *                                   bottom halves) disabled, never across a
- *                                   sleep.
+ *                                   Held with preemption disabled, never
+ *                                   across a sleep.
  * The entry LOCK bit and pins, and the gate, are lockdep maps
  * (afm_ze_map, afm_zg_map): shared sides as recursive read locks, LOCK and
  * the exclusive gate as the trylocks they are.
@@ -886,7 +884,7 @@ static void afm_zs_add_counters(struct afm_zs_counters *dst,
  * @pool: a zspage-store pool
  * @c: filled in: the sums over its shards
  *
- * Context: process or softirq context; takes each shard's pool lock.
+ * Context: process context; takes each shard's pool lock.
  */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 {
@@ -1477,8 +1475,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_release_zspage);
  *
  * As a malloc or free in progress holds it.
  *
- * Context: process context; returns with the lock held and bottom halves
- * off: nothing that sleeps until afm_zs_test_unlock_shard().
+ * Context: process context; returns with the lock held: nothing that
+ * sleeps until afm_zs_test_unlock_shard().
  */
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle)
 {

@@ -155,9 +155,9 @@ unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
  * With the zspage store, a free that leaves enough holes queues the
  * automatic compaction worker (see afm_compact()).
  *
- * Context: Task context, not in interrupt; does not sleep. The zspage
- * store's locks disable bottom halves, so with that store afm_free()
- * may also be called from softirq context.
+ * Context: Task context, not in interrupt (neither store's locks disable
+ * bottom halves, as zsmalloc's do not); hardirqs may be disabled (zram as
+ * swap frees so); does not sleep.
  * Return: nothing.
  */
 void afm_free(struct afm_pool *pool, unsigned long handle);
