@@ -49,21 +49,16 @@ unsigned int afm_zs_hole_class(unsigned int len)
 }
 
 /*
- * A free record of the hole table, or 0 (then the hole stays off the
- * index, left to compaction). A table page it needs is allocated without
- * sleeping: free may run in atomic context, and a hole off the index loses
- * no data. Return: its number + 1.
+ * afm_zs_rec_new() from table page @pg (not the magazine): out of line,
+ * off the merge's fast path.
  */
-static __always_inline u32 afm_zs_rec_new(struct afm_zs_pool *zs)
+static noinline u32 afm_zs_rec_new_page(struct afm_zs_pool *zs,
+					unsigned long pg)
 {
-	struct afm_zs_spare sp = { };
-	unsigned long pg, r;
+	struct afm_zs_spare sp;
+	unsigned long r;
 
-	lockdep_assert_held(&zs->lock);
-	if (afm_zt_find(&zs->rtab, &pg))
-		return 0;
-	if (pg == AFM_ZT_FROM_MAG)
-		return afm_zt_take(zs, &zs->rtab, pg, NULL) + 1;
+	afm_zs_spare_init(&sp);
 	if (afm_zt_short(&zs->rtab, pg)) {
 		/* The next malloc grows the top level. */
 		zs->rtab_short = true;
@@ -77,6 +72,24 @@ static __always_inline u32 afm_zs_rec_new(struct afm_zs_pool *zs)
 	r = afm_zt_take(zs, &zs->rtab, pg, &sp);
 	afm_zs_spare_drain(&sp);
 	return r + 1;
+}
+
+/*
+ * A free record of the hole table, or 0 (then the hole stays off the
+ * index, left to compaction). A table page it needs is allocated without
+ * sleeping: free may run in atomic context, and a hole off the index loses
+ * no data. Return: its number + 1.
+ */
+static __always_inline u32 afm_zs_rec_new(struct afm_zs_pool *zs)
+{
+	unsigned long pg;
+
+	lockdep_assert_held(&zs->lock);
+	if (afm_zt_find(&zs->rtab, &pg))
+		return 0;
+	if (pg == AFM_ZT_FROM_MAG)
+		return afm_zt_take(zs, &zs->rtab, pg, NULL) + 1;
+	return afm_zs_rec_new_page(zs, pg);
 }
 
 /*
@@ -473,7 +486,9 @@ void afm_zs_pend_drop(struct afm_zs_pool *zs, struct afm_zspage *z)
  */
 void afm_zs_pend_flush(struct afm_zs_pool *zs)
 {
-	unsigned int i, n = zs->pend_nr, len[AFM_ZS_PEND];
+	/* Each of the first n set in pass 2 before pass 3 reads it. */
+	unsigned int len[AFM_ZS_PEND] __uninitialized;
+	unsigned int i, n = zs->pend_nr;
 	struct afm_zs_cur c;
 	struct afm_zs_pend *p;
 	unsigned long idx;
@@ -571,11 +586,12 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 					 struct afm_zs_pool *zs, size_t size)
 {
 	unsigned int ext = afm_zs_ext(zs, size), off;
-	struct afm_zs_spare sp = { };
+	struct afm_zs_spare sp __uninitialized;
 	struct afm_zs_hole hole;
 	struct afm_zspage *z;
 	unsigned long hpg;
 
+	afm_zs_spare_init(&sp);
 	if (!spin_trylock(&zs->lock))
 		return 0;
 	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
@@ -617,13 +633,14 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	struct afm_zs_set *set = pool->store;
 	struct afm_zs_pool *zs = afm_zs_here(set);
 	unsigned long hpg, dpg = 0, rpg, handle;
-	struct afm_zs_spare sp = { };
 	unsigned int meta, data, off, ext;
+	struct afm_zs_spare sp __uninitialized;
 	struct afm_zs_pool *donor;
 	struct afm_zs_hole hole;
 	bool in_hole, asked = false;
 	struct afm_zspage *z;
 
+	afm_zs_spare_init(&sp);
 	for (;;) {
 		afm_zs_lock(zs);
 		if (afm_zt_find(&zs->htab, &hpg))

@@ -772,6 +772,18 @@ struct afm_zs_spare {
 };
 
 /*
+ * An empty spare: the counts only (only slots below them are read). On
+ * malloc's fast path the spare is declared __uninitialized, so that
+ * CONFIG_INIT_STACK_ALL_ZERO (Debian's default) does not clear its 112
+ * bytes on every call either.
+ */
+static __always_inline void afm_zs_spare_init(struct afm_zs_spare *sp)
+{
+	sp->nr_meta = 0;
+	sp->nr_data = 0;
+}
+
+/*
  * Taking and freeing slots (zspage_table.c), pool lock held: inline for
  * the magazine (struct afm_zs_table), which serves malloc and free under
  * churn, out of line for table pages.
