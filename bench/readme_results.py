@@ -100,12 +100,12 @@ SUMMARY = {
     "zstd": "quick-zstd-4allocs",           # another compressor, all allocators
     "fio": "fio-tcg",                       # fio on zram: IOPS and memory held
     "speed": "speed-tcg",                   # in-kernel microbenchmark
-    # The same with a working set beyond the host's L3 (--working-set);
-    # missing: left out with a note.
+    # The same with a working set of 92 MiB, beyond the L2 and most L3s
+    # (--working-set); missing: left out with a note.
     "speed_large": "speed-tcg-large",
     "speed_native": "speed-uml",            # the same natively, on UML
-    # The same with a working set beyond the host's L3 (uml.sh
-    # --working-set); missing: left out with a note.
+    # The same with a working set of 92 MiB, beyond the L2 and most L3s
+    # (uml.sh --working-set); missing: left out with a note.
     "speed_native_large": "speed-uml-large",
     "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots-hole-cache"),
     "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel

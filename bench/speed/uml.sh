@@ -10,7 +10,8 @@
 #   bench/speed/uml.sh [--out DIR] [--runs N] [--duration-ms N]
 #                      [--working-set N] [--append ARGS] [--perf]
 # --working-set: objects a thread (default 4096, about 6 MiB of the lz4 sizes,
-# inside a server's L3; 65536, about 92 MiB, beyond it, as a zram pool is).
+# inside a server's L2 or L3; 65536, about 92 MiB, beyond the L2 and most
+# L3s, as a zram pool is).
 # Results: DIR (default $AFMALLOC_CACHE/results/speed-uml-<date>) gets
 # speed.csv (the columns of make bench-speed), console.log (UML's output),
 # meta.json, speed.md and, with --perf, perf-report.txt (functions by share
