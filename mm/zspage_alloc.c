@@ -8,14 +8,13 @@
  * gate.
  *
  * Locking: malloc and free take the pool lock (free may run with hardirqs
- * off), which is all their header accesses (struct
- * afm_zs_cur) need: migration takes it too. Malloc allocates pages
- * only without the pool lock, and takes a donor shard's lock only with
- * spin_trylock() after dropping its own; the merge of deferred frees may
- * take a hole table page with GFP_NOWAIT under it (else the hole stays off
- * the index). The hole index (heads, records) and the queue of deferred
- * frees (afm_zs_pool.pend) are under the pool lock. Accessors never take
- * it.
+ * off), which is all their header accesses (struct afm_zs_cur) need:
+ * migration takes it too. Malloc allocates pages only without the pool
+ * lock, and takes a donor shard's lock only with spin_trylock() after
+ * dropping its own; the merge of deferred frees may take a hole table page
+ * with GFP_NOWAIT under it (else the hole stays off the index). The hole
+ * index (heads, records) and the queue of deferred frees
+ * (afm_zs_pool.pend) are under the pool lock. Accessors never take it.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
