@@ -9,7 +9,7 @@
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
 #   make bench-speed  in-kernel ops/s of every allocator (bench/speed/run.sh;
-#                  WORKING_SET=65536: objects a thread beyond a server's L3)
+#                  WORKING_SET=65536: objects a thread beyond the L2 and most L3s)
 #   make bench-speed-uml  the same natively on the host's CPU (UML, 1 thread;
 #                  WORKING_SET as for bench-speed)
 #   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
