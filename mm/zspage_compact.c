@@ -63,8 +63,8 @@ int afm_zs_want_auto(struct afm_zs_pool *zs)
 /*
  * Drop the pool lock during a walk: every 256 entries looked at (a move
  * counts 16), or sooner when someone waits for the lock or the CPU. Bounds
- * the time spent with the lock held, and lets RCU see
- * a quiescent state on non-preemptible kernels.
+ * the time spent with the lock held, and lets RCU see a quiescent state on
+ * non-preemptible kernels.
  */
 static bool afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
 {
