@@ -41,7 +41,7 @@ VM_DEBUG := $(TOP)/scripts/vm-run.sh --kernel $(DEBUG_KDIR) --memory 1G
 TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
-	vm-test-stock vm-test-debug check timings-begin readme-check readme demo bench bench-speed bench-zswap bench-fio \
+	vm-test-stock vm-test-debug check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time bench-speed-uml bench-churn vm-test-churn vm-test-zero-race results-collect module module-clean checkpatch
 
 all: help
@@ -112,7 +112,7 @@ vm-test-stock: setup
 # The steps are timed into $(AFMALLOC_CACHE)/timings/check.tsv (the
 # README's timing table is generated from a copy of it).
 check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
-check: timings-begin readme-check setup kunit vm-test-debug vm-test-stock
+check: timings-begin readme-check script-tests setup kunit vm-test-debug vm-test-stock
 	@$(TIMED) --report
 	@echo "make check: all passed"
 
@@ -124,6 +124,10 @@ timings-begin:
 # summary plot.
 readme-check:
 	$(TIMED) readme-check python3 $(TOP)/bench/readme_results.py --check
+
+# The workbench scripts' own tests (tests/scripts/, bash only, a second).
+script-tests:
+	$(TIMED) script-tests $(TOP)/tests/scripts/shared-cache.sh
 
 readme:
 	python3 $(TOP)/bench/readme_results.py
