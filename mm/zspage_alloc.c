@@ -158,7 +158,7 @@ static void afm_zs_hole_drop(struct afm_zs_pool *zs, struct afm_zspage *z,
 			     struct afm_zs_hrec *rec, u32 r1)
 {
 	afm_zs_hole_unlink(zs, z, rec);
-	afm_zs_hdr_write(z, rec->off, rec->len, 0);
+	afm_zs_hdr_write(zs, z, rec->off, rec->len, 0);
 	afm_zt_put(zs, &zs->rtab, r1 - 1);
 }
 
@@ -174,7 +174,7 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 
 	lockdep_assert_held(&zs->lock);
 	while (z->linked && off < z->tail) {
-		len = afm_zs_hdr_read(z, off, &idx, &r1);
+		len = afm_zs_hdr_read(zs, z, off, &idx, &r1);
 		if (WARN_ONCE(len < AFM_ZS_HDR || off + len > z->tail,
 			      "afmalloc: pool %s: bad extent at %u of zspage %u\n",
 			      zs->pool->name, off, z->id))
@@ -514,7 +514,7 @@ void afm_zs_pend_flush(struct afm_zs_pool *zs)
 		/* Only a live zspage's header is read (checked below). */
 		if (p->z->flags != AFM_ZS_USED || !p->z->objs)
 			continue;
-		afm_zs_cur_begin(&c, p->z);
+		afm_zs_cur_begin(&c, zs, p->z);
 		len[i] = afm_zs_chdr_read(&c, p->off, &idx, NULL);
 		if (c.lin && p->off + len[i] < p->z->tail)
 			prefetchw(c.lin + p->off + len[i]);
@@ -526,7 +526,7 @@ void afm_zs_pend_flush(struct afm_zs_pool *zs)
 			      "afmalloc: pool %s: bad deferred free at %u of zspage %u\n",
 			      zs->pool->name, p->off, p->z->id))
 			continue;
-		afm_zs_cur_begin(&c, p->z);
+		afm_zs_cur_begin(&c, zs, p->z);
 		afm_zs_merge(zs, p->z, &c, p->off, len[i]);
 		afm_zs_hlist_update(zs, p->z);
 	}
@@ -566,7 +566,7 @@ afm_zs_commit(struct afm_zs_set *set, struct afm_zs_pool *zs,
 	struct afm_zs_cur c;
 
 	WRITE_ONCE(zs->last_alloc, jiffies);
-	afm_zs_cur_begin(&c, z);
+	afm_zs_cur_begin(&c, zs, z);
 	afm_zs_chdr_write(&c, off, ext, idx + 1);
 	if (hole && ext < hole->len)
 		afm_zs_chole_write(&c, off + ext, hole->len - ext, hole->r1);

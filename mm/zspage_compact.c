@@ -158,7 +158,7 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	}
 	lock_map_acquire_try(&afm_ze_map);
 	doff = afm_zs_place(zs, d, size);
-	afm_zs_hdr_write(d, doff, afm_zs_ext(zs, size), idx);
+	afm_zs_hdr_write(zs, d, doff, afm_zs_ext(zs, size), idx);
 	/* The pool lock keeps migration away from both zspages. */
 	afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
 	lock_map_release(&afm_ze_map);
@@ -217,7 +217,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 
 	/* A victim's extents do not change: only frees reach it. */
 	while (v->objs && *off < v->tail) {
-		len = afm_zs_hdr_read(v, *off, &idx, NULL);
+		len = afm_zs_hdr_read(zs, v, *off, &idx, NULL);
 		zs->st.walked++;
 		if (WARN_ONCE(len < AFM_ZS_HDR || *off + len > v->tail,
 			      "afmalloc: pool %s: bad extent at %u of zspage %u\n",

@@ -185,7 +185,6 @@ typedef u32 afm_zs_off_t;
  *	carry a page array. The chain (this pointer and the ->index links) is
  *	changed by migration under the exclusive gate and the pool lock, and
  *	read by holders of either (the gate shared or exclusive).
- * @zs: the zspage store pool it belongs to (for the migration callbacks).
  * @list: entry in the tail bucket @bucket, or in the pool's dead list.
  *	Under the pool lock.
  * @hlist: entry in hole list @hlist_nr. Under the pool lock.
@@ -214,10 +213,14 @@ typedef u32 afm_zs_off_t;
  * @pad: bytes its live objects' extents are longer than header and data
  *	by alignment (afm_zs_pad(): not holes, no compaction gets them
  *	back). Under the pool lock.
+ *
+ * With 4 KiB pages on 64-bit it is 64 bytes, and the descriptor table's
+ * pages are page aligned: every descriptor is one cache line of its own,
+ * which malloc, free and the merge of frees each read and write. What it
+ * does not carry: its shard (afm_zs_desc_pool()).
  */
 struct afm_zspage {
 	struct page *first;
-	struct afm_zs_pool *zs;
 	struct list_head list;
 	struct list_head hlist;
 	atomic_t gate;
@@ -742,6 +745,29 @@ static inline atomic64_t *afm_zs_entry_locked(struct afm_zs_pool *zs,
 			   true);
 }
 
+/*
+ * Table pages (and descriptor table pages among them) are the shard's own:
+ * never on an LRU list, never movable, never slab, so their ->lru is free
+ * for it; afm_zs_meta_page() points it at the shard. Set and read with
+ * these only.
+ */
+static inline void afm_zs_meta_page_owner(struct page *page,
+					  struct afm_zs_pool *zs)
+{
+	page->lru.next = (struct list_head *)zs;
+	page->lru.prev = NULL;
+}
+
+/*
+ * The shard whose descriptor table holds @z (a slot of a table page, in
+ * the linear map). Only migration needs it: given a zspage page, it has the
+ * descriptor (the page's private) and not the pool.
+ */
+static inline struct afm_zs_pool *afm_zs_desc_pool(const struct afm_zspage *z)
+{
+	return (struct afm_zs_pool *)virt_to_page(z)->lru.next;
+}
+
 /* The descriptor of zspage @id. Any context. */
 static inline struct afm_zspage *afm_zs_desc(struct afm_zs_pool *zs, u32 id)
 {
@@ -1014,12 +1040,14 @@ static inline u8 *afm_zs_lin(const struct afm_zspage *z)
 /**
  * struct afm_zs_cur - a cursor for header accesses to one zspage
  * @z: the zspage, whose pool lock is held while the cursor is used.
+ * @idx_mask: the handle bits a header holds (the pool's idx_bits).
  * @lin: afm_zs_lin() of @z: its bytes in place, or NULL.
  * @page: page @nr of @z, or NULL before the first access.
  * @nr: its number in the zspage.
  */
 struct afm_zs_cur {
 	struct afm_zspage *z;
+	u64 idx_mask;
 	u8 *lin;
 	struct page *page;
 	unsigned int nr;
@@ -1034,9 +1062,11 @@ struct afm_zs_cur {
  * object's header and the rest's, with one walk of the page chain (forward
  * only; none in place) and no atomic operation.
  */
-static inline void afm_zs_cur_begin(struct afm_zs_cur *c, struct afm_zspage *z)
+static inline void afm_zs_cur_begin(struct afm_zs_cur *c,
+				    struct afm_zs_pool *zs, struct afm_zspage *z)
 {
-	lockdep_assert_held(&z->zs->lock);
+	lockdep_assert_held(&zs->lock);
+	c->idx_mask = BIT_ULL(zs->idx_bits) - 1;
 	c->z = z;
 	c->page = NULL;
 	c->nr = 0;
@@ -1114,7 +1144,7 @@ static __always_inline void afm_zs_chdr_write(struct afm_zs_cur *c,
 	u8 buf[AFM_ZS_HDR];
 
 	afm_zs_hdr_put(afm_zs_cur_wr(c, off, buf),
-		       len | (u64)(handle & (BIT_ULL(c->z->zs->idx_bits) - 1)) <<
+		       len | (u64)(handle & c->idx_mask) <<
 		       AFM_ZH_IDX_SHIFT);
 	afm_zs_cur_wr_done(c, off, buf, AFM_ZS_HDR);
 }
@@ -1311,10 +1341,10 @@ void afm_zs_copy_in(struct afm_zspage *z, unsigned int off,
 void afm_zs_copy_zz(struct afm_zspage *d, unsigned int doff,
 		    struct afm_zspage *s, unsigned int soff,
 		    unsigned int len);
-void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
-		      unsigned int len, unsigned long handle);
-unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
-			     unsigned long *idx, u32 *r1);
+void afm_zs_hdr_write(struct afm_zs_pool *zs, struct afm_zspage *z,
+		      unsigned int off, unsigned int len, unsigned long handle);
+unsigned int afm_zs_hdr_read(struct afm_zs_pool *zs, struct afm_zspage *z,
+			     unsigned int off, unsigned long *idx, u32 *r1);
 void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z);
 struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size);

@@ -27,7 +27,7 @@ bool afm_zs_isolate(struct page *page, bool kernel)
 
 	if (!z || (READ_ONCE(z->flags) & AFM_ZS_DEAD))
 		return false;
-	zs = z->zs;
+	zs = afm_zs_desc_pool(z);
 	if (kernel && afm_zs_quiet(zs, AFM_ZS_QUIET_MIGRATION))
 		return false;
 	atomic_long_inc(&zs->st.isolated);
@@ -76,7 +76,7 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 
 	if (WARN_ON_ONCE(!z))
 		return -EINVAL;
-	zs = z->zs;
+	zs = afm_zs_desc_pool(z);
 	if (!afm_zs_migrate_lock(z, zs, mode != MIGRATE_ASYNC)) {
 		atomic_long_inc(&zs->st.migrate_busy);
 		return -EAGAIN;
@@ -116,7 +116,7 @@ static void afm_zs_putback_page(struct page *page)
 	struct afm_zspage *z = (struct afm_zspage *)page_private(page);
 
 	if (!WARN_ON_ONCE(!z))
-		atomic_long_inc(&z->zs->st.putback);
+		atomic_long_inc(&afm_zs_desc_pool(z)->st.putback);
 }
 
 const struct movable_operations afm_zspage_mops = {

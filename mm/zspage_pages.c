@@ -170,22 +170,22 @@ void afm_zs_cur_io_pages(struct afm_zs_cur *c, unsigned int off, u8 *buf,
 }
 
 /* afm_zs_chdr_write() through a cursor of its own. Pool lock held. */
-void afm_zs_hdr_write(struct afm_zspage *z, unsigned int off,
-		      unsigned int len, unsigned long handle)
+void afm_zs_hdr_write(struct afm_zs_pool *zs, struct afm_zspage *z,
+		      unsigned int off, unsigned int len, unsigned long handle)
 {
 	struct afm_zs_cur c;
 
-	afm_zs_cur_begin(&c, z);
+	afm_zs_cur_begin(&c, zs, z);
 	afm_zs_chdr_write(&c, off, len, handle);
 }
 
 /* afm_zs_chdr_read() through a cursor of its own. Pool lock held. */
-unsigned int afm_zs_hdr_read(struct afm_zspage *z, unsigned int off,
-			     unsigned long *idx, u32 *r1)
+unsigned int afm_zs_hdr_read(struct afm_zs_pool *zs, struct afm_zspage *z,
+			     unsigned int off, unsigned long *idx, u32 *r1)
 {
 	struct afm_zs_cur c;
 
-	afm_zs_cur_begin(&c, z);
+	afm_zs_cur_begin(&c, zs, z);
 	return afm_zs_chdr_read(&c, off, idx, r1);
 }
 
@@ -302,7 +302,6 @@ struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 
 	memset(z, 0, sizeof(*z));
 	z->id = id;
-	z->zs = zs;
 	z->bucket = AFM_ZS_NO_BUCKET;
 	INIT_LIST_HEAD(&z->list);
 	INIT_LIST_HEAD(&z->hlist);

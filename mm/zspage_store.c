@@ -24,8 +24,8 @@
  * "holes".
  *
  * Why 8 pages: the tail of a zspage is reused (below), so the length does
- * not cost tail waste as in zsmalloc; it sets the descriptor cost (72 bytes
- * per zspage: 0.22% of 32 KiB; 0.44% with 4 pages, 0.11% with 16), the unit
+ * not cost tail waste as in zsmalloc; it sets the descriptor cost (64 bytes
+ * per zspage: 0.20% of 32 KiB; 0.39% with 4 pages, 0.10% with 16), the unit
  * compaction frees (32 KiB), and the burst of order-0 allocations needed
  * when a new zspage opens (8 pages, like zsmalloc's longest chain). The
  * fraction of objects crossing a page boundary does not depend on it.
@@ -158,7 +158,8 @@
  * this is built for, and the descriptor table refuses more, so that is the
  * only bound on a pool). A free entry has LIVE clear and holds the
  * index of the next free entry of its page. Zspage ids index a descriptor
- * table built the same way (72-byte slots, 56 per page). A descriptor
+ * table built the same way (64-byte slots, 64 per page: a descriptor is a
+ * cache line; struct afm_zspage). A descriptor
  * holds no page array: its first page and, in each data page's ->index,
  * the next one chain the pages (as zsmalloc does); migration relinks.
  * A new zspage's pages are put in PFN order; when they are then a run of
@@ -192,14 +193,14 @@
  *
  * Per-object cost (64-bit, 4 KiB pages)
  * -------------------------------------
- * footprint = size + 5 (header) + 8 (entry) + (size + 5) * 73 / 32768
+ * footprint = size + 5 (header) + 8 (entry) + (size + 5) * 65 / 32768
  * (descriptor share), plus holes until reused or compacted, slack (under
  * 17 bytes, only in an object placed in a hole) and unfilled tails, and,
  * with zspage_align above 1, the padding (header and data rounded up to
  * it). No size-class rounding otherwise. Each indexed hole costs a 16-byte
  * record in the hole table. At the untar benchmark's mean
  * object size (1300 bytes) that is 0.38% for headers + 0.62% for entries +
- * 0.22% for descriptors; zsmalloc spends 16 bytes per object (handle slot
+ * 0.20% for descriptors; zsmalloc spends 16 bytes per object (handle slot
  * and object header, 1.2%) plus class rounding (~8 bytes, 0.6%) plus tail
  * waste. The table and directory pages themselves, and up to a few bytes
  * per zspage of tails too small for any object, come on top.
@@ -381,6 +382,9 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	BUILD_BUG_ON(AFM_ZS_HOLE_MIN < AFM_ZS_HOLE_HDR);
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
+	/* A descriptor is a cache line (struct afm_zspage). */
+	BUILD_BUG_ON(IS_ENABLED(CONFIG_64BIT) && PAGE_SHIFT == 12 &&
+		     sizeof(struct afm_zspage) != 64);
 	/* Tables with a magazine (afm_zt_put()). */
 	BUILD_BUG_ON(!is_power_of_2(AFM_ZH_PER_PAGE) ||
 		     !is_power_of_2(AFM_ZR_PER_PAGE) ||
@@ -939,7 +943,7 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 	unsigned int n = 0, bad = 0;
 	u8 *lin;
 
-	lockdep_assert_held(&z->zs->lock);
+	lockdep_assert_held(&afm_zs_desc_pool(z)->lock);
 	lin = afm_zs_lin(z);
 	for (page = READ_ONCE(z->first); page && n <= AFM_ZS_PAGES;
 	     page = (struct page *)READ_ONCE(page->index)) {
@@ -955,12 +959,12 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 }
 
 /* The footer of the hole of @len bytes at @off of @z. */
-static u32 afm_zs_foot(struct afm_zspage *z, unsigned int off,
-		       unsigned int len)
+static u32 afm_zs_foot(struct afm_zs_pool *zs, struct afm_zspage *z,
+		       unsigned int off, unsigned int len)
 {
 	struct afm_zs_cur c;
 
-	afm_zs_cur_begin(&c, z);
+	afm_zs_cur_begin(&c, zs, z);
 	return afm_zs_cfoot_read(&c, off + len);
 }
 
@@ -982,7 +986,7 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 	s64 e;
 
 	while (off < z->tail) {
-		len = afm_zs_hdr_read(z, off, &idx, &r1);
+		len = afm_zs_hdr_read(zs, z, off, &idx, &r1);
 		if (len < AFM_ZS_HDR || off + len > z->tail)
 			return 1;
 		if (idx == AFM_ZS_LINKED) {
@@ -990,7 +994,7 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 			rec = r1 ? afm_zs_rec(zs, r1) : NULL;
 			if (len < AFM_ZS_HOLE_MIN || !rec || rec->id != z->id ||
 			    rec->off != off || rec->len != len ||
-			    afm_zs_foot(z, off, len) != r1 ||
+			    afm_zs_foot(zs, z, off, len) != r1 ||
 			    (plen && plen + len <= AFM_ZS_MAX_EXT))
 				return 1;
 			linked++;
@@ -1041,7 +1045,7 @@ static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
 				break;
 			}
 			hr1 = 0;
-			len = afm_zs_hdr_read(z, rec->off, &idx, &hr1);
+			len = afm_zs_hdr_read(zs, z, rec->off, &idx, &hr1);
 			if (idx != AFM_ZS_LINKED || hr1 != r1 || len != rec->len ||
 			    afm_zs_hole_class(len) != c ||
 			    rec->off + len > z->tail || rec->prev != back)
@@ -1078,7 +1082,7 @@ static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
 			bad++;
 			continue;
 		}
-		len = afm_zs_hdr_read(p->z, p->off, &idx, NULL);
+		len = afm_zs_hdr_read(zs, p->z, p->off, &idx, NULL);
 		if (len <= AFM_ZS_HDR || p->off + len > p->z->tail ||
 		    idx == AFM_ZS_LINKED ||
 		    afm_zs_owner(zs, p->z, p->off, idx, &e, NULL))
@@ -1199,7 +1203,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 				continue;
 			}
 			/* The header names the handle and the extent. */
-			len = afm_zs_hdr_read(z, afm_ze_off(e) - AFM_ZS_HDR,
+			len = afm_zs_hdr_read(zs, z, afm_ze_off(e) - AFM_ZS_HDR,
 					      &idx, NULL);
 			if (len < afm_ze_size(e) + AFM_ZS_HDR ||
 			    idx != ((pg * AFM_ZH_PER_PAGE + i + 1) &

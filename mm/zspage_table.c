@@ -110,6 +110,7 @@ static void *afm_zs_meta_page(struct afm_zs_pool *zs, struct afm_zs_spare *sp)
 
 	page->index = 0;
 	set_page_private(page, 0);
+	afm_zs_meta_page_owner(page, zs);
 	atomic_long_inc(&zs->total_pages);
 	return page_address(page);
 }
