@@ -6,7 +6,8 @@
 #   churn-guest.sh --bin CHURN --out DIR [--pool FILE] [--target zram|zswap]
 #                  [--alloc afmalloc/zspage,afmalloc/slab,zsmalloc]
 #                  [--comp lz4|zstd] [--runs N] [--order forward|reverse]
-#                  [--limit-pct P] [--stall S] [--check] [-- CHURN_ARGS...]
+#                  [--limit-pct P] [--stall S] [--check] [--perf S]
+#                  [-- CHURN_ARGS...]
 #
 # For run r = 1..N and every allocator of --alloc (run 1 in the order given,
 # or reversed with --order reverse; every other run reversed again), on a
@@ -35,6 +36,13 @@
 # a runaway workload; usage stays at memory.high. bench/churn/sample.py samples
 # the allocator, zram/zswap and the cgroup every second next to it (outside
 # the cgroup). Before each run: page cache dropped, memory compacted.
+#
+# --perf S: where the CPU goes, for comparing the allocators' costs: S
+# seconds of `perf record -a` (the host's perf, cpu-clock at 499 Hz) from
+# 30 s after each run's workload starts (in its churn phase), kept with
+# call graphs in DIR/perf-RUN-ALLOC.data and reported by symbol into
+# DIR/perf-RUN-ALLOC.txt. Profiling costs the same for every
+# allocator but slows the workload: not for runs whose figures are kept.
 #
 # A stalled step is reported rather than waited on: every "churn-guest:"
 # line marks progress, and a watchdog in the background, when no line came
@@ -95,7 +103,7 @@ usage() {
 }
 
 bin='' out='' pool='' target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1
-order=forward limit_pct=33 check=0 stall=900
+order=forward limit_pct=33 check=0 stall=900 perf_s=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--bin) bin=${2:?}; shift ;;
@@ -109,6 +117,7 @@ while [ $# -gt 0 ]; do
 	--limit-pct) limit_pct=${2:?}; shift ;;
 	--stall) stall=${2:?}; shift ;;
 	--check) check=1 ;;
+	--perf) perf_s=${2:?}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
 	*) usage >&2; die "unknown option '$1'" ;;
@@ -128,6 +137,12 @@ case "$order" in forward|reverse) ;; *) die "--order must be forward or reverse"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive number"
 [[ "$limit_pct" =~ ^[1-9][0-9]?$ ]] || die "--limit-pct must be 1..99"
 [[ "$stall" =~ ^[1-9][0-9]*$ ]] || die "--stall must be a positive number of seconds"
+[[ "$perf_s" =~ ^[0-9]+$ ]] || die "--perf must be a number of seconds"
+if [ "$perf_s" -gt 0 ]; then
+	command -v perf >/dev/null || die "--perf: no perf in the guest (the host's root; apt-get install linux-perf)"
+	echo -1 > /proc/sys/kernel/perf_event_paranoid
+	echo 0 > /proc/sys/kernel/kptr_restrict
+fi
 IFS=, read -r -a alist <<< "$allocs"
 for a in "${alist[@]}"; do
 	case "$a" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
@@ -288,6 +303,16 @@ peak() {  # peak FILE RUN ALLOC COLUMN: largest value of COLUMN for the run
 		END { print m + 0 }' "$1"
 }
 
+# profile BASE: --perf's profile with call graphs, BASE.data, and its
+# flat report BASE.txt (on the host: perf report -i BASE.data --vmlinux
+# \$AFMALLOC_BUILD/guest/vmlinux, -G for callers).
+profile() {
+	sleep 30
+	perf record -q -a -g -F 499 -o "$1.data" -- sleep "$perf_s" 2>/dev/null &&
+		perf report -i "$1.data" -n --no-children --sort sym --stdio -g none 2>/dev/null |
+		grep -v '^#' | grep -v '^$' | head -n 80 > "$1.txt"
+}
+
 # one RUN POS ALLOC
 one() {
 	local r=$1 pos=$2 a=$3 dev c=$cg/churn-$$-$1-$2 slug=${3//\//-} log spid rc=0 t0 n0
@@ -331,6 +356,7 @@ one() {
 	# baseline of its counters); python starts slowly under TCG.
 	wait_until 120 sampled "$n0" || die "the sampler did not start (status of $spid)"
 	t0=$SECONDS
+	[ "$perf_s" = 0 ] || profile "$out/perf-$r-$slug" &
 	bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$c" \
 		"$bin" "${pool_args[@]}" "${churn_args[@]}" --out "$out/.progress-$r-$slug.csv" > "$log" 2>&1 || rc=$?
 	kill -TERM $spid 2>/dev/null || true

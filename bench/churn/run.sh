@@ -11,7 +11,7 @@
 #                      [--procs N] [--threads N] [--churn S] [--exit S]
 #                      [--switch S] [--switch-slot S] [--rest S] [--rewrite F]
 #                      [--limit-pct P] [--memory SIZE] [--cpus N]
-#                      [--kernel DIR] [--append ARGS] [--out DIR]
+#                      [--kernel DIR] [--append ARGS] [--perf S] [--out DIR]
 #   bench/churn/run.sh --print-bin     build the workload (and its pool.bin),
 #                                      print its path
 #
@@ -23,6 +23,11 @@
 # cgroup of a third of the working set, a 2 GiB 2-CPU guest booted with
 # slab_nomerge. --runs N: the allocator order is reversed on every other
 # run (all in the same boot).
+#
+# --perf S: a profile of S seconds of every run's churn phase (perf record
+# -a -g in the guest, 30 s after the workload starts) in
+# DIR/perf-RUN-ALLOC.data, by symbol in DIR/perf-RUN-ALLOC.txt
+# (churn-guest.sh --perf); it slows the workload.
 #
 # CHURN_NOTE (environment): a sentence on the run's conditions (what else
 # ran on the host, say), kept as meta.json's "note" and shown in the report.
@@ -63,7 +68,7 @@ build_bin() {
 usage() {
 	sed -n '9,16p' "$0" | sed 's/^# \{0,1\}//'
 }
-target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1 order=forward
+target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1 order=forward perf_s=0
 mb=384 procs=4 threads=2 churn=120 exit_s=60 switch=60 switch_slot=15 rest=60 rewrite=0.1 limit_pct=33
 memory=2G cpus=2 kernel='' append='' out=''
 opts=()
@@ -89,6 +94,7 @@ while [ $# -gt 0 ]; do
 	--cpus) cpus=${2:?--cpus needs a number} ;;
 	--kernel) kernel=${2:?--kernel needs a build dir} ;;
 	--append) append=${2:?--append needs kernel arguments} ;;
+	--perf) perf_s=${2:?--perf needs seconds} ;;
 	--out) out=${2:?--out needs a folder} ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
@@ -98,7 +104,7 @@ while [ $# -gt 0 ]; do
 done
 case "$target" in zram|zswap) ;; *) die "--target must be zram or zswap, not '$target'" ;; esac
 case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;; esac
-for v in runs mb procs threads churn exit_s switch switch_slot rest cpus; do
+for v in runs mb procs threads churn exit_s switch switch_slot rest cpus perf_s; do
 	n=${v%_s}
 	[[ "${!v}" =~ ^[0-9]+$ ]] || die "--${n//_/-} must be a whole number, not '${!v}'"
 done
@@ -111,7 +117,7 @@ vmb_setup "the churn benchmark"
 bin=$(build_bin)
 vmb_kernel "$kernel"
 vmb_out "churn-$target-$comp" samples.csv progress.csv 'churn-*.log' report.md \
-	overhead.png meta.json stall-dmesg.log
+	overhead.png meta.json stall-dmesg.log 'perf-*.txt' 'perf-*.data'
 
 IFS=, read -r -a alist <<< "$allocs"
 wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit "$exit_s"
@@ -129,7 +135,7 @@ boot_args="slab_nomerge${append:+ $append}"
 vmb_boot "$timeout_s" "churn: $target, $comp, ${alist[*]}, $runs run(s); ${wargs[*]}" \
 	--append "$boot_args" -- "$here/churn-guest.sh" --bin "$bin" --out "$out" \
 	--target "$target" --alloc "$allocs" --comp "$comp" --runs "$runs" --order "$order" \
-	--limit-pct "$limit_pct" --stall "$per_run" -- "${wargs[@]}"
+	--limit-pct "$limit_pct" --stall "$per_run" --perf "$perf_s" -- "${wargs[@]}"
 
 # The script's path and every option (make bench-churn passes them all).
 vmb_command bench/churn/run.sh "${opts[@]}"
