@@ -3,8 +3,8 @@
  * KUnit tests of allocation and the hole index (mm/zspage_alloc.c):
  * allocation failure injection at every internal allocation, reuse of
  * indexed holes (fit, slack, split, merging), holes leaving the index with
- * their zspage, extent alignment, and density under random overwrites
- * against zsmalloc.
+ * their zspage, extent alignment, frees that find the lock held, and
+ * density under random overwrites against zsmalloc.
  */
 
 #include <linux/atomic.h>
@@ -742,6 +742,101 @@ static void afm_zs_test_overwrite(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/* What frees the frees left to the lock holder in afm_zs_test_rfree(). */
+enum afm_zs_rfree_by { AFM_ZS_RFREE_BY_MALLOC, AFM_ZS_RFREE_BY_FREE,
+		       AFM_ZS_RFREE_BY_WORK };
+
+static const enum afm_zs_rfree_by afm_zs_rfree_bys[] = {
+	AFM_ZS_RFREE_BY_MALLOC, AFM_ZS_RFREE_BY_FREE, AFM_ZS_RFREE_BY_WORK,
+};
+
+static void afm_zs_rfree_desc(const enum afm_zs_rfree_by *by, char *desc)
+{
+	static const char * const names[] = { "malloc", "free", "work" };
+
+	strscpy(desc, names[*by], KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_rfree, afm_zs_rfree_bys, afm_zs_rfree_desc);
+
+/*
+ * Frees that find the pool lock held (another CPU's malloc or free, or
+ * compaction, holds it; here afm_zs_test_busy()) do not wait: each of
+ * afm_zs_test_rfree_max() frees returns at once, its object still live
+ * while the lock is held. Once it is let go, the next malloc, the next free or, with
+ * neither, the shard's worker frees them: each handle gone, the counts
+ * down by them, the other objects' bytes intact, the pool consistent.
+ */
+static void afm_zs_test_rfree(struct kunit *test)
+{
+	const enum afm_zs_rfree_by *by = test->param_value;
+	const unsigned int size = 300, max = afm_zs_test_rfree_max();
+	const unsigned int n = max + 2;
+	struct afm_zs_counters before, c;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts;
+	unsigned int i, live;
+	unsigned long *h;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n + 1);
+	afm_zs_quiet(ts);
+	h = ts->h;
+	for (i = 0; i < n; i++) {
+		h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, h[i], i, size, buf, i);
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	KUNIT_ASSERT_EQ(test, before.objects, n);
+
+	afm_zs_test_busy(ts->pool, true);
+	for (i = 0; i < max; i++)
+		afm_free(ts->pool, h[i]);
+	/* Returned without the lock: nothing freed yet. */
+	live = 0;
+	for (i = 0; i < max; i++)
+		live += afm_obj_size(ts->pool, h[i]) == size;
+	afm_zs_get_counters(ts->pool, &c);
+	afm_zs_test_busy(ts->pool, false);
+	KUNIT_EXPECT_EQ(test, live, max);
+	KUNIT_EXPECT_EQ(test, c.objects, n);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, max);
+
+	switch (*by) {
+	case AFM_ZS_RFREE_BY_MALLOC:
+		h[n] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, h[n], n, size, buf, n);
+		live = n - max + 1;
+		break;
+	case AFM_ZS_RFREE_BY_FREE:
+		afm_free(ts->pool, h[n - 1]);
+		h[n - 1] = 0;
+		live = n - max - 1;
+		break;
+	case AFM_ZS_RFREE_BY_WORK:
+		afm_zs_flush_work(ts->pool);
+		live = n - max;
+		break;
+	}
+	/* Gone (the new object may have one of their handles). */
+	for (i = 0; i < max; i++) {
+		if (h[i] != h[n])
+			KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, h[i]), 0);
+		h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.objects, live);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, live * size);
+	KUNIT_EXPECT_EQ(test, c.rfreed - before.rfreed, max);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 0);
+	for (i = 0; i <= n; i++)
+		if (h[i])
+			KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool,
+							     h[i], i, size,
+							     buf, i & 1));
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE(afm_zs_test_hole_nomem),
@@ -750,6 +845,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_hole_merge, afm_zs_merge_gen_params),
 	KUNIT_CASE(afm_zs_test_hole_forget),
 	KUNIT_CASE(afm_zs_test_deferred_free),
+	KUNIT_CASE_PARAM(afm_zs_test_rfree, afm_zs_rfree_gen_params),
 	KUNIT_CASE_PARAM(afm_zs_test_overwrite, afm_zs_ow_gen_params),
 	{}
 };

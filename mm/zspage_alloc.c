@@ -8,7 +8,9 @@
  * gate.
  *
  * Locking: malloc and free take the pool lock (free may run with hardirqs
- * off), which is all their header accesses (struct afm_zs_cur) need:
+ * off; a free that finds it held leaves its handle to the holder, see
+ * "Frees that find the lock held"), which is all their header accesses
+ * (struct afm_zs_cur) need:
  * migration takes it too. Malloc allocates pages only without the pool
  * lock, and takes a donor shard's lock only with spin_trylock() after
  * dropping its own; the merge of deferred frees may take a hole table page
@@ -642,6 +644,8 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	afm_zs_spare_init(&sp);
 	for (;;) {
 		afm_zs_lock(zs);
+		if (unlikely(atomic_read(&zs->rfree_nr) > 0))
+			afm_zs_rfree_drain(zs);
 		if (afm_zt_find(&zs->htab, &hpg))
 			goto full;
 		if (afm_zt_short(&zs->htab, hpg)) {
@@ -734,17 +738,19 @@ nomem:
 	return (unsigned long)ERR_PTR(-ENOMEM);
 }
 
-void afm_zs_free(struct afm_pool *pool, unsigned long handle)
+/*
+ * Free shard handle @h (@handle, as the caller gave it, for the warnings)
+ * of @zs. Pool lock held. Return: what afm_zs_want_auto() said after it.
+ */
+static int afm_zs_free_locked(struct afm_zs_pool *zs, unsigned long h,
+			      unsigned long handle)
 {
-	unsigned long h = handle;
-	struct afm_zs_pool *zs = afm_zs_of(pool, &h);
 	struct afm_zspage *z;
 	unsigned int size;
 	atomic64_t *ent;
-	int want;
 	s64 e;
 
-	afm_zs_lock(zs);
+	lockdep_assert_held(&zs->lock);
 	ent = afm_zs_entry_locked(zs, h);
 	if (!ent)
 		goto invalid;
@@ -754,10 +760,9 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 			goto invalid;
 		/* LOCK is only set under the pool lock: only pins here. */
 		if (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) {
-			afm_zs_unlock(zs);
 			WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
-				  pool->name, handle);
-			return;
+				  zs->pool->name, handle);
+			return AFM_ZS_AUTO_NO;
 		}
 	} while (!atomic64_try_cmpxchg(ent, &e, 0));
 	/* Under the pool lock only the pins of a live entry change. */
@@ -775,9 +780,17 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 		zs->pend[zs->pend_nr].z = z;
 		zs->pend[zs->pend_nr++].off = afm_ze_off(e) - AFM_ZS_HDR;
 	}
-	want = afm_zs_want_auto(zs);
-	afm_zs_unlock(zs);
+	return afm_zs_want_auto(zs);
 
+invalid:
+	WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx\n",
+		  zs->pool->name, handle);
+	return AFM_ZS_AUTO_NO;
+}
+
+/* Queue what afm_zs_want_auto() asked for. */
+static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
+{
 	/* Mostly queued already under churn: no atomic bit op then. */
 	if (want == AFM_ZS_AUTO_NOW && !work_pending(&zs->compact_work))
 		queue_work(system_unbound_wq, &zs->compact_work);
@@ -785,12 +798,133 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 		 !delayed_work_pending(&zs->late_work))
 		queue_delayed_work(system_unbound_wq, &zs->late_work,
 				   AFM_ZS_LATE);
-	return;
+}
 
-invalid:
+/*
+ * Frees that find the lock held
+ * -----------------------------
+ * A shard is allocated from by its CPU and freed into from every CPU
+ * (zswap writes back and loads on any CPU; zram frees where the slot
+ * goes). A free that finds the pool lock held does not wait for it: it
+ * leaves its handle in a free slot of @rfree (cmpxchg from 0, trying every
+ * slot once from one that depends on the CPU) and returns; only with every
+ * slot taken does it wait for the lock. The next holder of the lock frees
+ * them: afm_zs_malloc() and afm_zs_free() call afm_zs_rfree_drain() once
+ * they hold it (a read of @rfree_nr when there are none), as do
+ * compaction's pick, afm_zs_test_flush() and the destruction; and when
+ * none comes, @rfree_work, queued AFM_ZS_RFREE_DELAY after the free that
+ * found no handle there before it (or by a drain that leaves some behind:
+ * a free that filled a slot behind its scan). Until then the object is
+ * live in every count (its handle is no longer the caller's: a free is
+ * final; a second free of it, or a free of a mapped object, is reported
+ * when the holder gets to it) and compaction may move it. Why not wait:
+ * on a shard the holder is usually its own CPU's malloc, and with zswap's
+ * writeback freeing in LRU order from any CPU, half the frees on two CPUs
+ * met it and spun (bench/churn/run.sh --perf).
+ */
+
+/*
+ * Leave shard handle @h of @zs to the lock holder. Return: false if every
+ * slot is taken, or for handle 0 (an empty slot; no object's).
+ */
+static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long h)
+{
+	unsigned int i, s = raw_smp_processor_id() % AFM_ZS_RFREE;
+
+	if (unlikely(!h))
+		return false;
+	for (i = 0; i < AFM_ZS_RFREE; i++) {
+		atomic_long_t *slot = &zs->rfree[(s + i) % AFM_ZS_RFREE];
+		long old = 0;
+
+		if (!atomic_long_read(slot) &&
+		    atomic_long_try_cmpxchg(slot, &old, h)) {
+			if (atomic_inc_return(&zs->rfree_nr) == 1 &&
+			    !delayed_work_pending(&zs->rfree_work))
+				queue_delayed_work(system_unbound_wq,
+						   &zs->rfree_work,
+						   AFM_ZS_RFREE_DELAY);
+			return true;
+		}
+	}
+	return false;
+}
+
+/**
+ * afm_zs_rfree_drain() - free the handles frees left to the lock holder
+ * @zs: the shard
+ *
+ * Context: pool lock held.
+ */
+void afm_zs_rfree_drain(struct afm_zs_pool *zs)
+{
+	struct afm_zs_set *set = zs->pool->store;
+	unsigned int i;
+	long h;
+
+	lockdep_assert_held(&zs->lock);
+	for (i = 0; i < AFM_ZS_RFREE; i++) {
+		if (!atomic_long_read(&zs->rfree[i]))
+			continue;
+		h = atomic_long_xchg(&zs->rfree[i], 0);
+		if (!h)
+			continue;
+		atomic_dec(&zs->rfree_nr);
+		zs->st.rfrees++;
+		afm_zs_auto_queue(zs, afm_zs_free_locked(zs, h,
+							 h << set->shift |
+							 zs->nr));
+	}
+	/*
+	 * A free that filled a slot behind this scan while the count was
+	 * above zero queued no work: it would wait for the next lock holder.
+	 */
+	if (atomic_read(&zs->rfree_nr) > 0 && !zs->dying &&
+	    !delayed_work_pending(&zs->rfree_work))
+		queue_delayed_work(system_unbound_wq, &zs->rfree_work,
+				   AFM_ZS_RFREE_DELAY);
+}
+
+/* @rfree_work: the frees no lock holder came to take. */
+void afm_zs_rfree_work(struct work_struct *work)
+{
+	struct afm_zs_pool *zs = container_of(to_delayed_work(work),
+					      struct afm_zs_pool, rfree_work);
+
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	/* While a test holds them back, whatever the time it takes. */
+	if (READ_ONCE(((struct afm_zs_set *)zs->pool->store)->test_busy)) {
+		queue_delayed_work(system_unbound_wq, &zs->rfree_work,
+				   AFM_ZS_RFREE_DELAY);
+		return;
+	}
+#endif
+	afm_zs_lock(zs);
+	afm_zs_rfree_drain(zs);
 	afm_zs_unlock(zs);
-	WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx\n",
-		  pool->name, handle);
+}
+
+void afm_zs_free(struct afm_pool *pool, unsigned long handle)
+{
+	unsigned long h = handle;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &h);
+	int want;
+
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	if (READ_ONCE(((struct afm_zs_set *)pool->store)->test_busy) &&
+	    afm_zs_rfree_put(zs, h))
+		return;
+#endif
+	if (!spin_trylock(&zs->lock)) {
+		if (afm_zs_rfree_put(zs, h))
+			return;
+		afm_zs_lock(zs);
+	}
+	if (unlikely(atomic_read(&zs->rfree_nr) > 0))
+		afm_zs_rfree_drain(zs);
+	want = afm_zs_free_locked(zs, h, handle);
+	afm_zs_unlock(zs);
+	afm_zs_auto_queue(zs, want);
 }
 
 /* Access */

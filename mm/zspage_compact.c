@@ -94,6 +94,7 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 
 	afm_zs_lock(zs);
 	/* No victim with a deferred free; the hole lists up to date. */
+	afm_zs_rfree_drain(zs);
 	afm_zs_pend_flush(zs);
 	zs->victim_holes = 0;
 	for (n = AFM_ZS_NR_HLISTS - 1; n >= low; n--) {

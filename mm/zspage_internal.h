@@ -337,6 +337,15 @@ struct afm_zs_table {
  */
 #define AFM_ZS_PEND		16
 
+/*
+ * Frees left to the lock holder, a shard at most (see "Frees that find the
+ * lock held" in zspage_alloc.c): a handful per CPU that may free into the
+ * shard at once; when all are taken the free waits for the lock.
+ */
+#define AFM_ZS_RFREE		32
+/* How long a free left for the lock holder may wait when none comes. */
+#define AFM_ZS_RFREE_DELAY	(HZ / 10)
+
 /**
  * struct afm_zs_pend - a free whose extent has not been merged yet
  * @z: its zspage: live, not a victim (afm_zs_pick() and afm_zs_release()
@@ -394,6 +403,16 @@ struct afm_zs_pend {
  *	AFM_ZS_LATE after it).
  * @late_force: the rest run may not wait (afm_zs_flush_work()).
  * @dying: the pool is being destroyed: no more automatic compaction.
+ * @rfree_nr: handles in @rfree, counted after they are put there and
+ *	before they are taken (so it may lag them for an instant, and go
+ *	below zero for one). Atomic, no lock.
+ * @rfree: frees left to the lock holder (shard handles; 0: a free slot):
+ *	a free that finds the pool lock held puts its handle in a free slot
+ *	(cmpxchg from 0) and returns; slots are taken (xchg to 0) only under
+ *	the pool lock, by afm_zs_rfree_drain(). Atomic, see "Frees that find
+ *	the lock held" in zspage_alloc.c.
+ * @rfree_work: drains @rfree when no allocation or free comes to do it,
+ *	AFM_ZS_RFREE_DELAY after a free put the first handle there.
  * @free_work: frees the zspages of @dead.
  * @compact_work: automatic compaction.
  * @late_work: the rest run: automatic compaction counting the indexed
@@ -450,9 +469,13 @@ struct afm_zs_pool {
 	unsigned long hole_nr;
 	unsigned int pend_nr;
 	struct afm_zs_pend pend[AFM_ZS_PEND];
-	unsigned long last_alloc;
+	/* Written by every CPU that frees into the shard: lines of their own. */
+	atomic_t rfree_nr ____cacheline_aligned_in_smp;
+	atomic_long_t rfree[AFM_ZS_RFREE];
+	unsigned long last_alloc ____cacheline_aligned_in_smp;
 	bool late_force;
 	bool dying;
+	struct delayed_work rfree_work;
 	struct work_struct free_work;
 	struct work_struct compact_work;
 	struct delayed_work late_work;
@@ -467,6 +490,7 @@ struct afm_zs_pool {
 		atomic_long_t putback;
 		atomic_long_t isolated_freed;
 		unsigned long deferred_frees;
+		unsigned long rfrees;
 		unsigned long runs;
 		unsigned long chains;
 		atomic_long_t runs_broken;
@@ -505,6 +529,8 @@ struct afm_zs_pool {
  * @shift: log2 of @nr: a handle is (shard handle << @shift) | shard.
  * @test_shard: KUnit hook (afm_zs_test_alloc_shard()): the shard new
  *	objects go to, -1 for the current CPU's.
+ * @test_busy: KUnit hook (afm_zs_test_busy()): frees act as if they
+ *	found the pool lock held.
  * @donors: shards whose indexed holes other shards' allocations may
  *	take (AFM_ZS_DONOR_ON); a shard sets and clears its own bit, under
  *	its lock, with atomic bit operations; read without any lock.
@@ -514,6 +540,7 @@ struct afm_zs_set {
 	unsigned int nr;
 	unsigned int shift;
 	int test_shard;
+	bool test_busy;
 	DECLARE_BITMAP(donors, AFM_ZS_MAX_SHARDS);
 	struct afm_zs_pool *shard[];
 };
@@ -1359,6 +1386,8 @@ void afm_zs_free_work(struct work_struct *work);
 unsigned int afm_zs_hole_class(unsigned int len);
 void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_pend_flush(struct afm_zs_pool *zs);
+void afm_zs_rfree_drain(struct afm_zs_pool *zs);
+void afm_zs_rfree_work(struct work_struct *work);
 void afm_zs_pend_drop(struct afm_zs_pool *zs, struct afm_zspage *z);
 unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 			  unsigned int size);

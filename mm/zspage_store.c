@@ -109,7 +109,10 @@
  * takes the shard of the CPU it runs on; free, map, read and write the
  * shard the handle names; so CPUs that allocate and free their own objects
  * never share a lock or a cache line, and a free from another CPU only
- * meets that shard's allocations. Objects never move between shards.
+ * meets that shard's allocations: when it finds the lock held it leaves
+ * the handle to the holder instead of waiting (afm_zs_pool.rfree, "Frees
+ * that find the lock held" in zspage_alloc.c). Objects never move between
+ * shards.
  * Pool-wide queries (pages, statistics, afm_compact()) visit every shard.
  * The price: each shard's own open zspage tail and table pages (a few
  * pages a shard). Free space is not stranded in a shard whose CPUs
@@ -282,6 +285,10 @@
  *                                   caller allocates or frees there), so
  *                                   taken with spin_lock(); free may also
  *                                   run with hardirqs off (zram as swap).
+ *                                   Free takes it with spin_trylock()
+ *                                   first; failing, it puts the handle in
+ *                                   afm_zs_pool.rfree (atomics, no lock),
+ *                                   which only a holder empties.
  *   entry LOCK bit                  compaction moving one object: only set
  *                                   under the pool lock, with preemption
  *                                   disabled, for one copy.
@@ -440,6 +447,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 		INIT_LIST_HEAD(&zs->hlists[b]);
 	INIT_LIST_HEAD(&zs->dead);
 	INIT_WORK(&zs->free_work, afm_zs_free_work);
+	INIT_DELAYED_WORK(&zs->rfree_work, afm_zs_rfree_work);
 	INIT_WORK(&zs->compact_work, afm_zs_compact_work);
 	INIT_DELAYED_WORK(&zs->late_work, afm_zs_late_work);
 
@@ -512,9 +520,12 @@ static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
 	unsigned int i;
 
 	shrinker_free(zs->shrinker);
+	/* Frees are over (a caller bug otherwise): none is left waiting. */
 	afm_zs_lock(zs);
+	afm_zs_rfree_drain(zs);
 	zs->dying = true;
 	afm_zs_unlock(zs);
+	cancel_delayed_work_sync(&zs->rfree_work);
 	cancel_work_sync(&zs->compact_work);
 	cancel_delayed_work_sync(&zs->late_work);
 
@@ -605,6 +616,7 @@ enum {
 	AFM_ZS_ROW_REUSE,
 	AFM_ZS_ROW_RUNS,
 	AFM_ZS_ROW_COST,
+	AFM_ZS_ROW_SHARDS,
 	AFM_ZS_NR_ROWS,
 };
 
@@ -638,6 +650,9 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *            extents of victims walked / handle entries looked at to
  *            find their owners: what compaction spends per page it gives
  *            back (the compact row)
+ *   shards   frees that found the pool lock held and were left to its
+ *            holder / such frees waiting now / objects allocated by a
+ *            donor shard for another / 0
  */
 /* Add row @class of shard @zs to @v. */
 static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
@@ -733,6 +748,11 @@ static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
 		v[2] += zs->st.walked;
 		v[3] += zs->st.looked;
 		break;
+	case AFM_ZS_ROW_SHARDS:
+		v[0] += zs->st.rfrees;
+		v[1] += max(atomic_read(&zs->rfree_nr), 0);
+		v[2] += zs->st.donated;
+		break;
 	}
 	afm_zs_unlock(zs);
 }
@@ -743,7 +763,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 {
 	static const char *const names[] = {
 		"handles", "descs", "free", "migrate", "compact", "auto",
-		"reuse", "runs", "cost",
+		"reuse", "runs", "cost", "shards",
 	};
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
@@ -868,6 +888,8 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->runs = zs->st.runs;
 	c->chains = zs->st.chains;
 	c->blocks = atomic_long_read(&zs->st.blocks);
+	c->rfreed = zs->st.rfrees;
+	c->rfree_waiting = max(atomic_read(&zs->rfree_nr), 0);
 }
 
 /* Add @src to @dst, field by field (all unsigned long). */
@@ -1372,7 +1394,8 @@ static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
  * @pool: a zspage-store pool
  *
  * For tests that look at the hole index right after a free: a free only
- * queues its extent (see "Deferred frees" in zspage_alloc.c).
+ * queues its extent (see "Deferred frees" in zspage_alloc.c). Frees left
+ * to the lock holder are freed first.
  *
  * Context: takes each shard's pool lock.
  * Return: the number of extents merged.
@@ -1384,6 +1407,7 @@ unsigned int afm_zs_test_flush(struct afm_pool *pool)
 
 	for (i = 0; i < set->nr; i++) {
 		afm_zs_lock(set->shard[i]);
+		afm_zs_rfree_drain(set->shard[i]);
 		n += set->shard[i]->pend_nr;
 		afm_zs_pend_flush(set->shard[i]);
 		afm_zs_unlock(set->shard[i]);
@@ -1403,6 +1427,20 @@ unsigned int afm_zs_test_pend_max(void)
 	return AFM_ZS_PEND;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pend_max);
+
+/**
+ * afm_zs_test_rfree_max() - frees a shard leaves to its lock holder (KUnit
+ * hook)
+ *
+ * Context: any.
+ * Return: AFM_ZS_RFREE: with that many waiting, a free that finds the lock
+ * held waits for it.
+ */
+unsigned int afm_zs_test_rfree_max(void)
+{
+	return AFM_ZS_RFREE;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_rfree_max);
 
 /**
  * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)
@@ -1563,6 +1601,8 @@ static void afm_zs_shard_flush_work(struct afm_zs_pool *zs)
 	 * pending, a bounded number of times.
 	 */
 	for (i = 0; i < 8; i++) {
+		/* Frees left waiting: now. */
+		flush_delayed_work(&zs->rfree_work);
 		flush_work(&zs->compact_work);
 		/* A late run pending: run it now. */
 		flush_delayed_work(&zs->late_work);
@@ -1799,6 +1839,26 @@ int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard)
 	return set->nr;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_alloc_shard);
+
+/**
+ * afm_zs_test_busy() - frees act as if they found the lock held (KUnit
+ * hook)
+ * @pool: a zspage-store pool
+ * @busy: on or off
+ *
+ * Until it is turned off, the shard's worker leaves them waiting too. A
+ * real lock held elsewhere on a uniprocessor kernel cannot be: a failed
+ * spin_trylock() there is a bug report (CONFIG_DEBUG_SPINLOCK).
+ *
+ * Context: any context.
+ */
+void afm_zs_test_busy(struct afm_pool *pool, bool busy)
+{
+	struct afm_zs_set *set = pool->store;
+
+	WRITE_ONCE(set->test_busy, busy);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_busy);
 
 /**
  * afm_zs_header_bytes() - bytes of an object's header (KUnit hook)

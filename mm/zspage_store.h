@@ -60,6 +60,10 @@
  * @runs: zspages made whose pages were a run of PFNs.
  * @chains: zspages made whose pages were not.
  * @blocks: sets of zspage pages allocated as one block (zspage_contig).
+ * @rfreed: frees that found the pool lock held and were left to its
+ *	holder, who freed them (see "Frees that find the lock held" in
+ *	zspage_alloc.c).
+ * @rfree_waiting: such frees not freed yet (live in every other count).
  */
 struct afm_zs_counters {
 	unsigned long objects;
@@ -93,6 +97,8 @@ struct afm_zs_counters {
 	unsigned long runs;
 	unsigned long chains;
 	unsigned long blocks;
+	unsigned long rfreed;
+	unsigned long rfree_waiting;
 };
 
 /**
@@ -136,6 +142,7 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr);
 unsigned int afm_zs_test_flush(struct afm_pool *pool);
 unsigned int afm_zs_test_pend_max(void);
+unsigned int afm_zs_test_rfree_max(void);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
@@ -158,6 +165,7 @@ unsigned int afm_zs_get_shards(void);
 int afm_zs_set_align(unsigned int align);
 unsigned int afm_zs_get_align(void);
 int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard);
+void afm_zs_test_busy(struct afm_pool *pool, bool busy);
 bool afm_zs_test_set_contig(bool on);
 
 #endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */

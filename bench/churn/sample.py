@@ -95,6 +95,10 @@ What is counted (every count in pages of 4 KiB unless _bytes):
   cpu_alloc_ns, cpu_free_ns, cpu_compact_ns   allocator CPU time split:
                 not available yet (no counter exists in either
                 allocator), always empty
+  afm_rfrees, afm_donated   frees that found the shard's lock held and
+                          were left to its holder, and objects allocated
+                          by a donor shard for another ("shards" row,
+                          cumulative)
 Counters from /proc/vmstat, debugfs zswap/ and the block device are
 differences from the sampler's first reading; the others are the raw
 values (a fresh zram device, cgroup and afmalloc pool per run).
@@ -123,7 +127,7 @@ COLUMNS = (
     "afm_hole_bytes,afm_tail_bytes,afm_dead_zspages,afm_hole_reused,afm_hole_reused_bytes,"
     "afm_holes_rec,afm_hole_rec_bytes,afm_zspages_run,afm_zspages_chain,"
     "afm_compact_us,afm_compact_bytes,afm_compact_walked,afm_compact_looked,"
-    "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns"
+    "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns,afm_rfrees,afm_donated"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
@@ -185,7 +189,8 @@ def afm_stats(dirs):
                       "afm_hole_rec_bytes"),
             "runs": ("afm_zspages_run", "afm_zspages_chain", None, None),
             "cost": ("afm_compact_us", "afm_compact_bytes", "afm_compact_walked",
-                     "afm_compact_looked")}
+                     "afm_compact_looked"),
+            "shards": ("afm_rfrees", None, "afm_donated", None)}
     four_k = 0
     for d in dirs:
         p = keyed(os.path.join(d, "pool"))

@@ -153,7 +153,10 @@ unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
  * pool does not know, triggers a warning and the object is leaked rather
  * than corrupted (best effort: a reused handle cannot be told apart).
  * With the zspage store, a free that leaves enough holes queues the
- * automatic compaction worker (see afm_compact()).
+ * automatic compaction worker (see afm_compact()); a free that finds its
+ * shard's lock held does not wait for it: the holder, or a worker within
+ * a tenth of a second, frees the object (until then its bytes count as
+ * the pool's, and the warnings above come from there).
  *
  * Context: Task context, not in interrupt (neither store's locks disable
  * bottom halves, as zsmalloc's do not); hardirqs may be disabled (zram as
