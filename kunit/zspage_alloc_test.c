@@ -444,14 +444,8 @@ static void afm_zs_test_deferred_free(struct kunit *test)
 	unsigned int i, k;
 	unsigned long *h;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, 2 * n);
-	afm_zs_quiet(ts);
+	ts = afm_zs_set_filled(test, 2 * n, n, size, buf);
 	h = ts->h;
-	for (i = 0; i < n; i++) {
-		h[i] = afm_test_malloc(test, ts->pool, size);
-		afm_zs_put_pattern(test, ts->pool, h[i], i, size, buf, i);
-	}
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, h[0], &zero), 0);
 
 	afm_free(ts->pool, h[1]);
@@ -557,14 +551,8 @@ static void afm_zs_test_hole_forget(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 	unsigned long *h;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, n + 8);
-	afm_zs_quiet(ts);
+	ts = afm_zs_set_filled(test, n + 8, n, 1000, buf);
 	h = ts->h;
-	for (i = 0; i < n; i++) {
-		h[i] = afm_test_malloc(test, ts->pool, 1000);
-		afm_zs_put_pattern(test, ts->pool, h[i], i, 1000, buf, i);
-	}
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, h[0], &first), 0);
 
 	/* Holes in the first zspage, then all of it freed: released. */
@@ -778,14 +766,8 @@ static void afm_zs_test_rfree(struct kunit *test)
 	unsigned int i, live;
 	unsigned long *h;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, n + 1);
-	afm_zs_quiet(ts);
+	ts = afm_zs_set_filled(test, n + 1, n, size, buf);
 	h = ts->h;
-	for (i = 0; i < n; i++) {
-		h[i] = afm_test_malloc(test, ts->pool, size);
-		afm_zs_put_pattern(test, ts->pool, h[i], i, size, buf, i);
-	}
 	afm_zs_get_counters(ts->pool, &before);
 	KUNIT_ASSERT_EQ(test, before.objects, n);
 

@@ -113,6 +113,30 @@ static inline void afm_zs_put_pattern(struct kunit *test, struct afm_pool *pool,
 	}
 }
 
+/*
+ * A pool without automatic compaction, quiet for the kernel
+ * (afm_zs_quiet()), with @slots handle slots, the first @n holding objects
+ * of @size bytes: object i with pattern i, written by route i (through
+ * @buf, a page).
+ */
+static inline struct afm_test_set *afm_zs_set_filled(struct kunit *test,
+						     unsigned int slots,
+						     unsigned int n,
+						     size_t size, void *buf)
+{
+	struct afm_test_set *ts;
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, slots);
+	afm_zs_quiet(ts);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+	}
+	return ts;
+}
+
 /* Check object @h holds @seed's pattern, through read or an RO mapping. */
 static inline bool afm_zs_check(struct kunit *test, struct afm_pool *pool,
 				unsigned long h, unsigned int seed, size_t size,
