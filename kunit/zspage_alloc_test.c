@@ -819,6 +819,63 @@ static void afm_zs_test_rfree(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/*
+ * Bad frees left to the lock holder: a second free of a handle, a free of
+ * a pinned (mapped) object and a foreign value, made while the lock is
+ * held, return at once like any other free. The holder's drain reports
+ * each (one misuse counted each, warned about once) and changes nothing:
+ * the counts hold, the pinned object stays byte for byte, and the freed
+ * handle's slot in the handle table is not given out twice.
+ */
+static void afm_zs_test_rfree_bad(struct kunit *test)
+{
+	const unsigned int size = 300, n = 3;
+	struct afm_zs_counters before, c;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts;
+	unsigned long misuses, h;
+
+	ts = afm_zs_set_filled(test, n + 1, n, size, buf);
+	/* A handle freed (directly) before the lock is taken. */
+	h = ts->h[n - 1];
+	afm_free(ts->pool, h);
+	ts->h[n - 1] = 0;
+	KUNIT_ASSERT_TRUE(test, afm_zs_test_pin(ts->pool, ts->h[0]));
+	afm_zs_get_counters(ts->pool, &before);
+
+	afm_test_expect_warnings(test);
+	kunit_info(test, "expect afmalloc invalid-handle and free-of-mapped-object warnings\n");
+	misuses = afm_test_misuse_count();
+	afm_zs_test_busy(ts->pool, true);
+	afm_free(ts->pool, h);
+	afm_free(ts->pool, ts->h[0]);
+	afm_free(ts->pool, 1UL << 40);
+	afm_zs_get_counters(ts->pool, &c);
+	afm_zs_test_busy(ts->pool, false);
+	/* Left in the slots, nothing reported yet. */
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 3);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses);
+
+	afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 0);
+	KUNIT_EXPECT_EQ(test, c.rfreed - before.rfreed, 3);
+	KUNIT_EXPECT_EQ(test, c.objects, before.objects);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, before.live_bytes);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[0]), size);
+	afm_zs_test_unpin(ts->pool, ts->h[0]);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[0], 0,
+					     size, buf, false));
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[1], 1,
+					     size, buf, true));
+	/* The two next objects get two handles: the freed one once. */
+	ts->h[n - 1] = afm_test_malloc(test, ts->pool, size);
+	ts->h[n] = afm_test_malloc(test, ts->pool, size);
+	KUNIT_EXPECT_NE(test, ts->h[n - 1], ts->h[n]);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE(afm_zs_test_hole_nomem),
@@ -828,6 +885,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_hole_forget),
 	KUNIT_CASE(afm_zs_test_deferred_free),
 	KUNIT_CASE_PARAM(afm_zs_test_rfree, afm_zs_rfree_gen_params),
+	KUNIT_CASE(afm_zs_test_rfree_bad),
 	KUNIT_CASE_PARAM(afm_zs_test_overwrite, afm_zs_ow_gen_params),
 	{}
 };
