@@ -58,11 +58,14 @@ static inline void afm_zs_permille(struct kunit *test, unsigned int permille)
 						  (void *)old));
 }
 
-/* Keep the kernel's shrinker and page migration away from @ts's pool. */
+/*
+ * Keep the kernel's shrinker and page migration away from @ts's pool, and
+ * make its frees wait for a lock one of its workers holds.
+ */
 static inline void afm_zs_quiet(struct afm_test_set *ts)
 {
 	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
-			  AFM_ZS_QUIET_MIGRATION);
+			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE);
 }
 
 static inline void *afm_zs_buf(struct kunit *test)

@@ -829,10 +829,18 @@ static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
  */
 static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long h)
 {
-	unsigned int i, s = raw_smp_processor_id() % AFM_ZS_RFREE;
+	unsigned int i, s;
 
 	if (unlikely(!h))
 		return false;
+	/*
+	 * Not preempted between a slot's fill and its count: until the count
+	 * is up, no lock holder looks at the slots and no work is queued, so
+	 * a free preempted there (and, with a drain's decrement ahead of its
+	 * increment, the next free's) would wait for this task to run again.
+	 */
+	guard(preempt)();
+	s = smp_processor_id() % AFM_ZS_RFREE;
 	for (i = 0; i < AFM_ZS_RFREE; i++) {
 		atomic_long_t *slot = &zs->rfree[(s + i) % AFM_ZS_RFREE];
 		long old = 0;
@@ -916,7 +924,8 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 		return;
 #endif
 	if (!spin_trylock(&zs->lock)) {
-		if (afm_zs_rfree_put(zs, h))
+		if (!afm_zs_quiet(zs, AFM_ZS_QUIET_RFREE) &&
+		    afm_zs_rfree_put(zs, h))
 			return;
 		afm_zs_lock(zs);
 	}

@@ -437,7 +437,8 @@ struct afm_zs_pend {
  *	report nothing), AFM_ZS_QUIET_MIGRATION the kernel's page migration
  *	(isolation refused); the KUnit hooks still reach both.
  *	AFM_ZS_QUIET_RUNS makes every new zspage a chain, so that the tests
- *	reach the page-by-page paths whatever pages they get.
+ *	reach the page-by-page paths whatever pages they get;
+ *	AFM_ZS_QUIET_RFREE makes a free wait for a lock held elsewhere.
  */
 struct afm_zs_pool {
 	struct afm_pool *pool;

@@ -1255,12 +1255,15 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  *	kernel cannot isolate its pages for migration
  *	(afm_zs_test_isolate_page() still can); AFM_ZS_QUIET_RUNS: zspages
  *	made from now on are chains even when their pages are a run (see
- *	struct afm_zspage), for the page-by-page paths; 0: none (the
- *	default).
+ *	struct afm_zspage), for the page-by-page paths; AFM_ZS_QUIET_RFREE:
+ *	a free that finds the pool lock held (by one of the pool's workers
+ *	on another CPU) waits for it instead of leaving its handle to the
+ *	holder (afm_zs_test_busy() still leaves it); 0: none (the default).
  *
- * For tests that assert exact counts of what compaction or migration did,
- * which the debug guest's drop_caches and compact_memory loops would
- * otherwise race with. Pages the kernel had isolated before stay so.
+ * For tests that assert exact counts of what compaction, migration or a
+ * free did, which the debug guest's drop_caches and compact_memory loops
+ * and the pool's own workers would otherwise race with. Pages the kernel
+ * had isolated before stay so.
  *
  * Context: any context.
  */

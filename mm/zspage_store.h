@@ -129,6 +129,7 @@ struct afm_zs_obj_info {
 #define AFM_ZS_QUIET_SHRINKER	BIT(0)	/* shrink_slab() */
 #define AFM_ZS_QUIET_MIGRATION	BIT(1)	/* isolation for page migration */
 #define AFM_ZS_QUIET_RUNS	BIT(2)	/* new zspages as runs (struct afm_zspage) */
+#define AFM_ZS_QUIET_RFREE	BIT(3)	/* frees wait for a lock held elsewhere */
 
 /* KUnit hooks (EXPORT_SYMBOL_IF_KUNIT), CONFIG_AFMALLOC_KUNIT_TEST only. */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c);
