@@ -823,7 +823,9 @@ static void afm_zs_test_rfree(struct kunit *test)
  * Bad frees left to the lock holder: a second free of a handle, a free of
  * a pinned (mapped) object and a foreign value, made while the lock is
  * held, return at once like any other free. The holder's drain reports
- * each (one misuse counted each, warned about once) and changes nothing:
+ * each (one misuse counted each; its warnings, printed once per boot, are
+ * its own, not afm_zs_test_bad_handles()' or afm_zs_test_compact_pinned()'
+ * whose brackets need theirs) and changes nothing:
  * the counts hold, the pinned object stays byte for byte, and the freed
  * handle's slot in the handle table is not given out twice.
  */
@@ -844,7 +846,7 @@ static void afm_zs_test_rfree_bad(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &before);
 
 	afm_test_expect_warnings(test);
-	kunit_info(test, "expect afmalloc invalid-handle and free-of-mapped-object warnings\n");
+	kunit_info(test, "expect afmalloc invalid-handle and free-of-mapped-object warnings, left to the lock holder\n");
 	misuses = afm_test_misuse_count();
 	afm_zs_test_busy(ts->pool, true);
 	afm_free(ts->pool, h);

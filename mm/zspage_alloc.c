@@ -740,10 +740,13 @@ nomem:
 
 /*
  * Free shard handle @h (@handle, as the caller gave it, for the warnings)
- * of @zs. Pool lock held. Return: what afm_zs_want_auto() said after it.
+ * of @zs; @left: the free was left to the lock holder (see "Frees that find
+ * the lock held"), whose stack a warning then shows, not the freer's: its
+ * warnings say so. Pool lock held. Return: what afm_zs_want_auto() said
+ * after it.
  */
 static int afm_zs_free_locked(struct afm_zs_pool *zs, unsigned long h,
-			      unsigned long handle)
+			      unsigned long handle, bool left)
 {
 	struct afm_zspage *z;
 	unsigned int size;
@@ -760,8 +763,12 @@ static int afm_zs_free_locked(struct afm_zs_pool *zs, unsigned long h,
 			goto invalid;
 		/* LOCK is only set under the pool lock: only pins here. */
 		if (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) {
-			WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
-				  zs->pool->name, handle);
+			if (left)
+				WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of mapped object %#lx, leaking it (left to the lock holder: not the freer's stack)\n",
+					  zs->pool->name, handle);
+			else
+				WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of mapped object %#lx, leaking it\n",
+					  zs->pool->name, handle);
 			return AFM_ZS_AUTO_NO;
 		}
 	} while (!atomic64_try_cmpxchg(ent, &e, 0));
@@ -783,8 +790,12 @@ static int afm_zs_free_locked(struct afm_zs_pool *zs, unsigned long h,
 	return afm_zs_want_auto(zs);
 
 invalid:
-	WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx\n",
-		  zs->pool->name, handle);
+	if (left)
+		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx (left to the lock holder: not the freer's stack)\n",
+			  zs->pool->name, handle);
+	else
+		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of invalid handle %#lx\n",
+			  zs->pool->name, handle);
 	return AFM_ZS_AUTO_NO;
 }
 
@@ -817,7 +828,8 @@ static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
  * a free that filled a slot behind its scan). Until then the object is
  * live in every count (its handle is no longer the caller's: a free is
  * final; a second free of it, or a free of a mapped object, is reported
- * when the holder gets to it) and compaction may move it. Why not wait:
+ * when the holder gets to it, from the holder's stack, in warnings of
+ * their own that say so) and compaction may move it. Why not wait:
  * on a shard the holder is usually its own CPU's malloc, and with zswap's
  * writeback freeing in LRU order from any CPU, half the frees on two CPUs
  * met it and spun (bench/churn/run.sh --perf).
@@ -881,7 +893,7 @@ void afm_zs_rfree_drain(struct afm_zs_pool *zs)
 		zs->st.rfrees++;
 		afm_zs_auto_queue(zs, afm_zs_free_locked(zs, h,
 							 h << set->shift |
-							 zs->nr));
+							 zs->nr, true));
 	}
 	/*
 	 * A free that filled a slot behind this scan while the count was
@@ -931,7 +943,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	}
 	if (unlikely(atomic_read(&zs->rfree_nr) > 0))
 		afm_zs_rfree_drain(zs);
-	want = afm_zs_free_locked(zs, h, handle);
+	want = afm_zs_free_locked(zs, h, handle, false);
 	afm_zs_unlock(zs);
 	afm_zs_auto_queue(zs, want);
 }
