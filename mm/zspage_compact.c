@@ -397,17 +397,22 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
 			unsigned int min_holes)
 {
 	unsigned long holes, trigger, freed;
+	bool run;
 
 	mutex_lock(&zs->pool->compact_lock);
 	afm_zs_lock(zs);
 	trigger = afm_zs_trigger(zs);
 	holes = rest ? afm_zs_holes(zs) : afm_zs_holes_unrecorded(zs);
+	run = holes > trigger / 2 && !zs->dying;
 	afm_zs_unlock(zs);
-	if (holes > trigger / 2 && !zs->dying) {
+	if (run) {
 		freed = afm_zs_compact_goal(zs, holes - trigger / 2, min_holes,
 					    AFM_ZS_COMPACT_GFP);
+		/* Under the lock the statistics readers hold. */
+		afm_zs_lock(zs);
 		zs->st.auto_runs++;
 		zs->st.auto_freed += freed;
+		afm_zs_unlock(zs);
 	}
 	mutex_unlock(&zs->pool->compact_lock);
 }
