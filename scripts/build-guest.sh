@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Build the x86_64 guest kernel from the prepared tree into an O= dir:
-#   tinyconfig + scripts/config/guest.config [+ debug.config with --debug].
+#   tinyconfig + scripts/config/guest.config [+ debug.config with --debug,
+#   or pagealloc.config with --pagealloc].
 # The config is regenerated only when the fragments change, so rebuilds are
 # incremental (and ccache'd when ccache is installed). Every option a
 # fragment asks for is checked in the final .config.
@@ -15,8 +16,9 @@ frags=("$AFMALLOC_TOP/scripts/config/guest.config")
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--debug) variant=guest-debug; frags+=("$AFMALLOC_TOP/scripts/config/debug.config") ;;
-	-h|--help) echo "usage: $0 [--debug]"; exit 0 ;;
-	*) die "unknown option '$1' (usage: $0 [--debug])" ;;
+	--pagealloc) variant=guest-pagealloc; frags+=("$AFMALLOC_TOP/scripts/config/pagealloc.config") ;;
+	-h|--help) echo "usage: $0 [--debug | --pagealloc]"; exit 0 ;;
+	*) die "unknown option '$1' (usage: $0 [--debug | --pagealloc])" ;;
 	esac
 	shift
 done
