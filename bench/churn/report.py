@@ -32,7 +32,11 @@ dead zspages as shares of the compressed bytes, what is left (the
 difference between its live bytes and the compressed bytes the swap side
 counts, and samples read at slightly different moments), the share of
 hole bytes recorded on its hole lists and the objects placed in recorded
-holes during the phase. With --plot and matplotlib, the overhead ratio
+holes during the phase. Where the guest's /proc/stat was sampled (ctxt,
+cpu_busy_ms, cpu_idle_ms), per run and phase: the CPU time busy per 1000
+pages touched, the share of CPU time idle and the context switches per
+1000 pages touched, which tell a run that spent more CPU per page from one
+that waited more. With --plot and matplotlib, the overhead ratio
 over time for every allocator and run.
 Tables need only the standard library.
 """
@@ -135,6 +139,16 @@ def compaction_row(k, s_run):
         fmt(per(walked, moved), "%.2f"), fmt(per(looked, moved), "%.2f"))
 
 
+def cpu_row(s_run, ph, pages):
+    """Cells of the CPU table for phase ph (pages: the pages it touched), or
+    None without the /proc/stat columns or pages."""
+    busy, idle, ctxt = (delta(s_run, ph, c) for c in ("cpu_busy_ms", "cpu_idle_ms", "ctxt"))
+    if busy is None or idle is None or ctxt is None or not pages or busy + idle <= 0:
+        return None
+    return "%.2f | %.1f%% | %.1f" % (1000 * busy / pages, 100 * idle / (busy + idle),
+                                     1000 * ctxt / pages)
+
+
 def zspage_parts(s_ph, s_run, ph):
     """Means over the samples s_ph of the zspage store's overhead and its
     parts, as fractions of the compressed bytes: [overhead, holes, tails,
@@ -216,7 +230,7 @@ def report(d, out, plot):
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         + ("---:|" if wb else ""),
     ]
-    rest_rows, parts_rows, compact_rows = [], [], []
+    rest_rows, parts_rows, compact_rows, cpu_rows = [], [], [], []
     for k in runs:
         s_run = [r for r in samples if key(r) == k]
         compact_rows.append(compaction_row(k, s_run))
@@ -251,6 +265,9 @@ def report(d, out, plot):
             if wb:
                 cells.append(fmt(delta(s_run, ph, "zswpwb"), "%.0f"))
             lines.append("| " + " | ".join(cells) + " |")
+            cpu = cpu_row(s_run, ph, num(pr.get("pages")))
+            if cpu:
+                cpu_rows.append("| %s | %d | %s | %s |" % (k[0], k[1], ph, cpu))
             parts = zspage_parts(s_ph, s_run, ph)
             if parts:
                 parts_rows.append("| %s | %d | %s | " % (k[0], k[1], ph) + " | ".join(
@@ -286,6 +303,14 @@ def report(d, out, plot):
                   "| bytes copied per byte | extents walked per object | entries looked at per "
                   "object |",
                   "|---|---|---:|---:|---:|---:|---:|---:|---:|"] + compact_rows
+    if cpu_rows:
+        lines += ["", "The guest's CPUs per phase (/proc/stat, all CPUs, every process and "
+                  "kernel thread): busy time (user, system, interrupts) per 1000 pages the "
+                  "workload touched, the share of CPU time idle, context switches per 1000 "
+                  "pages touched.", "",
+                  "| allocator | run | phase | busy ms per 1000 pages | idle | context switches "
+                  "per 1000 pages |",
+                  "|---|---|---|---:|---:|---:|"] + cpu_rows
     if parts_rows:
         lines += ["", "Where the zspage store's overhead sits: means over the phase's samples "
                   "(those counted above) of each part, in % of the compressed bytes; the parts "

@@ -92,6 +92,11 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                 The rest of a zspage pool's overhead is its 5-byte
                 object headers (5 x afm_objects), its tables (meta_pages)
                 and the dead zspages.
+  ctxt, cpu_busy_ms, cpu_idle_ms   the guest's context switches and its
+                CPUs' time busy (user, nice, system, irq, softirq) and idle
+                (idle, iowait), summed over CPUs, from /proc/stat: whether
+                a run that touched fewer pages per second spent more CPU per
+                page or waited more
   cpu_alloc_ns, cpu_free_ns, cpu_compact_ns   allocator CPU time split:
                 not available yet (no counter exists in either
                 allocator), always empty
@@ -127,12 +132,14 @@ COLUMNS = (
     "afm_hole_bytes,afm_tail_bytes,afm_dead_zspages,afm_hole_reused,afm_hole_reused_bytes,"
     "afm_holes_rec,afm_hole_rec_bytes,afm_zspages_run,afm_zspages_chain,"
     "afm_compact_us,afm_compact_bytes,afm_compact_walked,afm_compact_looked,"
-    "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns,afm_rfrees,afm_donated"
+    "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns,afm_rfrees,afm_donated,"
+    "ctxt,cpu_busy_ms,cpu_idle_ms"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
          "zswap_reject_alloc_fail", "zswap_reject_kmemcache_fail",
-         "zswap_reject_reclaim_fail", "zswap_pool_limit_hit"}
+         "zswap_reject_reclaim_fail", "zswap_pool_limit_hit", "ctxt", "cpu_busy_ms",
+         "cpu_idle_ms"}
 DBG = "/sys/kernel/debug"
 
 
@@ -142,6 +149,21 @@ def read(path):
             return f.read()
     except OSError:
         return None
+
+
+def cpu_times():
+    """/proc/stat: context switches, CPU time busy and idle (ms, all CPUs)."""
+    out = {}
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    for line in (read("/proc/stat") or "").splitlines():
+        f = line.split()
+        if f and f[0] == "cpu" and len(f) >= 8:
+            t = [int(x) for x in f[1:8]]  # user nice system idle iowait irq softirq
+            out["cpu_busy_ms"] = round((t[0] + t[1] + t[2] + t[5] + t[6]) * tick_ms)
+            out["cpu_idle_ms"] = round((t[3] + t[4]) * tick_ms)
+        elif f and f[0] == "ctxt" and len(f) == 2:
+            out["ctxt"] = int(f[1])
+    return out
 
 
 def keyed(path):
@@ -279,6 +301,7 @@ def sample(args, base, prog, t0):
     for k in ("pswpout", "pswpin"):
         if k in vm:
             row[k] = vm[k]
+    row.update(cpu_times())
     ms = keyed(os.path.join(args.cgroup, "memory.stat"))
     for k in ("zswpout", "zswpin", "zswpwb", "swpout_zero", "swpin_zero", "pgmajfault"):
         if k in ms:
