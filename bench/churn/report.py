@@ -33,10 +33,11 @@ difference between its live bytes and the compressed bytes the swap side
 counts, and samples read at slightly different moments), the share of
 hole bytes recorded on its hole lists and the objects placed in recorded
 holes during the phase. Where the guest's /proc/stat was sampled (ctxt,
-cpu_busy_ms, cpu_idle_ms), per run and phase: the CPU time busy per 1000
-pages touched, the share of CPU time idle and the context switches per
-1000 pages touched, which tell a run that spent more CPU per page from one
-that waited more. With --plot and matplotlib, the overhead ratio
+cpu_busy_ms, cpu_idle_ms, cpu_user_ms), per run and phase: the CPU time
+busy per 1000 pages touched and, of it, in user space (the workload's own
+code, the same work per page whatever the allocator), the share of CPU
+time idle and the context switches per 1000 pages touched, which tell a
+run that spent more CPU per page from one that waited more. With --plot and matplotlib, the overhead ratio
 over time for every allocator and run.
 Tables need only the standard library.
 """
@@ -142,11 +143,13 @@ def compaction_row(k, s_run):
 def cpu_row(s_run, ph, pages):
     """Cells of the CPU table for phase ph (pages: the pages it touched), or
     None without the /proc/stat columns or pages."""
-    busy, idle, ctxt = (delta(s_run, ph, c) for c in ("cpu_busy_ms", "cpu_idle_ms", "ctxt"))
+    busy, idle, ctxt, user = (delta(s_run, ph, c) for c in (
+        "cpu_busy_ms", "cpu_idle_ms", "ctxt", "cpu_user_ms"))
     if busy is None or idle is None or ctxt is None or not pages or busy + idle <= 0:
         return None
-    return "%.2f | %.1f%% | %.1f" % (1000 * busy / pages, 100 * idle / (busy + idle),
-                                     1000 * ctxt / pages)
+    return "%.2f | %s | %.1f%% | %.1f" % (
+        1000 * busy / pages, fmt(1000 * user / pages if user is not None else None, "%.2f"),
+        100 * idle / (busy + idle), 1000 * ctxt / pages)
 
 
 def zspage_parts(s_ph, s_run, ph):
@@ -306,11 +309,13 @@ def report(d, out, plot):
     if cpu_rows:
         lines += ["", "The guest's CPUs per phase (/proc/stat, all CPUs, every process and "
                   "kernel thread): busy time (user, system, interrupts) per 1000 pages the "
-                  "workload touched, the share of CPU time idle, context switches per 1000 "
-                  "pages touched.", "",
-                  "| allocator | run | phase | busy ms per 1000 pages | idle | context switches "
-                  "per 1000 pages |",
-                  "|---|---|---|---:|---:|---:|"] + cpu_rows
+                  "workload touched and, of it, user space (the workload's own code: the same "
+                  "work per page whatever the allocator, so a change there is the machine's "
+                  "speed, not the allocator's work); the share of CPU time idle; context "
+                  "switches per 1000 pages touched.", "",
+                  "| allocator | run | phase | busy ms per 1000 pages | of it user | idle "
+                  "| context switches per 1000 pages |",
+                  "|---|---|---|---:|---:|---:|---:|"] + cpu_rows
     if parts_rows:
         lines += ["", "Where the zspage store's overhead sits: means over the phase's samples "
                   "(those counted above) of each part, in % of the compressed bytes; the parts "

@@ -92,11 +92,14 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                 The rest of a zspage pool's overhead is its 5-byte
                 object headers (5 x afm_objects), its tables (meta_pages)
                 and the dead zspages.
-  ctxt, cpu_busy_ms, cpu_idle_ms   the guest's context switches and its
-                CPUs' time busy (user, nice, system, irq, softirq) and idle
-                (idle, iowait), summed over CPUs, from /proc/stat: whether
-                a run that touched fewer pages per second spent more CPU per
-                page or waited more
+  ctxt, cpu_busy_ms, cpu_idle_ms, cpu_user_ms   the guest's context
+                switches and its CPUs' time busy (user, nice, system, irq,
+                softirq), idle (idle, iowait) and, of the busy time, in user
+                space (user, nice), summed over CPUs, from /proc/stat:
+                whether a run that touched fewer pages per second spent
+                more CPU per page or waited more, and whether the workload's
+                own code got slower too (under TCG, a slower machine) or
+                only the kernel
   cpu_alloc_ns, cpu_free_ns, cpu_compact_ns   allocator CPU time split:
                 not available yet (no counter exists in either
                 allocator), always empty
@@ -133,13 +136,13 @@ COLUMNS = (
     "afm_holes_rec,afm_hole_rec_bytes,afm_zspages_run,afm_zspages_chain,"
     "afm_compact_us,afm_compact_bytes,afm_compact_walked,afm_compact_looked,"
     "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns,afm_rfrees,afm_donated,"
-    "ctxt,cpu_busy_ms,cpu_idle_ms"
+    "ctxt,cpu_busy_ms,cpu_idle_ms,cpu_user_ms"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
          "zswap_reject_alloc_fail", "zswap_reject_kmemcache_fail",
          "zswap_reject_reclaim_fail", "zswap_pool_limit_hit", "ctxt", "cpu_busy_ms",
-         "cpu_idle_ms"}
+         "cpu_idle_ms", "cpu_user_ms"}
 DBG = "/sys/kernel/debug"
 
 
@@ -152,7 +155,7 @@ def read(path):
 
 
 def cpu_times():
-    """/proc/stat: context switches, CPU time busy and idle (ms, all CPUs)."""
+    """/proc/stat: context switches, CPU time busy, idle and user (ms, all CPUs)."""
     out = {}
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
     for line in (read("/proc/stat") or "").splitlines():
@@ -161,6 +164,7 @@ def cpu_times():
             t = [int(x) for x in f[1:8]]  # user nice system idle iowait irq softirq
             out["cpu_busy_ms"] = round((t[0] + t[1] + t[2] + t[5] + t[6]) * tick_ms)
             out["cpu_idle_ms"] = round((t[3] + t[4]) * tick_ms)
+            out["cpu_user_ms"] = round((t[0] + t[1]) * tick_ms)
         elif f and f[0] == "ctxt" and len(f) == 2:
             out["ctxt"] = int(f[1])
     return out
