@@ -37,8 +37,8 @@ cpu_busy_ms, cpu_idle_ms, cpu_user_ms), per run and phase: the CPU time
 busy per 1000 pages touched and, of it, in user space (the workload's own
 code, the same work per page whatever the allocator), the share of CPU
 time idle and the context switches per 1000 pages touched, which tell a
-run that spent more CPU per page from one that waited more. With --plot and matplotlib, the overhead ratio
-over time for every allocator and run.
+run that spent more CPU per page from one that waited more. With --plot
+and matplotlib, the overhead ratio over time for every allocator and run.
 Tables need only the standard library.
 """
 import argparse

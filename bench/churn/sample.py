@@ -107,9 +107,9 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                           were left to its holder, and objects allocated
                           by a donor shard for another ("shards" row,
                           cumulative)
-Counters from /proc/vmstat, debugfs zswap/ and the block device are
-differences from the sampler's first reading; the others are the raw
-values (a fresh zram device, cgroup and afmalloc pool per run).
+Counters from /proc/vmstat, /proc/stat, debugfs zswap/ and the block
+device are differences from the sampler's first reading; the others are
+the raw values (a fresh zram device, cgroup and afmalloc pool per run).
 """
 import argparse
 import glob
