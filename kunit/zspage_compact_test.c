@@ -234,6 +234,62 @@ static void afm_zs_test_auto_compact(struct kunit *test)
 }
 
 /*
+ * Automatic runs of a shard are batched (AFM_ZS_AUTO_GAP): a free past the
+ * trigger before the gap since the start of the last run is over queues
+ * the run for later, one after it queues it at once. The gap is moved
+ * through a hook, never waited for, so the outcome does not depend on the
+ * host's speed; a delayed run is then run by flushing the work.
+ */
+static void afm_zs_test_auto_gap(struct kunit *test)
+{
+	struct afm_zs_counters frag, mid, after;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
+	afm_zs_fragment(test, ts, buf);
+	afm_zs_get_counters(ts->pool, &frag);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, 16UL * AFM_ZS_SIZE);
+
+	/* Within the gap: the run is queued for later. */
+	afm_zs_test_auto_next(ts->pool, 10 * HZ);
+	afm_zs_set_auto_permille(10);
+	afm_free(ts->pool, ts->h[4]);
+	ts->h[4] = 0;
+	afm_zs_get_counters(ts->pool, &mid);
+	KUNIT_EXPECT_EQ(test, mid.auto_delayed, frag.auto_delayed + 1);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &mid);
+	KUNIT_EXPECT_EQ(test, mid.auto_runs, frag.auto_runs + 1);
+	KUNIT_EXPECT_GT(test, mid.auto_freed, frag.auto_freed);
+
+	/* Holes again (half the survivors), then a free after the gap. */
+	afm_zs_set_auto_permille(0);
+	for (i = 12; i < ts->n; i += 8) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &mid);
+	KUNIT_ASSERT_GT(test, mid.hole_bytes, 8UL * AFM_ZS_SIZE);
+	afm_zs_test_auto_next(ts->pool, -1);
+	afm_zs_set_auto_permille(10);
+	afm_free(ts->pool, ts->h[8]);
+	ts->h[8] = 0;
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.auto_delayed, mid.auto_delayed);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.auto_runs, mid.auto_runs + 1);
+	KUNIT_EXPECT_GT(test, after.auto_freed, mid.auto_freed);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * At rest, thin holes go too: objects of 1000 bytes (32 a zspage) of which
  * one in 16 is freed leave every zspage with about 6% of its bytes in
  * holes, too few for a run while writes go on (an eighth), so a free past
@@ -376,6 +432,7 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_victim_tail),
 	KUNIT_CASE_SLOW(afm_zs_test_compact_cost),
 	KUNIT_CASE(afm_zs_test_auto_compact),
+	KUNIT_CASE(afm_zs_test_auto_gap),
 	KUNIT_CASE(afm_zs_test_rest_compact),
 	KUNIT_CASE(afm_zs_test_shrinker),
 	{}

@@ -803,9 +803,15 @@ invalid:
 static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
 {
 	/* Mostly queued already under churn: no atomic bit op then. */
-	if (want == AFM_ZS_AUTO_NOW && !work_pending(&zs->compact_work))
-		queue_work(system_unbound_wq, &zs->compact_work);
-	else if (want == AFM_ZS_AUTO_LATER &&
+	if (want == AFM_ZS_AUTO_NOW &&
+	    !delayed_work_pending(&zs->compact_work)) {
+		long wait = (long)(READ_ONCE(zs->auto_next) - jiffies);
+
+		wait = clamp_t(long, wait, 0, AFM_ZS_AUTO_GAP);
+		if (wait)
+			atomic_long_inc(&zs->st.auto_delayed);
+		queue_delayed_work(system_unbound_wq, &zs->compact_work, wait);
+	} else if (want == AFM_ZS_AUTO_LATER &&
 		 !delayed_work_pending(&zs->late_work))
 		queue_delayed_work(system_unbound_wq, &zs->late_work,
 				   AFM_ZS_LATE);

@@ -419,8 +419,12 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
 
 void afm_zs_compact_work(struct work_struct *work)
 {
-	afm_zs_auto(container_of(work, struct afm_zs_pool, compact_work),
-		    false, AFM_ZS_AUTO_MIN_HOLES);
+	struct afm_zs_pool *zs = container_of(to_delayed_work(work),
+					      struct afm_zs_pool, compact_work);
+
+	/* The next run no sooner than AFM_ZS_AUTO_GAP from now. */
+	WRITE_ONCE(zs->auto_next, jiffies + AFM_ZS_AUTO_GAP);
+	afm_zs_auto(zs, false, AFM_ZS_AUTO_MIN_HOLES);
 }
 
 /*

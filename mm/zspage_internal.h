@@ -156,6 +156,18 @@
 /* Holes before an automatic run, in zspages (a batch worth a pass). */
 #define AFM_ZS_AUTO_MIN		4
 /*
+ * At most one automatic run per shard in this time: the runs of a shard
+ * under churn are batched, so that the worker wakes up (and switches
+ * context) a bounded number of times a second whatever the free rate,
+ * and zspages that frees are emptying anyway (zswap writes back in LRU
+ * order, so the oldest zspages drain by themselves) empty before a run
+ * copies their last objects out. Unbatched, zswap's churn woke the worker
+ * about 130 times a second and it copied objects that were written back
+ * moments later (bench/churn/run.sh --target zswap: objects moved 44% of
+ * the stores).
+ */
+#define AFM_ZS_AUTO_GAP		msecs_to_jiffies(50)
+/*
  * The rest run (see "Compaction") comes this long after the last
  * allocation and takes every zspage with AFM_ZS_MIN_HOLES of holes, as
  * afm_compact() does: thin holes cost copying once, when nothing else
@@ -414,7 +426,11 @@ struct afm_zs_pend {
  * @rfree_work: drains @rfree when no allocation or free comes to do it,
  *	AFM_ZS_RFREE_DELAY after a free put the first handle there.
  * @free_work: frees the zspages of @dead.
- * @compact_work: automatic compaction.
+ * @compact_work: automatic compaction, queued by a free past the trigger
+ *	no sooner than @auto_next.
+ * @auto_next: jiffies before which no automatic run starts: a run sets it
+ *	AFM_ZS_AUTO_GAP ahead when it starts. No lock (a stale read only
+ *	moves a run by a tick).
  * @late_work: the rest run: automatic compaction counting the indexed
  *	holes and taking thinner ones, AFM_ZS_LATE after the last
  *	allocation, queued by a free that leaves holes above the trigger.
@@ -431,7 +447,8 @@ struct afm_zs_pend {
  *	counts only pages whose contents moved to a new page; an isolated
  *	page put back counts in @st.putback, one whose zspage was freed
  *	while it was isolated (the migration core then frees it without
- *	calling afm_zs_migrate_page()) in @st.isolated_freed.
+ *	calling afm_zs_migrate_page()) in @st.isolated_freed. @st.auto_delayed
+ *	(atomic) is counted where a run is queued, after the lock is dropped.
  * @test_quiet: KUnit hook, afm_zs_test_quiet(): AFM_ZS_QUIET_SHRINKER
  *	keeps the kernel's shrink_slab() away from the pool (count and scan
  *	report nothing), AFM_ZS_QUIET_MIGRATION the kernel's page migration
@@ -478,7 +495,8 @@ struct afm_zs_pool {
 	bool dying;
 	struct delayed_work rfree_work;
 	struct work_struct free_work;
-	struct work_struct compact_work;
+	struct delayed_work compact_work;
+	unsigned long auto_next;
 	struct delayed_work late_work;
 	struct shrinker *shrinker;
 	u32 *cand;
@@ -490,6 +508,7 @@ struct afm_zs_pool {
 		atomic_long_t isolated;
 		atomic_long_t putback;
 		atomic_long_t isolated_freed;
+		atomic_long_t auto_delayed;
 		unsigned long deferred_frees;
 		unsigned long rfrees;
 		unsigned long runs;

@@ -232,13 +232,15 @@
  * the holes allocation will not reuse soon are above it too (those off the
  * index, and the indexed ones beyond the reserve) and some zspage has a
  * quarter of its bytes in holes (AFM_ZS_AUTO_MIN_HOLES), the worker runs
- * at once: down to half the trigger, taking zspages with a quarter of
- * their bytes in holes (at most 3 bytes copied per byte given back). Otherwise, above the trigger,
- * the rest run comes AFM_ZS_LATE after the last allocation: it counts
- * every hole and takes every zspage with AFM_ZS_MIN_HOLES of holes
- * (AFM_ZS_REST_MIN_HOLES), so that once writes stop, thin holes come down
- * too. Under continuous overwrites the holes thus stay where reuse holds
- * them (a few per cent of the live bytes), not where copying would.
+ * at once, or AFM_ZS_AUTO_GAP after the start of its last run if that is
+ * later (runs under churn are batched): down to half the trigger, taking
+ * zspages with a quarter of their bytes in holes (at most 3 bytes copied
+ * per byte given back). Otherwise, above the trigger, the rest run comes
+ * AFM_ZS_LATE after the last allocation: it counts every hole and takes
+ * every zspage with AFM_ZS_MIN_HOLES of holes (AFM_ZS_REST_MIN_HOLES), so
+ * that once writes stop, thin holes come down too. Under continuous
+ * overwrites the holes thus stay where reuse holds them (a few per cent of
+ * the live bytes), not where copying would.
  * What compaction costs is counted per shard (debugfs "cost" row): the
  * wall-clock time of its runs, the bytes it copied, the extents it walked
  * and the handle entries it looked at.
@@ -448,7 +450,8 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	INIT_LIST_HEAD(&zs->dead);
 	INIT_WORK(&zs->free_work, afm_zs_free_work);
 	INIT_DELAYED_WORK(&zs->rfree_work, afm_zs_rfree_work);
-	INIT_WORK(&zs->compact_work, afm_zs_compact_work);
+	INIT_DELAYED_WORK(&zs->compact_work, afm_zs_compact_work);
+	zs->auto_next = jiffies;
 	INIT_DELAYED_WORK(&zs->late_work, afm_zs_late_work);
 
 	zs->shrinker = shrinker_alloc(0, "afm-zspage-%s-%u", pool->name, nr);
@@ -526,7 +529,7 @@ static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
 	zs->dying = true;
 	afm_zs_unlock(zs);
 	cancel_delayed_work_sync(&zs->rfree_work);
-	cancel_work_sync(&zs->compact_work);
+	cancel_delayed_work_sync(&zs->compact_work);
 	cancel_delayed_work_sync(&zs->late_work);
 
 	/*
@@ -876,6 +879,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->isolated_freed = atomic_long_read(&zs->st.isolated_freed);
 	c->auto_runs = zs->st.auto_runs;
 	c->auto_freed = zs->st.auto_freed;
+	c->auto_delayed = atomic_long_read(&zs->st.auto_delayed);
 	c->passes = zs->st.passes;
 	c->moved = zs->st.moved;
 	c->moved_bytes = zs->st.moved_bytes;
@@ -1432,6 +1436,24 @@ unsigned int afm_zs_test_pend_max(void)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pend_max);
 
 /**
+ * afm_zs_test_auto_next() - move the next automatic run (KUnit hook)
+ * @pool: a zspage-store pool
+ * @delta: jiffies from now before which no automatic run of any shard
+ *	starts (negative: none held back)
+ *
+ * Context: any; the next run of a shard sets its own (AFM_ZS_AUTO_GAP).
+ */
+void afm_zs_test_auto_next(struct afm_pool *pool, long delta)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++)
+		WRITE_ONCE(set->shard[i]->auto_next, jiffies + delta);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_auto_next);
+
+/**
  * afm_zs_test_rfree_max() - frees a shard leaves to its lock holder (KUnit
  * hook)
  *
@@ -1606,11 +1628,11 @@ static void afm_zs_shard_flush_work(struct afm_zs_pool *zs)
 	for (i = 0; i < 8; i++) {
 		/* Frees left waiting: now. */
 		flush_delayed_work(&zs->rfree_work);
-		flush_work(&zs->compact_work);
+		flush_delayed_work(&zs->compact_work);
 		/* A late run pending: run it now. */
 		flush_delayed_work(&zs->late_work);
 		flush_work(&zs->free_work);
-		if (!work_pending(&zs->compact_work) &&
+		if (!delayed_work_pending(&zs->compact_work) &&
 		    !delayed_work_pending(&zs->late_work) &&
 		    !work_pending(&zs->free_work))
 			break;

@@ -44,6 +44,8 @@
  *	(the migration core frees them without calling migrate_page).
  * @auto_runs: automatic compaction runs (worker).
  * @auto_freed: pages freed by those runs.
+ * @auto_delayed: runs queued to start later than at once, AFM_ZS_AUTO_GAP
+ *	not being over since the start of the shard's last run.
  * @passes: compaction passes, all callers.
  * @moved: objects moved by compaction.
  * @moved_bytes: their bytes (copied once each).
@@ -85,6 +87,7 @@ struct afm_zs_counters {
 	unsigned long isolated_freed;
 	unsigned long auto_runs;
 	unsigned long auto_freed;
+	unsigned long auto_delayed;
 	unsigned long passes;
 	unsigned long moved;
 	unsigned long moved_bytes;
@@ -143,6 +146,7 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr);
 unsigned int afm_zs_test_flush(struct afm_pool *pool);
 unsigned int afm_zs_test_pend_max(void);
+void afm_zs_test_auto_next(struct afm_pool *pool, long delta);
 unsigned int afm_zs_test_rfree_max(void);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
