@@ -366,6 +366,11 @@ one() {
 	[ -s "$progress" ] || { printf 'run,pos,target,alloc,comp,'; head -n 1 "$out/.progress-$r-$slug.csv"; } > "$progress"
 	tail -n +2 "$out/.progress-$r-$slug.csv" | sed "s|^|$r,$pos,$target,$a,$comp,|" >> "$progress"
 	rm -f "$out/.progress-$r-$slug.csv"
+	# churn's emulator check (see churn.c): the machine, not the software.
+	if grep -q 'EMULATOR FAULT' "$log"; then
+		note "run $r $a: the CPU emulator's state was corrupted during this run" \
+			"(churn: EMULATOR FAULT, $log); any failure below may be the machine's"
+	fi
 	[ $rc = 0 ] || die "run $r $a: the workload failed (status $rc; $log, dmesg below)"
 	if [ "$target" = zswap ]; then
 		swapoff /dev/"$dev" || die "swapoff /dev/$dev"

@@ -90,6 +90,16 @@
  * and phase_t_s CLOCK_MONOTONIC since the start and since the phase start,
  * pages are accesses (page touches) in the interval, max values exact.
  *
+ * Emulator check (x86-64): every thread reads its RFLAGS (pushf) every
+ * CPU_CHECK_EVERY accesses. Bits 3, 5, 15 and 22-63 are reserved and read
+ * as 0 on every x86 CPU, bit 1 reads as 1; QEMU's TCG keeps the flags in
+ * its own state and masks those bits on every architected write (popf,
+ * iret, sysret), so no guest code can set them. Flags that break this mean
+ * the CPU emulator's state is corrupted (seen in TCG runs, each time next
+ * to a data failure): each process reports the first such value once, as
+ * "churn: EMULATOR FAULT: ..." on stderr, with the time and the CPU, and
+ * goes on (its data checks decide the run).
+ *
  * Exit status: 0 all pages verified; 1 a checksum mismatch or a process
  * died (OOM kill, signal); 2 bad usage or setup failure.
  *
@@ -731,6 +741,39 @@ static noreturn void mismatch(struct worker *w, size_t i, u32 got)
 	_exit(3);
 }
 
+/* ---- emulator check (see the head comment) --------------------------------- */
+
+#define CPU_CHECK_EVERY 4096
+
+#if defined(__x86_64__)
+#define RFLAGS_RESERVED_0 0xffffffffffc08028ULL	/* bits 3, 5, 15, 22-63 */
+#define RFLAGS_RESERVED_1 0x2ULL			/* bit 1 */
+
+static atomic_bool cpu_fault_seen;	/* per process: report once */
+
+static void cpu_check(void)
+{
+	u64 f;
+	char msg[256];
+	int n;
+
+	__asm__ volatile("pushfq; popq %0" : "=r"(f) : : "memory");
+	if (!(f & RFLAGS_RESERVED_0) && (f & RFLAGS_RESERVED_1))
+		return;
+	if (atomic_exchange(&cpu_fault_seen, true))
+		return;
+	n = snprintf(msg, sizeof(msg),
+		     "churn: EMULATOR FAULT: pid %d on CPU %d read RFLAGS %#llx at t %.3f s: reserved bits set (no x86 CPU does this; the CPU emulator's state is corrupted)\n",
+		     (int)getpid(), sched_getcpu(), (unsigned long long)f,
+		     now_ns(CLOCK_MONOTONIC) / 1e9);
+	(void)!write(STDERR_FILENO, msg, (size_t)n);
+}
+#else
+static void cpu_check(void)
+{
+}
+#endif
+
 /* write_page() - give page @i a new generation of class @cls. */
 static void write_page(struct worker *w, size_t i, unsigned int cls, bool first)
 {
@@ -801,9 +844,12 @@ static void *worker_main(void *arg)
 		write_page(w, w->lo + i, pick_class(&w->rng, NR_CLS), true);
 	atomic_fetch_add(&w->sc->filled, 1);
 
-	for (;;) {
+	for (unsigned int it = 0;; it++) {
 		int cmd = atomic_load_explicit(&w->sc->cmd, memory_order_acquire);
 		unsigned int e;
+
+		if (!(it % CPU_CHECK_EVERY))
+			cpu_check();
 
 		atomic_store_explicit(&w->st->seen, cmd, memory_order_release);
 		switch (cmd) {
