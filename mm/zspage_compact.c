@@ -40,10 +40,12 @@ static unsigned long afm_zs_trigger(const struct afm_zs_pool *zs)
 }
 
 /*
- * Above the trigger, compaction runs now if the holes allocation will not
- * reuse soon (afm_zs_holes_unrecorded(): off the hole index, or beyond its
- * reserve) are above it too and a zspage has enough holes for an automatic
- * pass, else at rest (afm_zs_late_work()). Pool lock held.
+ * Above the trigger, compaction is queued now (AFM_ZS_AUTO_NOW: it starts
+ * at once, or when AFM_ZS_AUTO_GAP since the start of the shard's last run
+ * is over) if the holes allocation will not reuse soon
+ * (afm_zs_holes_unrecorded(): off the hole index, or beyond its reserve)
+ * are above it too and a zspage has enough holes for an automatic pass,
+ * else at rest (afm_zs_late_work()). Pool lock held.
  */
 int afm_zs_want_auto(struct afm_zs_pool *zs)
 {
