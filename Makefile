@@ -18,6 +18,7 @@
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
 #   make vm-test-zero-race  zswap's stale entries behind zero pages (patches/0006)
+#   make vm-test-cx16       the guest CPU's flags across cmpxchg16b (CX16_SECONDS=600)
 #
 # Caches live in $(AFMALLOC_CACHE) (default ~/.cache/afmalloc).
 
@@ -42,7 +43,7 @@ TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug vm-test vm-test-zswap \
 	vm-test-stock vm-test-debug check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
-	bench-zswap-time bench-speed-uml bench-churn vm-test-churn vm-test-zero-race results-collect module module-clean checkpatch
+	bench-zswap-time bench-speed-uml bench-churn vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
 
 all: help
 
@@ -100,6 +101,15 @@ vm-test-debug: guest-debug
 vm-test-zero-race: guest
 	$(TIMED) vm-zero-race $(TOP)/tests/vm/zswap-zero-race.sh \
 		--zpool zsmalloc,afmalloc/zspage,afmalloc/slab
+
+# The guest CPU (under TCG: QEMU's emulation of it) and the flags register
+# across cmpxchg16b, the instruction SLUB's fast paths end in: user-space
+# threads, no zram, zswap or afmalloc (README, "Five failures in churn
+# boots"). OUT=dir keeps the guest console.
+CX16_SECONDS ?= 600
+vm-test-cx16: guest
+	$(TIMED) vm-cx16-flags $(TOP)/tests/vm/cx16-flags.sh --seconds $(CX16_SECONDS) \
+		$(if $(OUT),--out $(OUT))
 
 # zswap on afmalloc built into the project's kernel.
 vm-test-zswap: guest
