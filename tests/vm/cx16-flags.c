@@ -34,13 +34,15 @@
  * Exit status: 0 when nothing was wrong, 1 otherwise, 2 on bad usage.
  */
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+typedef unsigned long long u64;
 
 #define RESERVED_CLEAR	0xffffffffffc08028ULL
 #define FLAG_FIXED1	0x2ULL
@@ -48,17 +50,18 @@
 #define FLAG_IF		0x200ULL
 
 struct pair {
-	uint64_t lo, hi;
-} __attribute__((aligned(16)));
+	u64 lo, hi;
+};
 
-static __thread struct pair slot;
-static struct pair shared;
+/* cmpxchg16b needs its operand 16-byte aligned. */
+static __thread alignas(16) struct pair slot;
+static alignas(16) struct pair shared;
 static atomic_ulong ops, bad_flags, bad_zf, bad_value;
 static atomic_int reported, stop;
 static int report_max = 5;
 
-static void report(const char *what, int t, unsigned long n, uint64_t fl,
-		   uint64_t a, uint64_t b)
+static void report(const char *what, int t, unsigned long n, u64 fl,
+		   u64 a, u64 b)
 {
 	if (atomic_fetch_add(&reported, 1) < report_max)
 		fprintf(stderr,
@@ -68,9 +71,9 @@ static void report(const char *what, int t, unsigned long n, uint64_t fl,
 }
 
 /* Unlocked cmpxchg16b on this thread's slot, through %fs. */
-static uint64_t cx_fs(uint64_t *lo, uint64_t *hi, uint64_t nlo, uint64_t nhi)
+static u64 cx_fs(u64 *lo, u64 *hi, u64 nlo, u64 nhi)
 {
-	uint64_t fl;
+	u64 fl;
 
 	asm volatile("movq $slot@tpoff, %%rsi\n\t"
 		     "cmpxchg16b %%fs:(%%rsi)\n\t"
@@ -83,10 +86,9 @@ static uint64_t cx_fs(uint64_t *lo, uint64_t *hi, uint64_t nlo, uint64_t nhi)
 }
 
 /* Locked cmpxchg16b on the shared slot. */
-static uint64_t cx_lock(struct pair *p, uint64_t *lo, uint64_t *hi,
-			uint64_t nlo, uint64_t nhi)
+static u64 cx_lock(struct pair *p, u64 *lo, u64 *hi, u64 nlo, u64 nhi)
 {
-	uint64_t fl;
+	u64 fl;
 
 	asm volatile("lock cmpxchg16b %[m]\n\t"
 		     "pushfq\n\t"
@@ -98,7 +100,7 @@ static uint64_t cx_lock(struct pair *p, uint64_t *lo, uint64_t *hi,
 }
 
 /* The checks every form shares; @same: rdx:rax came back as given. */
-static void check_flags(int t, unsigned long n, uint64_t fl, int same)
+static void check_flags(int t, unsigned long n, u64 fl, int same)
 {
 	if ((fl & RESERVED_CLEAR) || !(fl & FLAG_FIXED1) || !(fl & FLAG_IF)) {
 		atomic_fetch_add(&bad_flags, 1);
@@ -113,7 +115,7 @@ static void check_flags(int t, unsigned long n, uint64_t fl, int same)
 static void *worker(void *arg)
 {
 	int t = (int)(long)arg;
-	uint64_t v = (uint64_t)t << 48, lo, hi, fl;
+	u64 v = (u64)t << 48, lo, hi, fl;
 	unsigned long n = 0;
 
 	slot.lo = v;
@@ -148,7 +150,7 @@ static void *worker(void *arg)
 		lo = __atomic_load_n(&shared.lo, __ATOMIC_RELAXED);
 		hi = __atomic_load_n(&shared.hi, __ATOMIC_RELAXED);
 		for (;;) {
-			uint64_t olo = lo, ohi = hi;
+			u64 olo = lo, ohi = hi;
 
 			fl = cx_lock(&shared, &lo, &hi, olo + 1, ohi - 1);
 			check_flags(t, n, fl, lo == olo && hi == ohi);
@@ -171,13 +173,13 @@ int main(int argc, char **argv)
 	pthread_t *tid;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+		if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
 			threads = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
 			seconds = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--report") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--report") && i + 1 < argc) {
 			report_max = atoi(argv[++i]);
-		else {
+		} else {
 			fprintf(stderr, "usage: %s [--threads N] [--seconds S] [--report N]\n",
 				argv[0]);
 			return 2;
@@ -201,8 +203,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
 	bad = bad_flags + bad_zf + bad_value;
-	printf("cx16-flags: threads=%d seconds=%d ops=%lu bad_flags=%lu bad_zf=%lu bad_value=%lu result=%s\n",
-	       threads, seconds, (unsigned long)ops, (unsigned long)bad_flags,
+	printf("cx16-flags: threads=%d seconds=%d ops=%lu bad_flags=%lu",
+	       threads, seconds, (unsigned long)ops, (unsigned long)bad_flags);
+	printf(" bad_zf=%lu bad_value=%lu result=%s\n",
 	       (unsigned long)bad_zf, (unsigned long)bad_value,
 	       bad ? "FAIL" : "pass");
 	free(tid);
