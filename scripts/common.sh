@@ -83,6 +83,19 @@ lock() {
 	fi
 }
 
+# test_prog NAME: tests/vm/NAME.c built for the host (and the guest, which
+# shares its userland) into $AFMALLOC_BUILD/NAME/NAME when missing or older
+# than its source; prints its path.
+test_prog() {
+	local bdir=$AFMALLOC_BUILD/$1 src=$AFMALLOC_TOP/tests/vm/$1.c
+	mkdir -p "$bdir"
+	if [ ! -x "$bdir/$1" ] || [ "$src" -nt "$bdir/$1" ]; then
+		gcc -O2 -Wall -Werror -pthread -o "$bdir/$1" "$src" ||
+			die "cannot build $src"
+	fi
+	echo "$bdir/$1"
+}
+
 # guest_accel LOG: the accelerator scripts/vm-run.sh reported in LOG.
 guest_accel() {
 	local a

@@ -56,20 +56,10 @@ if [ "${1:-}" = --guest ]; then
 	exit $?
 fi
 
-build_bin() {  # the program, rebuilt when its source changes; prints its path
-	local bdir=$AFMALLOC_BUILD/cx16-flags src=$AFMALLOC_TOP/tests/vm/cx16-flags.c
-	mkdir -p "$bdir"
-	if [ ! -x "$bdir/cx16-flags" ] || [ "$src" -nt "$bdir/cx16-flags" ]; then
-		gcc -O2 -Wall -Werror -pthread -o "$bdir/cx16-flags" "$src" ||
-			die "cannot build $src"
-	fi
-	echo "$bdir/cx16-flags"
-}
-
 kdir=$AFMALLOC_BUILD/guest out='' cpus=2 seconds=600 gargs=()
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--print-bin) build_bin; exit 0 ;;
+	--print-bin) test_prog cx16-flags; exit 0 ;;
 	--kernel) kdir=${2:?--kernel needs a build dir}; shift ;;
 	--cpus) cpus=${2:?--cpus needs a number}; shift ;;
 	--seconds) seconds=${2:?--seconds needs a number}; shift ;;
@@ -82,7 +72,7 @@ while [ $# -gt 0 ]; do
 done
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || die "--seconds must be a positive number, not '$seconds'"
 need_root "booting a VM"
-bin=$(build_bin)
+bin=$(test_prog cx16-flags)
 kernel=$kdir/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no kernel at $kernel (make guest)"
 logargs=()

@@ -133,20 +133,10 @@ if [ "${1:-}" = --guest ]; then
 	exit $?
 fi
 
-build_bin() {  # the program, rebuilt when its source changes; prints its path
-	local bdir=$AFMALLOC_BUILD/zswap-zero-race src=$AFMALLOC_TOP/tests/vm/zswap-zero-race.c
-	mkdir -p "$bdir"
-	if [ ! -x "$bdir/zswap-zero-race" ] || [ "$src" -nt "$bdir/zswap-zero-race" ]; then
-		gcc -O2 -Wall -Werror -pthread -o "$bdir/zswap-zero-race" "$src" ||
-			die "cannot build $src"
-	fi
-	echo "$bdir/zswap-zero-race"
-}
-
 stock=0 kdir=$AFMALLOC_BUILD/guest out='' gargs=()
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--print-bin) build_bin; exit 0 ;;
+	--print-bin) test_prog zswap-zero-race; exit 0 ;;
 	--stock) stock=1 ;;
 	--kernel) kdir=${2:?--kernel needs a build dir}; shift ;;
 	--out) out=${2:?--out needs a folder}; shift ;;
@@ -157,7 +147,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 need_root "booting a VM"
-bin=$(build_bin)
+bin=$(test_prog zswap-zero-race)
 if [ "$stock" = 1 ]; then
 	eval "$("$AFMALLOC_TOP/scripts/stock-kernel.sh" --no-build)"
 	kernel=$STOCK_KERNEL
