@@ -71,6 +71,8 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || die "--seconds must be a positive number, not '$seconds'"
+[ ${#gargs[@]} -eq 0 ] || [[ "${gargs[1]}" =~ ^[1-9][0-9]*$ ]] ||
+	die "--threads must be a positive number, not '${gargs[1]}'"
 need_root "booting a VM"
 bin=$(test_prog cx16-flags)
 kernel=$kdir/arch/x86/boot/bzImage
