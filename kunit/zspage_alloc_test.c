@@ -536,6 +536,67 @@ static void afm_zs_test_deferred_free(struct kunit *test)
 }
 
 /*
+ * The rest of a hole an object takes joins the indexed hole after it when
+ * the two fit one extent: objects B (4000 bytes), C (4000), D (3000) and
+ * E back to back in a new zspage; C and D freed make one hole; B freed
+ * stays a hole of its own (with C and D it would pass AFM_ZS_MAX_EXT). An
+ * object of 3900 bytes then goes into B's hole, and what it leaves of it
+ * (100 bytes) and the hole of C and D become one hole, on the index, with
+ * nothing else on it.
+ */
+static void afm_zs_test_rest_join(struct kunit *test)
+{
+	static const unsigned int sizes[] = { 4000, 4000, 3000, 100 };
+	const unsigned int hdr = afm_zs_header_bytes();
+	struct afm_zs_counters before, after;
+	struct afm_zs_obj_info first, obj;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+	unsigned long h;
+
+	ts = afm_zs_set_filled(test, 8, 0, 0, buf);
+	if (afm_zs_get_align() > 1)
+		kunit_skip(test, "sizes assume zspage_align 1");
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, sizes[i]);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, sizes[i], buf,
+				   i);
+	}
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
+	KUNIT_ASSERT_EQ(test, first.offset, hdr);
+	/* C, then D (merged with C), then B (kept apart), one at a time. */
+	for (i = 1; i <= 3; i++) {
+		afm_free(ts->pool, ts->h[i % 3]);
+		ts->h[i % 3] = 0;
+		afm_zs_test_flush(ts->pool);
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	KUNIT_ASSERT_EQ(test, before.hole_recorded,
+			(unsigned long)(4000 + 4000 + 3000 + 3 * hdr));
+	KUNIT_ASSERT_EQ(test, afm_zs_test_audit(ts->pool, &before, &after), 0);
+	afm_zs_get_counters(ts->pool, &before);
+
+	h = afm_test_malloc(test, ts->pool, 3900);
+	afm_zs_put_pattern(test, ts->pool, h, 9, 3900, buf, 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, h, &obj), 0);
+	KUNIT_EXPECT_EQ(test, obj.zspage_id, first.zspage_id);
+	KUNIT_EXPECT_EQ(test, obj.offset, hdr);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.hole_reused, before.hole_reused + 1);
+	KUNIT_EXPECT_EQ(test, after.rest_joined, before.rest_joined + 1);
+	KUNIT_EXPECT_EQ(test, after.hole_recorded,
+			before.hole_recorded - 3900 - hdr);
+	/* Not two indexed holes side by side that fit one extent. */
+	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, h, 9, 3900, buf,
+					     true));
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[3], 3, 100,
+					     buf, false));
+	afm_free(ts->pool, h);
+}
+
+/*
  * Indexed holes leave the index with their zspage: when it is released
  * (its id is then reused for another zspage) none of its holes is left on
  * the index and the next allocation is not put into it; after compaction
@@ -884,6 +945,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_hole_reuse, afm_zs_hole_gen_params),
 	KUNIT_CASE_PARAM(afm_zs_test_align, afm_zs_hole_gen_params),
 	KUNIT_CASE_PARAM(afm_zs_test_hole_merge, afm_zs_merge_gen_params),
+	KUNIT_CASE(afm_zs_test_rest_join),
 	KUNIT_CASE(afm_zs_test_hole_forget),
 	KUNIT_CASE(afm_zs_test_deferred_free),
 	KUNIT_CASE_PARAM(afm_zs_test_rfree, afm_zs_rfree_gen_params),

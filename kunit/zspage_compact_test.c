@@ -426,6 +426,104 @@ static void afm_zs_test_victim_tail(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/*
+ * Random overwrites whose sizes change, as fio's mixwrite does to zram
+ * after filling it: a pool of AFM_ZS_OWA_OBJS objects of about 2 KB, each
+ * then replaced at random, AFM_ZS_OWA_ROUNDS times the pool over, by one
+ * of about 0.8 or 2.9 KB, with the automatic compaction at a trigger of 1
+ * per mille run every AFM_ZS_OWA_BATCH replacements
+ * (afm_zs_test_run_auto(): when a run goes is the test's choice, not the
+ * host's speed). Reports the overhead (pages held against live bytes)
+ * over the replacements and the bytes compaction copied per byte it gave
+ * back; checks that it gave pages back, within its bound (a run while
+ * writes go on takes zspages with a quarter of their bytes in holes: at
+ * most 3 bytes copied per byte given back), every byte and the tables.
+ */
+#define AFM_ZS_OWA_OBJS		4096
+#define AFM_ZS_OWA_ROUNDS	8
+#define AFM_ZS_OWA_BATCH	256
+
+static u32 afm_zs_owa_next(u32 *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/*
+ * About the lz4 sizes of fio's pages: half compressible (@mix false), else
+ * a quarter or three quarters compressible.
+ */
+static size_t afm_zs_owa_size(u32 *x, bool mix)
+{
+	u32 r = afm_zs_owa_next(x);
+
+	if (!mix)
+		return 1817 + (r >> 1) % 400;
+	return ((r & 1) ? 2644 : 544) + (r >> 1) % 512;
+}
+
+static void afm_zs_test_overwrite_auto(struct kunit *test)
+{
+	unsigned long samples = 0, sum_pm = 0, max_pm = 0, pm, copied, freed;
+	struct afm_zs_counters before, after;
+	unsigned int *seed, *size, i, n, ops;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	u32 x = 2463534242U;
+
+	seed = kunit_kcalloc(test, AFM_ZS_OWA_OBJS, sizeof(*seed), GFP_KERNEL);
+	size = kunit_kcalloc(test, AFM_ZS_OWA_OBJS, sizeof(*size), GFP_KERNEL);
+	if (!seed || !size)
+		kunit_skip(test, "no memory for the object list");
+	afm_zs_permille(test, 1);
+	ts = afm_zs_set(test, AFM_ZS_OWA_OBJS);
+	afm_zs_quiet(ts);
+	afm_zs_test_auto_next(ts->pool, 60 * HZ);
+	for (i = 0; i < AFM_ZS_OWA_OBJS; i++) {
+		size[i] = afm_zs_owa_size(&x, false);
+		seed[i] = i;
+		ts->h[i] = afm_test_malloc(test, ts->pool, size[i]);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], seed[i], size[i],
+				   buf, i);
+	}
+	afm_zs_test_run_auto(ts->pool);
+	afm_zs_get_counters(ts->pool, &before);
+	for (ops = 0; ops < AFM_ZS_OWA_ROUNDS * AFM_ZS_OWA_OBJS; ops++) {
+		n = afm_zs_owa_next(&x) % AFM_ZS_OWA_OBJS;
+		afm_free(ts->pool, ts->h[n]);
+		size[n] = afm_zs_owa_size(&x, true);
+		seed[n] = AFM_ZS_OWA_OBJS + ops;
+		ts->h[n] = afm_test_malloc(test, ts->pool, size[n]);
+		afm_zs_put_pattern(test, ts->pool, ts->h[n], seed[n], size[n],
+				   buf, ops);
+		if ((ops + 1) % AFM_ZS_OWA_BATCH)
+			continue;
+		afm_zs_test_run_auto(ts->pool);
+		pm = afm_zs_overhead_pm(ts->pool);
+		sum_pm += pm;
+		max_pm = max(max_pm, pm);
+		samples++;
+		cond_resched();
+	}
+	afm_zs_get_counters(ts->pool, &after);
+	copied = after.moved_bytes - before.moved_bytes;
+	freed = (after.auto_freed - before.auto_freed) << PAGE_SHIFT;
+	kunit_info(test, "%u replacements of %u objects: overhead mean %lu, max %lu per mille; %lu runs moved %lu objects, copying %lu bytes per 100 given back (%lu pages)\n",
+		   ops, AFM_ZS_OWA_OBJS, sum_pm / samples, max_pm,
+		   after.auto_runs - before.auto_runs,
+		   after.moved - before.moved,
+		   freed ? copied * 100 / freed : 0, freed >> PAGE_SHIFT);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	KUNIT_EXPECT_LE(test, copied, 3 * freed);
+	for (i = 0; i < AFM_ZS_OWA_OBJS; i++)
+		if (!afm_zs_check(test, ts->pool, ts->h[i], seed[i], size[i],
+				  buf, i & 1))
+			break;
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_compact, afm_zs_idx_bits_gen_params),
 	KUNIT_CASE(afm_zs_test_compact_pinned),
@@ -435,6 +533,7 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_auto_gap),
 	KUNIT_CASE(afm_zs_test_rest_compact),
 	KUNIT_CASE(afm_zs_test_shrinker),
+	KUNIT_CASE_SLOW(afm_zs_test_overwrite_auto),
 	{}
 };
 

@@ -263,13 +263,49 @@ static void afm_zs_count_in(struct afm_zs_pool *zs, struct afm_zspage *z,
 }
 
 /*
+ * Before the rest of hole @h (the object takes its first @ext bytes) goes
+ * back on the index: if the extent after @h is an indexed hole of @z that
+ * the two together fit (they were kept apart when @h was made because
+ * they did not), @h takes it in, with its record (its footer already ends
+ * the two): @h->len, @h->rec and @h->r1 change, @h's own record is freed.
+ * Called only when @z has another indexed hole.
+ */
+static void afm_zs_rest_join(struct afm_zs_pool *zs, struct afm_zspage *z,
+			     struct afm_zs_hole *h, unsigned int ext)
+{
+	unsigned int end = h->off + h->len, nlen;
+	struct afm_zs_hrec *next;
+	unsigned long idx;
+	u32 r1 = 0;
+
+	if (end >= z->tail)
+		return;
+	nlen = afm_zs_hdr_read(zs, z, end, &idx, &r1);
+	if (idx != AFM_ZS_LINKED || h->len - ext + nlen > AFM_ZS_MAX_EXT)
+		return;
+	next = r1 ? afm_zs_rec(zs, r1) : NULL;
+	if (WARN_ONCE(!next || next->id != z->id || next->off != end ||
+		      next->len != nlen,
+		      "afmalloc: pool %s: hole at %u of zspage %u not on the index\n",
+		      zs->pool->name, end, z->id))
+		return;		/* leave the two apart */
+	afm_zs_hole_unlink(zs, z, next);
+	afm_zt_put(zs, &zs->rtab, h->r1 - 1);
+	h->rec = next;
+	h->r1 = r1;
+	h->len += nlen;
+	zs->st.rest_joined++;
+}
+
+/*
  * Put an object of @size bytes into hole @h (from afm_zs_hole_find(),
  * under the same hold of the pool lock). A rest of at least
  * AFM_ZS_HOLE_MIN bytes becomes a hole on the index, with the hole's
- * record; a smaller one stays in the object's extent and the record is
- * freed. Return: the length of the object's extent; shorter than @h->len
- * when there is a rest (its header and the object's are the caller's to
- * write).
+ * record, or with the indexed hole after it (afm_zs_rest_join(): @h then
+ * says the two); a smaller one stays in the object's extent and the record
+ * is freed. Return: the length of the object's extent; shorter than
+ * @h->len when there is a rest (its header and the object's are the
+ * caller's to write).
  */
 static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 						     struct afm_zs_hole *h,
@@ -286,6 +322,8 @@ static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 	zs->st.hole_reused++;
 	zs->st.hole_bytes += size;
 	if (h->len - ext >= AFM_ZS_HOLE_MIN) {
+		if (z->linked)
+			afm_zs_rest_join(zs, z, h, ext);
 		afm_zs_hole_link(zs, z, h->rec, h->r1, h->off + ext,
 				 h->len - ext);
 	} else {

@@ -516,6 +516,7 @@ struct afm_zs_pool {
 		atomic_long_t runs_broken;
 		atomic_long_t blocks;
 		unsigned long hole_reused;
+		unsigned long rest_joined;
 		unsigned long hole_bytes;
 		unsigned long donated;
 		unsigned long moved;

@@ -54,7 +54,9 @@
  * together and tend to die together, which frees whole zspages without
  * copying), while the tails of older zspages are topped up by objects that
  * fit them. What an object leaves of a hole becomes a hole on the index
- * if it is at least AFM_ZS_HOLE_MIN bytes; a smaller rest stays in the
+ * if it is at least AFM_ZS_HOLE_MIN bytes (joined with the indexed hole
+ * right after it when the two fit one extent: a free keeps two holes apart
+ * only when they do not); a smaller rest stays in the
  * object's extent as slack (its header says the extent's length), so that
  * no sliver too small for any object is made, and the whole hole comes
  * back when the object goes.
@@ -80,8 +82,9 @@
  * zspage has indexed holes, the footer before it and then the next header
  * (unless the hole before it is the only one), and writes the hole's
  * header and footer; an allocation writes the object's header
- * and the rest's; each through one cursor (struct afm_zs_cur) under the
- * pool lock, with no atomic operation.
+ * and the rest's (reading first, when its zspage has another indexed hole,
+ * the header after the hole); each through one cursor (struct afm_zs_cur)
+ * under the pool lock, with no atomic operation.
 
  * Alignment
  * ---------
@@ -886,6 +889,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->walked = zs->st.walked;
 	c->looked = zs->st.looked;
 	c->hole_reused = zs->st.hole_reused;
+	c->rest_joined = zs->st.rest_joined;
 	c->donated = zs->st.donated;
 	c->hole_recorded = zs->hole_rec_bytes;
 	c->pending = zs->pend_nr;
@@ -1613,6 +1617,29 @@ void afm_zs_flush_work(struct afm_pool *pool)
 		afm_zs_shard_flush_work(set->shard[i]);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
+
+/**
+ * afm_zs_test_run_auto() - run the automatic compaction queued now, and
+ *	hold the next one back (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * Runs each shard's queued automatic run (none if nothing queued one), not
+ * the rest run, and then holds later runs back for a minute, so that only
+ * the caller decides when the queued run goes: the state a run finds does
+ * not depend on the host's speed.
+ *
+ * Context: process context, may sleep.
+ */
+void afm_zs_test_run_auto(struct afm_pool *pool)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++)
+		flush_delayed_work(&set->shard[i]->compact_work);
+	afm_zs_test_auto_next(pool, 60 * HZ);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_run_auto);
 
 /* afm_zs_flush_work() of shard @zs. */
 static void afm_zs_shard_flush_work(struct afm_zs_pool *zs)

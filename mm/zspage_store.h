@@ -54,6 +54,8 @@
  * @looked: handle entries compaction looked at to find the owners of
  *	those extents (one each while handles fit the header's bits).
  * @hole_reused: objects placed in holes of the hole index.
+ * @rest_joined: of those, objects whose hole's rest was joined to the
+ *	indexed hole after it (afm_zs_rest_join()).
  * @donated: of those, objects allocated on behalf of another shard (the
  *	shard was a donor, see struct afm_zs_set).
  * @hole_recorded: bytes of the holes on the hole index now.
@@ -94,6 +96,7 @@ struct afm_zs_counters {
 	unsigned long walked;
 	unsigned long looked;
 	unsigned long hole_reused;
+	unsigned long rest_joined;
 	unsigned long donated;
 	unsigned long hole_recorded;
 	unsigned long pending;
@@ -155,6 +158,7 @@ void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle);
 void afm_zs_flush_work(struct afm_pool *pool);
+void afm_zs_test_run_auto(struct afm_pool *pool);
 struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle);
 unsigned long afm_zs_shrinker_count(struct afm_pool *pool);
 unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
