@@ -427,20 +427,24 @@ static void afm_zs_test_victim_tail(struct kunit *test)
 }
 
 /*
- * Random overwrites whose sizes change, as fio's mixwrite does to zram
- * after filling it: a pool of AFM_ZS_OWA_OBJS objects of about 2 KB, each
- * then replaced at random, AFM_ZS_OWA_ROUNDS times the pool over, by one
- * of about 0.8 or 2.9 KB, with the automatic compaction at a trigger of 1
- * per mille run every AFM_ZS_OWA_BATCH replacements
- * (afm_zs_test_run_auto(): when a run goes is the test's choice, not the
- * host's speed). Reports the overhead (pages held against live bytes)
- * over the replacements and the bytes compaction copied per byte it gave
- * back; checks that it gave pages back, within its bound (a run while
- * writes go on takes zspages with a quarter of their bytes in holes: at
- * most 3 bytes copied per byte given back), every byte and the tables.
+ * Random overwrites whose sizes change (zram as swap; fio's mixwrite after
+ * its fill): a pool of AFM_ZS_OWA_OBJS objects, each then replaced at
+ * random, AFM_ZS_OWA_ROUNDS times the pool over, by one of a size drawn
+ * as the case says (struct afm_zs_owa_case), with the automatic
+ * compaction at a trigger of 1 per mille run every AFM_ZS_OWA_BATCH
+ * replacements (afm_zs_test_run_auto(): when a run goes is the test's
+ * choice, not the host's speed). Each case runs twice on the same sizes:
+ * compaction moving objects only to tails, then into holes of dense
+ * zspages too (zspage_compact_holes). Reports the overhead (pages held
+ * against live bytes) over the replacements and the bytes compaction
+ * copied per byte it gave back. Checks that compaction gave pages back
+ * within its bound (a run while writes go on takes zspages with a quarter
+ * of their bytes in holes: at most 3 bytes copied per byte given back),
+ * that moving into holes copied less per byte given back and held no more
+ * at the mean, every byte and the tables.
  */
 #define AFM_ZS_OWA_OBJS		4096
-#define AFM_ZS_OWA_ROUNDS	8
+#define AFM_ZS_OWA_ROUNDS	4
 #define AFM_ZS_OWA_BATCH	256
 
 static u32 afm_zs_owa_next(u32 *x)
@@ -452,21 +456,57 @@ static u32 afm_zs_owa_next(u32 *x)
 }
 
 /*
- * About the lz4 sizes of fio's pages: half compressible (@mix false), else
- * a quarter or three quarters compressible.
+ * Sizes: after the replacements from [@lo[0], @lo[0] + @span) or
+ * [@lo[1], @lo[1] + @span), one or the other at random; before them from
+ * [@fill_lo, @fill_lo + 512), or as after when @fill_lo is 0. The first
+ * case is about the lz4 sizes of fio's pages: half compressible, then a
+ * quarter or three quarters.
  */
-static size_t afm_zs_owa_size(u32 *x, bool mix)
+struct afm_zs_owa_case {
+	const char *name;
+	unsigned int fill_lo, lo[2], span;
+};
+
+static const struct afm_zs_owa_case afm_zs_owa_cases[] = {
+	{ "fio mixwrite", 1761, { 544, 2644 }, 512 },
+	{ "two sizes throughout", 0, { 544, 2644 }, 512 },
+	{ "30-4000 throughout", 0, { 30, 30 }, 3970 },
+	{ "pages shrink", 2644, { 544, 544 }, 512 },
+	{ "pages grow", 544, { 2644, 2644 }, 512 },
+};
+
+static void afm_zs_owa_desc(const struct afm_zs_owa_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_owa, afm_zs_owa_cases, afm_zs_owa_desc);
+
+static size_t afm_zs_owa_size(const struct afm_zs_owa_case *oc, u32 *x,
+			      bool mix)
 {
 	u32 r = afm_zs_owa_next(x);
 
-	if (!mix)
-		return 1817 + (r >> 1) % 400;
-	return ((r & 1) ? 2644 : 544) + (r >> 1) % 512;
+	if (!mix && oc->fill_lo)
+		return oc->fill_lo + (r >> 1) % 512;
+	return oc->lo[r & 1] + (r >> 1) % oc->span;
 }
 
-static void afm_zs_test_overwrite_auto(struct kunit *test)
+struct afm_zs_owa_result {
+	unsigned long mean_pm, max_pm, copied, freed;
+};
+
+static void afm_zs_restore_compact_holes(void *data)
 {
-	unsigned long samples = 0, sum_pm = 0, max_pm = 0, pm, copied, freed;
+	afm_zs_set_compact_holes((unsigned long)data);
+}
+
+/* One run of afm_zs_test_overwrite_auto(), into holes or not (@holes). */
+static void afm_zs_owa_run(struct kunit *test,
+			   const struct afm_zs_owa_case *oc, bool holes,
+			   struct afm_zs_owa_result *res)
+{
+	unsigned long samples = 0, sum_pm = 0, pm;
 	struct afm_zs_counters before, after;
 	unsigned int *seed, *size, i, n, ops;
 	struct afm_test_set *ts;
@@ -477,12 +517,12 @@ static void afm_zs_test_overwrite_auto(struct kunit *test)
 	size = kunit_kcalloc(test, AFM_ZS_OWA_OBJS, sizeof(*size), GFP_KERNEL);
 	if (!seed || !size)
 		kunit_skip(test, "no memory for the object list");
-	afm_zs_permille(test, 1);
+	afm_zs_set_compact_holes(holes);
 	ts = afm_zs_set(test, AFM_ZS_OWA_OBJS);
 	afm_zs_quiet(ts);
 	afm_zs_test_auto_next(ts->pool, 60 * HZ);
 	for (i = 0; i < AFM_ZS_OWA_OBJS; i++) {
-		size[i] = afm_zs_owa_size(&x, false);
+		size[i] = afm_zs_owa_size(oc, &x, false);
 		seed[i] = i;
 		ts->h[i] = afm_test_malloc(test, ts->pool, size[i]);
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], seed[i], size[i],
@@ -490,10 +530,11 @@ static void afm_zs_test_overwrite_auto(struct kunit *test)
 	}
 	afm_zs_test_run_auto(ts->pool);
 	afm_zs_get_counters(ts->pool, &before);
+	memset(res, 0, sizeof(*res));
 	for (ops = 0; ops < AFM_ZS_OWA_ROUNDS * AFM_ZS_OWA_OBJS; ops++) {
 		n = afm_zs_owa_next(&x) % AFM_ZS_OWA_OBJS;
 		afm_free(ts->pool, ts->h[n]);
-		size[n] = afm_zs_owa_size(&x, true);
+		size[n] = afm_zs_owa_size(oc, &x, true);
 		seed[n] = AFM_ZS_OWA_OBJS + ops;
 		ts->h[n] = afm_test_malloc(test, ts->pool, size[n]);
 		afm_zs_put_pattern(test, ts->pool, ts->h[n], seed[n], size[n],
@@ -503,25 +544,49 @@ static void afm_zs_test_overwrite_auto(struct kunit *test)
 		afm_zs_test_run_auto(ts->pool);
 		pm = afm_zs_overhead_pm(ts->pool);
 		sum_pm += pm;
-		max_pm = max(max_pm, pm);
+		res->max_pm = max(res->max_pm, pm);
 		samples++;
 		cond_resched();
 	}
 	afm_zs_get_counters(ts->pool, &after);
-	copied = after.moved_bytes - before.moved_bytes;
-	freed = (after.auto_freed - before.auto_freed) << PAGE_SHIFT;
-	kunit_info(test, "%u replacements of %u objects: overhead mean %lu, max %lu per mille; %lu runs moved %lu objects, copying %lu bytes per 100 given back (%lu pages)\n",
-		   ops, AFM_ZS_OWA_OBJS, sum_pm / samples, max_pm,
+	res->mean_pm = sum_pm / samples;
+	res->copied = after.moved_bytes - before.moved_bytes;
+	res->freed = (after.auto_freed - before.auto_freed) << PAGE_SHIFT;
+	kunit_info(test, "%s: overhead mean %lu, max %lu per mille; %lu runs moved %lu objects (%lu into holes), copying %lu bytes per 100 given back (%lu pages)\n",
+		   holes ? "into holes" : "to tails", res->mean_pm, res->max_pm,
 		   after.auto_runs - before.auto_runs,
 		   after.moved - before.moved,
-		   freed ? copied * 100 / freed : 0, freed >> PAGE_SHIFT);
-	KUNIT_EXPECT_GT(test, freed, 0);
-	KUNIT_EXPECT_LE(test, copied, 3 * freed);
+		   after.moved_hole - before.moved_hole,
+		   res->freed ? res->copied * 100 / res->freed : 0,
+		   res->freed >> PAGE_SHIFT);
+	KUNIT_EXPECT_GT(test, res->freed, 0);
+	KUNIT_EXPECT_LE(test, res->copied, 3 * res->freed);
+	if (!holes)
+		KUNIT_EXPECT_EQ(test, after.moved_hole, before.moved_hole);
 	for (i = 0; i < AFM_ZS_OWA_OBJS; i++)
 		if (!afm_zs_check(test, ts->pool, ts->h[i], seed[i], size[i],
 				  buf, i & 1))
 			break;
 	afm_zs_expect_consistent(test, ts->pool);
+}
+
+static void afm_zs_test_overwrite_auto(struct kunit *test)
+{
+	const struct afm_zs_owa_case *oc = test->param_value;
+	struct afm_zs_owa_result tails, holes;
+	bool old = afm_zs_set_compact_holes(false);
+
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test,
+						  afm_zs_restore_compact_holes,
+						  (void *)(unsigned long)old));
+	afm_zs_permille(test, 1);
+	afm_zs_owa_run(test, oc, false, &tails);
+	afm_zs_owa_run(test, oc, true, &holes);
+	/* copied / freed, into holes against to tails */
+	KUNIT_EXPECT_LT(test, holes.copied * (tails.freed >> PAGE_SHIFT),
+			tails.copied * (holes.freed >> PAGE_SHIFT));
+	KUNIT_EXPECT_LE(test, holes.mean_pm, tails.mean_pm);
 }
 
 static struct kunit_case afm_zspage_compact_test_cases[] = {
@@ -533,7 +598,8 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_auto_gap),
 	KUNIT_CASE(afm_zs_test_rest_compact),
 	KUNIT_CASE(afm_zs_test_shrinker),
-	KUNIT_CASE_SLOW(afm_zs_test_overwrite_auto),
+	KUNIT_CASE_PARAM_ATTR(afm_zs_test_overwrite_auto, afm_zs_owa_gen_params,
+			      { .speed = KUNIT_SPEED_SLOW }),
 	{}
 };
 

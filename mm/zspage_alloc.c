@@ -189,22 +189,6 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 	}
 }
 
-/**
- * struct afm_zs_hole - a hole on the hole index, as afm_zs_hole_find() found it
- * @z: its zspage.
- * @rec: its record.
- * @r1: its record number + 1.
- * @off: its offset.
- * @len: its length.
- */
-struct afm_zs_hole {
-	struct afm_zspage *z;
-	struct afm_zs_hrec *rec;
-	u32 r1;
-	unsigned int off;
-	unsigned int len;
-};
-
 /*
  * A hole for an extent of @need bytes: the first that fits among the
  * first AFM_ZS_HOLE_TRIES holes of its class (the rest of a hole of the
@@ -332,6 +316,66 @@ static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 	}
 	afm_zs_hlist_update(zs, z);
 	return ext;
+}
+
+/*
+ * A hole for compaction's extent of @need bytes: the first that fits
+ * among the first AFM_ZS_DEST_TRIES holes of its class and the classes
+ * above, in a zspage with fewer than AFM_ZS_DEST_HOLES bytes of holes (a
+ * dense one, which no run will take soon: an object moved into a sparse
+ * one would likely be moved again, and would keep it from emptying).
+ * Pool lock held. Return: true and *@h, or false.
+ */
+bool afm_zs_hole_find_dense(struct afm_zs_pool *zs, unsigned int need,
+			    struct afm_zs_hole *h)
+{
+	unsigned int c = afm_zs_hole_class(need), tries = 0;
+	struct afm_zs_hrec *rec;
+	struct afm_zspage *z;
+	u32 r1;
+
+	lockdep_assert_held(&zs->lock);
+	for (c = find_next_bit(zs->hole_map, AFM_ZS_NR_HCLASSES, c);
+	     c < AFM_ZS_NR_HCLASSES;
+	     c = find_next_bit(zs->hole_map, AFM_ZS_NR_HCLASSES, c + 1)) {
+		for (r1 = zs->hole_heads[c]; r1; r1 = rec->next) {
+			if (++tries > AFM_ZS_DEST_TRIES)
+				return false;
+			rec = afm_zs_rec(zs, r1);
+			if (rec->len < need)
+				continue;
+			z = afm_zs_desc_locked(zs, rec->id);
+			if (z->flags != AFM_ZS_USED ||
+			    afm_zs_zholes(z) >= AFM_ZS_DEST_HOLES)
+				continue;
+			h->z = z;
+			h->rec = rec;
+			h->r1 = r1;
+			h->off = rec->off;
+			h->len = rec->len;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Put compaction's object of @size bytes, whose handle bits are @idx,
+ * into hole @h (afm_zs_hole_find_dense(), under the same hold of the pool
+ * lock), writing its header and the rest's. Return: the offset of its
+ * extent.
+ */
+unsigned int afm_zs_hole_put(struct afm_zs_pool *zs, struct afm_zs_hole *h,
+			     unsigned int size, unsigned long idx)
+{
+	unsigned int ext = afm_zs_hole_take(zs, h, size);
+	struct afm_zs_cur c;
+
+	afm_zs_cur_begin(&c, zs, h->z);
+	afm_zs_chdr_write(&c, h->off, ext, idx);
+	if (ext < h->len)
+		afm_zs_chole_write(&c, h->off + ext, h->len - ext, h->r1);
+	return h->off;
 }
 
 /*

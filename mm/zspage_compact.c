@@ -30,6 +30,15 @@ module_param_named(zspage_auto_permille, afm_zs_auto_permille, uint, 0644);
 MODULE_PARM_DESC(zspage_auto_permille,
 		 "zspage store: holes (per mille of live bytes) that start automatic compaction, 0 = off");
 
+/*
+ * Compaction moves objects into holes of dense zspages when one fits
+ * (afm_zs_hole_find_dense()), else to tails; off, only to tails.
+ */
+bool afm_zs_compact_holes = true;
+module_param_named(zspage_compact_holes, afm_zs_compact_holes, bool, 0644);
+MODULE_PARM_DESC(zspage_compact_holes,
+		 "zspage store: compaction moves objects into holes of dense zspages (default on), else to tails");
+
 /* Allocation and free */
 
 /* Hole bytes above which automatic compaction runs. Pool lock held. */
@@ -138,12 +147,14 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 
 /*
  * Move the object of entry @ent (value @e, in victim @v, header handle
- * bits @idx) to the end of zspage @d, in an extent without slack. Pool
- * lock held. Return: false if it is pinned.
+ * bits @idx) to the end of zspage @d, in an extent without slack, or when
+ * @d is NULL into hole @hole (afm_zs_hole_find_dense(), same hold of the
+ * pool lock). Pool lock held. Return: false if it is pinned (@hole is
+ * then left as it was).
  */
 static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 			struct afm_zspage *v, struct afm_zspage *d,
-			unsigned long idx)
+			struct afm_zs_hole *hole, unsigned long idx)
 {
 	unsigned int size = afm_ze_size(e), off = afm_ze_off(e), doff;
 
@@ -160,8 +171,14 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 		return false;
 	}
 	lock_map_acquire_try(&afm_ze_map);
-	doff = afm_zs_place(zs, d, size);
-	afm_zs_hdr_write(zs, d, doff, afm_zs_ext(zs, size), idx);
+	if (!d) {
+		d = hole->z;
+		doff = afm_zs_hole_put(zs, hole, size, idx);
+		zs->st.moved_hole++;
+	} else {
+		doff = afm_zs_place(zs, d, size);
+		afm_zs_hdr_write(zs, d, doff, afm_zs_ext(zs, size), idx);
+	}
 	/* The pool lock keeps migration away from both zspages. */
 	afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
 	lock_map_release(&afm_ze_map);
@@ -204,6 +221,44 @@ atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
 }
 
 /*
+ * The tail for compaction's object of @size bytes: the smallest that fits,
+ * else that of a new zspage (its pages from @sp, refilled with @gfp).
+ * Pool lock held; dropped to grow the descriptor table or refill @sp.
+ * Return: 0 and *@dp; -EAGAIN when the lock was dropped (look again);
+ * -ENOMEM when nothing could be had.
+ */
+static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
+			    struct afm_zs_spare *sp, gfp_t gfp,
+			    struct afm_zspage **dp)
+{
+	unsigned int meta;
+	unsigned long dpg;
+	int err;
+
+	*dp = afm_zs_fit(zs, afm_zs_ext(zs, size));
+	if (*dp)
+		return 0;
+	if (afm_zt_find(&zs->dtab, &dpg))
+		return -ENOMEM;
+	if (afm_zt_short(&zs->dtab, dpg)) {
+		afm_zs_unlock(zs);
+		err = afm_zt_grow(zs, &zs->dtab, dpg, gfp);
+		afm_zs_lock(zs);
+		return err ? -ENOMEM : -EAGAIN;
+	}
+	meta = afm_zt_need(&zs->dtab, dpg);
+	if (sp->nr_meta < meta || sp->nr_data < AFM_ZS_PAGES) {
+		afm_zs_unlock(zs);
+		err = fatal_signal_pending(current) ? -EINTR :
+		      afm_zs_spare_fill(zs, sp, meta, AFM_ZS_PAGES, gfp);
+		afm_zs_lock(zs);
+		return err ? -ENOMEM : -EAGAIN;
+	}
+	*dp = afm_zs_new(zs, dpg, sp);
+	return 0;
+}
+
+/*
  * Move every unpinned object of victim @v elsewhere, walking its extents
  * from *@off (updated) to its fill offset. Pool lock held; may drop it.
  * Return: 0, or -ENOMEM when no destination could be had (the walk stops).
@@ -212,10 +267,12 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			   unsigned int *off, unsigned int *budget,
 			   struct afm_zs_spare *sp, gfp_t gfp)
 {
-	unsigned long dpg, idx;
+	struct afm_zs_hole hole;
 	struct afm_zspage *d;
+	unsigned long idx;
 	unsigned int len;
 	atomic64_t *ent;
+	int err;
 	s64 e;
 
 	/* A victim's extents do not change: only frees reach it. */
@@ -234,38 +291,18 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			afm_zs_breathe(zs, budget);
 			continue;
 		}
-		d = afm_zs_fit(zs, afm_zs_ext(zs, afm_ze_size(e)));
-		if (!d) {
-			unsigned int meta;
-
-			if (afm_zt_find(&zs->dtab, &dpg))
-				return -ENOMEM;
-			if (afm_zt_short(&zs->dtab, dpg)) {
-				int err;
-
-				afm_zs_unlock(zs);
-				err = afm_zt_grow(zs, &zs->dtab, dpg, gfp);
-				afm_zs_lock(zs);
-				if (err)
-					return -ENOMEM;
-				continue;
-			}
-			meta = afm_zt_need(&zs->dtab, dpg);
-			if (sp->nr_meta < meta || sp->nr_data < AFM_ZS_PAGES) {
-				int err;
-
-				afm_zs_unlock(zs);
-				err = fatal_signal_pending(current) ? -EINTR :
-				      afm_zs_spare_fill(zs, sp, meta,
-							AFM_ZS_PAGES, gfp);
-				afm_zs_lock(zs);
-				if (err)
-					return -ENOMEM;
+		d = NULL;
+		if (!READ_ONCE(afm_zs_compact_holes) ||
+		    !afm_zs_hole_find_dense(zs, afm_zs_ext(zs, afm_ze_size(e)),
+					    &hole)) {
+			err = afm_zs_dest_tail(zs, afm_ze_size(e), sp, gfp, &d);
+			if (err == -EAGAIN)
 				continue;	/* read the extent again */
-			}
-			d = afm_zs_new(zs, dpg, sp);
+			if (err)
+				return err;
 		}
-		if (!afm_zs_move(zs, ent, e, v, d, idx) && !d->objs)
+		if (!afm_zs_move(zs, ent, e, v, d, &hole, idx) && d &&
+		    !d->objs)
 			afm_zs_release(zs, d);
 		*off += len;
 		*budget += 16;

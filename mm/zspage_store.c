@@ -220,13 +220,19 @@
  * change. A pass (afm_zs_pass()) takes victims from the top list down,
  * most holes first, up to AFM_ZS_MAX_VICTIMS, as many as its goal needs;
  * marks them victims (no allocation goes to them); walks each victim's
- * extents, moving every unpinned object to the best-fitting tail of a
- * non-victim zspage (the densest that fits, so survivors fill the tails of
- * full zspages first) or to a new zspage; and frees each victim as it
- * empties. Its cost is the victims' extents and the bytes it copies,
- * whatever the size of the pool: no pass looks at a zspage or an entry
- * that is not a victim's. The pool lock is dropped every 256 extents (or
- * 16 moves), never with an object half moved.
+ * extents, moving every unpinned object into an indexed hole of a dense
+ * zspage (fewer than AFM_ZS_DEST_HOLES bytes of holes) when one of the
+ * first AFM_ZS_DEST_TRIES it looks at fits (afm_zs_hole_find_dense():
+ * the hole is given back too, so a move gives back about twice what it
+ * would otherwise, and the objects go where no run will move them again;
+ * module parameter zspage_compact_holes), else to the best-fitting tail
+ * of a non-victim zspage (the densest that fits, so survivors fill the
+ * tails of full zspages first) or to a new zspage; and frees each victim
+ * as it empties. Its cost is the victims' extents, the bytes it copies and
+ * at most AFM_ZS_DEST_TRIES hole records per object, whatever the size of
+ * the pool: no pass looks at a zspage or an entry that is not a victim's
+ * or a destination's. The pool lock is dropped every 256 extents (or 16
+ * moves), never with an object half moved.
  * Callers: afm_compact() (every zspage with AFM_ZS_MIN_HOLES of holes),
  * the pool's shrinker (count: the hole bytes of the listed zspages, in
  * pages, what scan can take; scan: that many pages), and two automatic
@@ -886,6 +892,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->passes = zs->st.passes;
 	c->moved = zs->st.moved;
 	c->moved_bytes = zs->st.moved_bytes;
+	c->moved_hole = zs->st.moved_hole;
 	c->walked = zs->st.walked;
 	c->looked = zs->st.looked;
 	c->hole_reused = zs->st.hole_reused;
@@ -1725,6 +1732,23 @@ void afm_zs_set_auto_permille(unsigned int permille)
 	WRITE_ONCE(afm_zs_auto_permille, permille);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_auto_permille);
+
+/**
+ * afm_zs_set_compact_holes() - let compaction move objects into holes, or
+ *	only to tails (KUnit hook)
+ * @on: the new zspage_compact_holes
+ *
+ * Context: any.
+ * Return: the old value.
+ */
+bool afm_zs_set_compact_holes(bool on)
+{
+	bool old = READ_ONCE(afm_zs_compact_holes);
+
+	WRITE_ONCE(afm_zs_compact_holes, on);
+	return old;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_compact_holes);
 
 /**
  * afm_zs_get_auto_permille() - read the automatic compaction trigger

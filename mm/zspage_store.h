@@ -49,6 +49,7 @@
  * @passes: compaction passes, all callers.
  * @moved: objects moved by compaction.
  * @moved_bytes: their bytes (copied once each).
+ * @moved_hole: of @moved, objects moved into holes (not to tails).
  * @walked: extents (objects and holes) compaction looked at in its
  *	victims: its work besides the copying, whatever the pool's size.
  * @looked: handle entries compaction looked at to find the owners of
@@ -93,6 +94,7 @@ struct afm_zs_counters {
 	unsigned long passes;
 	unsigned long moved;
 	unsigned long moved_bytes;
+	unsigned long moved_hole;
 	unsigned long walked;
 	unsigned long looked;
 	unsigned long hole_reused;
@@ -164,6 +166,7 @@ unsigned long afm_zs_shrinker_count(struct afm_pool *pool);
 unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
 				   unsigned long nr_pages);
 void afm_zs_set_auto_permille(unsigned int permille);
+bool afm_zs_set_compact_holes(bool on);
 unsigned int afm_zs_get_auto_permille(void);
 unsigned int afm_zs_entry_bytes(void);
 unsigned int afm_zs_header_bytes(void);
