@@ -255,6 +255,7 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 		return err ? -ENOMEM : -EAGAIN;
 	}
 	*dp = afm_zs_new(zs, dpg, sp);
+	zs->st.moved_new++;
 	return 0;
 }
 

@@ -535,6 +535,7 @@ struct afm_zs_pool {
 		unsigned long hole_reused;
 		unsigned long rest_joined;
 		unsigned long moved_hole;
+		unsigned long moved_new;
 		unsigned long hole_bytes;
 		unsigned long donated;
 		unsigned long moved;

@@ -629,6 +629,7 @@ enum {
 	AFM_ZS_ROW_RUNS,
 	AFM_ZS_ROW_COST,
 	AFM_ZS_ROW_SHARDS,
+	AFM_ZS_ROW_DEST,
 	AFM_ZS_NR_ROWS,
 };
 
@@ -665,6 +666,8 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *   shards   frees that found the pool lock held and were left to its
  *            holder / such frees waiting now / objects allocated by a
  *            donor shard for another / 0
+ *   dest     where compaction put the objects it moved: into holes of
+ *            dense zspages / to tails / zspages it made for them / 0
  */
 /* Add row @class of shard @zs to @v. */
 static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
@@ -765,6 +768,11 @@ static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
 		v[1] += max(atomic_read(&zs->rfree_nr), 0);
 		v[2] += zs->st.donated;
 		break;
+	case AFM_ZS_ROW_DEST:
+		v[0] += zs->st.moved_hole;
+		v[1] += zs->st.moved - zs->st.moved_hole;
+		v[2] += zs->st.moved_new;
+		break;
 	}
 	afm_zs_unlock(zs);
 }
@@ -775,7 +783,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 {
 	static const char *const names[] = {
 		"handles", "descs", "free", "migrate", "compact", "auto",
-		"reuse", "runs", "cost", "shards",
+		"reuse", "runs", "cost", "shards", "dest",
 	};
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
@@ -893,6 +901,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->moved = zs->st.moved;
 	c->moved_bytes = zs->st.moved_bytes;
 	c->moved_hole = zs->st.moved_hole;
+	c->moved_new = zs->st.moved_new;
 	c->walked = zs->st.walked;
 	c->looked = zs->st.looked;
 	c->hole_reused = zs->st.hole_reused;

@@ -50,6 +50,7 @@
  * @moved: objects moved by compaction.
  * @moved_bytes: their bytes (copied once each).
  * @moved_hole: of @moved, objects moved into holes (not to tails).
+ * @moved_new: zspages compaction made for the objects it moved.
  * @walked: extents (objects and holes) compaction looked at in its
  *	victims: its work besides the copying, whatever the pool's size.
  * @looked: handle entries compaction looked at to find the owners of
@@ -95,6 +96,7 @@ struct afm_zs_counters {
 	unsigned long moved;
 	unsigned long moved_bytes;
 	unsigned long moved_hole;
+	unsigned long moved_new;
 	unsigned long walked;
 	unsigned long looked;
 	unsigned long hole_reused;

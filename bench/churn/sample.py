@@ -107,6 +107,10 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                           were left to its holder, and objects allocated
                           by a donor shard for another ("shards" row,
                           cumulative)
+  afm_moved_hole, afm_moved_tail, afm_moved_new   where compaction put
+                          the objects it moved: into holes of dense
+                          zspages, to tails, and the zspages it made for
+                          them ("dest" row, cumulative)
 Counters from /proc/vmstat, /proc/stat, debugfs zswap/ and the block
 device are differences from the sampler's first reading; the others are
 the raw values (a fresh zram device, cgroup and afmalloc pool per run).
@@ -136,7 +140,8 @@ COLUMNS = (
     "afm_holes_rec,afm_hole_rec_bytes,afm_zspages_run,afm_zspages_chain,"
     "afm_compact_us,afm_compact_bytes,afm_compact_walked,afm_compact_looked,"
     "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns,afm_rfrees,afm_donated,"
-    "ctxt,cpu_busy_ms,cpu_idle_ms,cpu_user_ms"
+    "ctxt,cpu_busy_ms,cpu_idle_ms,cpu_user_ms,"
+    "afm_moved_hole,afm_moved_tail,afm_moved_new"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
@@ -216,7 +221,8 @@ def afm_stats(dirs):
             "runs": ("afm_zspages_run", "afm_zspages_chain", None, None),
             "cost": ("afm_compact_us", "afm_compact_bytes", "afm_compact_walked",
                      "afm_compact_looked"),
-            "shards": ("afm_rfrees", None, "afm_donated", None)}
+            "shards": ("afm_rfrees", None, "afm_donated", None),
+            "dest": ("afm_moved_hole", "afm_moved_tail", "afm_moved_new", None)}
     four_k = 0
     for d in dirs:
         p = keyed(os.path.join(d, "pool"))
