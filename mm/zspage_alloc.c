@@ -282,8 +282,9 @@ static void afm_zs_rest_join(struct afm_zs_pool *zs, struct afm_zspage *z,
 }
 
 /*
- * Put an object of @size bytes into hole @h (from afm_zs_hole_find(),
- * under the same hold of the pool lock). A rest of at least
+ * Put an object of @size bytes into hole @h (from afm_zs_hole_find() or
+ * afm_zs_hole_find_dense(), under the same hold of the pool lock), for an
+ * allocation (@alloc: counted as reuse) or for compaction. A rest of at least
  * AFM_ZS_HOLE_MIN bytes becomes a hole on the index, with the hole's
  * record, or with the indexed hole after it (afm_zs_rest_join(): @h then
  * says the two); a smaller one stays in the object's extent and the record
@@ -293,7 +294,8 @@ static void afm_zs_rest_join(struct afm_zs_pool *zs, struct afm_zspage *z,
  */
 static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 						     struct afm_zs_hole *h,
-						     unsigned int size)
+						     unsigned int size,
+						     bool alloc)
 {
 	unsigned int ext = afm_zs_ext(zs, size);
 	struct afm_zspage *z = h->z;
@@ -303,10 +305,14 @@ static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 			h->len < ext);
 	afm_zs_hole_unlink(zs, z, h->rec);
 	afm_zs_count_in(zs, z, size);
-	zs->st.hole_reused++;
-	zs->st.hole_bytes += size;
+	if (alloc) {
+		zs->st.hole_reused++;
+		zs->st.hole_bytes += size;
+	}
 	if (h->len - ext >= AFM_ZS_HOLE_MIN) {
-		if (z->linked)
+		/* Two indexed holes side by side never fit one extent. */
+		if (z->linked && h->len + (z->tail - h->off - h->len) >
+				 AFM_ZS_MAX_EXT)
 			afm_zs_rest_join(zs, z, h, ext);
 		afm_zs_hole_link(zs, z, h->rec, h->r1, h->off + ext,
 				 h->len - ext);
@@ -321,32 +327,41 @@ static __always_inline unsigned int afm_zs_hole_take(struct afm_zs_pool *zs,
 /*
  * A hole for compaction's extent of @need bytes: the first that fits
  * among the first AFM_ZS_DEST_TRIES holes of its class and the classes
- * above, in a zspage with fewer than AFM_ZS_DEST_HOLES bytes of holes (a
- * dense one, which no run will take soon: an object moved into a sparse
- * one would likely be moved again, and would keep it from emptying).
+ * above, in a zspage with fewer than AFM_ZS_DEST_HOLES and @max_holes
+ * bytes of holes (a dense one, which the run, taking zspages with
+ * @max_holes, will not take: an object moved into a sparse one would
+ * likely be moved again, and would keep it from emptying). Holes of
+ * victims met on the way are taken off the index, as allocation does.
  * Pool lock held. Return: true and *@h, or false.
  */
 bool afm_zs_hole_find_dense(struct afm_zs_pool *zs, unsigned int need,
-			    struct afm_zs_hole *h)
+			    unsigned int max_holes, struct afm_zs_hole *h)
 {
 	unsigned int c = afm_zs_hole_class(need), tries = 0;
 	struct afm_zs_hrec *rec;
 	struct afm_zspage *z;
-	u32 r1;
+	u32 r1, next;
 
 	lockdep_assert_held(&zs->lock);
+	max_holes = min_t(unsigned int, max_holes, AFM_ZS_DEST_HOLES);
 	for (c = find_next_bit(zs->hole_map, AFM_ZS_NR_HCLASSES, c);
 	     c < AFM_ZS_NR_HCLASSES;
 	     c = find_next_bit(zs->hole_map, AFM_ZS_NR_HCLASSES, c + 1)) {
-		for (r1 = zs->hole_heads[c]; r1; r1 = rec->next) {
+		for (r1 = zs->hole_heads[c]; r1; r1 = next) {
 			if (++tries > AFM_ZS_DEST_TRIES)
 				return false;
 			rec = afm_zs_rec(zs, r1);
+			next = rec->next;
 			if (rec->len < need)
 				continue;
 			z = afm_zs_desc_locked(zs, rec->id);
+			if (z->flags & AFM_ZS_VICTIM) {
+				/* As allocation does: it goes with @z. */
+				afm_zs_hole_drop(zs, z, rec, r1);
+				continue;
+			}
 			if (z->flags != AFM_ZS_USED ||
-			    afm_zs_zholes(z) >= AFM_ZS_DEST_HOLES)
+			    afm_zs_zholes(z) >= max_holes)
 				continue;
 			h->z = z;
 			h->rec = rec;
@@ -368,7 +383,7 @@ bool afm_zs_hole_find_dense(struct afm_zs_pool *zs, unsigned int need,
 unsigned int afm_zs_hole_put(struct afm_zs_pool *zs, struct afm_zs_hole *h,
 			     unsigned int size, unsigned long idx)
 {
-	unsigned int ext = afm_zs_hole_take(zs, h, size);
+	unsigned int ext = afm_zs_hole_take(zs, h, size, false);
 	struct afm_zs_cur c;
 
 	afm_zs_cur_begin(&c, zs, h->z);
@@ -682,7 +697,7 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 		goto none;
 	if (afm_zs_hole_find(zs, ext, &hole)) {
 		zs->st.donated++;
-		ext = afm_zs_hole_take(zs, &hole, size);
+		ext = afm_zs_hole_take(zs, &hole, size, true);
 		return afm_zs_commit(set, zs, hole.z, &hole, hole.off, ext,
 				     hpg, &sp, size);
 	}
@@ -800,7 +815,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	if (in_hole) {
 		z = hole.z;
 		off = hole.off;
-		ext = afm_zs_hole_take(zs, &hole, size);
+		ext = afm_zs_hole_take(zs, &hole, size, true);
 	} else {
 		if (!z)
 			z = afm_zs_new(zs, dpg, &sp);

@@ -261,12 +261,15 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 
 /*
  * Move every unpinned object of victim @v elsewhere, walking its extents
- * from *@off (updated) to its fill offset. Pool lock held; may drop it.
+ * from *@off (updated) to its fill offset: into a hole of a zspage with
+ * fewer than @min_holes bytes of holes (the run's victims have more) and
+ * AFM_ZS_DEST_HOLES, else to a tail. Pool lock held; may drop it.
  * Return: 0, or -ENOMEM when no destination could be had (the walk stops).
  */
 static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			   unsigned int *off, unsigned int *budget,
-			   struct afm_zs_spare *sp, gfp_t gfp)
+			   unsigned int min_holes, struct afm_zs_spare *sp,
+			   gfp_t gfp)
 {
 	struct afm_zs_hole hole;
 	struct afm_zspage *d;
@@ -295,7 +298,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 		d = NULL;
 		if (!READ_ONCE(afm_zs_compact_holes) ||
 		    !afm_zs_hole_find_dense(zs, afm_zs_ext(zs, afm_ze_size(e)),
-					    &hole)) {
+					    min_holes, &hole)) {
 			err = afm_zs_dest_tail(zs, afm_ze_size(e), sp, gfp, &d);
 			if (err == -EAGAIN)
 				continue;	/* read the extent again */
@@ -315,7 +318,9 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 /*
  * One compaction pass: pick victims, walk each victim's extents moving its
  * unpinned objects, release the emptied victims. Its cost is the objects
- * it moves and the extents of its victims, whatever the size of the pool.
+ * it moves, the extents of its victims and at most AFM_ZS_DEST_TRIES hole
+ * records (and their zspages' descriptors) per object, whatever the size
+ * of the pool.
  * Caller holds &afm_pool.compact_lock. Return: the number of victims.
  */
 static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
@@ -337,7 +342,8 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 		struct afm_zspage *v = afm_zs_desc(zs, zs->cand[i]);
 
 		off = 0;
-		err = afm_zs_evacuate(zs, v, &off, &budget, &sp, gfp);
+		err = afm_zs_evacuate(zs, v, &off, &budget, min_holes, &sp,
+				      gfp);
 		if (!v->objs)
 			afm_zs_victim_done(zs, v);
 	}

@@ -156,11 +156,12 @@
 /*
  * Compaction moves an object into an indexed hole (of at most
  * AFM_ZS_DEST_TRIES looked at, from the class of its extent up) of a
- * zspage with fewer than AFM_ZS_DEST_HOLES bytes of holes when one fits,
- * else to the end of a tail: a hole it fills is given back as well as the
+ * zspage with fewer than AFM_ZS_DEST_HOLES bytes of holes (and fewer
+ * than the run's victims have: the rest run and afm_compact() take
+ * zspages with AFM_ZS_MIN_HOLES) when one fits, else to the end of a tail: a hole it fills is given back as well as the
  * victim's, so it copies about half as much per byte it gives back, and
  * dense zspages stay dense (KUnit afm_zs_test_overwrite_auto, "fio
- * mixwrite": 0.9 bytes a byte instead of 2.2, mean overhead 80 per mille
+ * mixwrite": 0.9 bytes a byte instead of 2.2, mean overhead 83 per mille
  * instead of 103). Only dense ones: with every zspage that is not a
  * victim (a quarter in holes), objects went into zspages about to become
  * victims, to be moved again, and kept them from emptying ("pages
@@ -1436,7 +1437,7 @@ struct afm_zs_hole {
 
 struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size);
 bool afm_zs_hole_find_dense(struct afm_zs_pool *zs, unsigned int need,
-			    struct afm_zs_hole *h);
+			    unsigned int max_holes, struct afm_zs_hole *h);
 unsigned int afm_zs_hole_put(struct afm_zs_pool *zs, struct afm_zs_hole *h,
 			     unsigned int size, unsigned long idx);
 struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,

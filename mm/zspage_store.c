@@ -82,9 +82,11 @@
  * zspage has indexed holes, the footer before it and then the next header
  * (unless the hole before it is the only one), and writes the hole's
  * header and footer; an allocation writes the object's header
- * and the rest's (reading first, when its zspage has another indexed hole,
- * the header after the hole); each through one cursor (struct afm_zs_cur)
- * under the pool lock, with no atomic operation.
+ * and the rest's (reading first, when its zspage has another indexed hole
+ * that could lie after the hole and fit one extent with the rest, the
+ * header after the hole, through a cursor of its own); each through a
+ * cursor (struct afm_zs_cur) under the pool lock, with no atomic
+ * operation.
 
  * Alignment
  * ---------
@@ -193,7 +195,8 @@
  * handle with its header's bits is live and points to it (afm_zs_owner():
  * one table lookup per 2^26 handles in the table), else a hole. Headers
  * and hole links are written under the pool lock; a moved object gets a
- * new header (without slack); the walk runs under the pool lock, and a
+ * new header (with slack only when it went into a hole and what it left
+ * is too short for the index); the walk runs under the pool lock, and a
  * victim's extents do not change while it is one (no allocation goes to
  * it; a free leaves its header).
  *
@@ -221,18 +224,20 @@
  * most holes first, up to AFM_ZS_MAX_VICTIMS, as many as its goal needs;
  * marks them victims (no allocation goes to them); walks each victim's
  * extents, moving every unpinned object into an indexed hole of a dense
- * zspage (fewer than AFM_ZS_DEST_HOLES bytes of holes) when one of the
- * first AFM_ZS_DEST_TRIES it looks at fits (afm_zs_hole_find_dense():
- * the hole is given back too, so a move gives back about twice what it
- * would otherwise, and the objects go where no run will move them again;
- * module parameter zspage_compact_holes), else to the best-fitting tail
+ * zspage (fewer than AFM_ZS_DEST_HOLES bytes of holes, and fewer than the
+ * run's victims have) when one of the first AFM_ZS_DEST_TRIES it looks at
+ * fits (afm_zs_hole_find_dense(): the hole it fills is given back too, so
+ * it copies less per byte it gives back, and the object goes where the
+ * run will not move it again; module parameter zspage_compact_holes),
+ * else to the best-fitting tail
  * of a non-victim zspage (the densest that fits, so survivors fill the
  * tails of full zspages first) or to a new zspage; and frees each victim
  * as it empties. Its cost is the victims' extents, the bytes it copies and
- * at most AFM_ZS_DEST_TRIES hole records per object, whatever the size of
- * the pool: no pass looks at a zspage or an entry that is not a victim's
- * or a destination's. The pool lock is dropped every 256 extents (or 16
- * moves), never with an object half moved.
+ * at most AFM_ZS_DEST_TRIES hole records (and their zspages' descriptors)
+ * per object, whatever the size of the pool: no pass looks at an entry
+ * that is not a victim's, nor at more zspages than that. The pool lock is
+ * dropped every 256 extents (or 16 moves), never with an object half
+ * moved.
  * Callers: afm_compact() (every zspage with AFM_ZS_MIN_HOLES of holes),
  * the pool's shrinker (count: the hole bytes of the listed zspages, in
  * pages, what scan can take; scan: that many pages), and two automatic
