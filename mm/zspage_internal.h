@@ -158,9 +158,10 @@
  * AFM_ZS_DEST_TRIES looked at, from the class of its extent up) of a
  * zspage with fewer than AFM_ZS_DEST_HOLES bytes of holes (and fewer
  * than the run's victims have: the rest run and afm_compact() take
- * zspages with AFM_ZS_MIN_HOLES) when one fits, else to the end of a tail: a hole it fills is given back as well as the
- * victim's, so it copies about half as much per byte it gives back, and
- * dense zspages stay dense (KUnit afm_zs_test_overwrite_auto, "fio
+ * zspages with AFM_ZS_MIN_HOLES) when one fits, else to the end of a
+ * tail: a hole it fills is given back as well as the victim's, so it
+ * copies about half as much per byte it gives back, and dense zspages
+ * stay dense (KUnit afm_zs_test_overwrite_auto, "fio
  * mixwrite": 0.9 bytes a byte instead of 2.2, mean overhead 83 per mille
  * instead of 103). Only dense ones: with every zspage that is not a
  * victim (a quarter in holes), objects went into zspages about to become
