@@ -541,8 +541,8 @@ static void afm_zs_test_deferred_free(struct kunit *test)
  * E back to back in a new zspage; C and D freed make one hole; B freed
  * stays a hole of its own (with C and D it would pass AFM_ZS_MAX_EXT). An
  * object of 3900 bytes then goes into B's hole, and what it leaves of it
- * (100 bytes) and the hole of C and D become one hole, on the index, with
- * nothing else on it.
+ * (100 bytes) and the hole of C and D become one hole on the index (the
+ * audit finds no two indexed holes side by side that fit one extent).
  */
 static void afm_zs_test_rest_join(struct kunit *test)
 {
