@@ -760,7 +760,7 @@ def churn_section(name):
                 "fill, the exits' refills and the verification end when their work is done). "
                 "Held: every page the allocator holds, metadata included. The two need not "
                 "store the same data at the same second (the fill and the refills run at "
-                "their own speed), so the last column compares the overhead ratios of the "
+                "their own speed), so the column \"ratio higher\" compares the overhead ratios of the "
                 "pairs where both samples count in report.py's figures (at least 1% of the "
                 "run's peak compressed bytes). More pages at a lower overhead ratio means "
                 "more compressed bytes stored at that second; the last column counts the "
