@@ -24,6 +24,8 @@
 # slab_nomerge. --runs N: the allocator order is reversed on every other
 # run (all in the same boot).
 #
+# bench/churn/hostperf.sh DIR, started beside it: a host profile of QEMU in
+# every run (TCG), see there.
 # --perf S: a profile of S seconds of every run's churn phase (perf record
 # -a -g in the guest, 30 s after the workload starts) in
 # DIR/perf-RUN-ALLOC.data, by symbol in DIR/perf-RUN-ALLOC.txt
