@@ -50,6 +50,7 @@ It refuses a record with a failed step. Nothing else is touched: run the
 script again without options to regenerate the READMEs.
 """
 import argparse
+import collections
 import contextlib
 import csv
 import difflib
@@ -485,26 +486,34 @@ def churn(name):
             ks = [k for k in held[AF] if k in held[ZS] and (ph is None or k[1] == ph)]
             diff = [held[AF][k] - held[ZS][k] for k in ks]
             rk = [k for k in ks if k in ratio.get(AF, {}) and k in ratio.get(ZS, {})]
-            # More memory for the same data: more pages at a higher overhead
-            # ratio (more pages at a lower ratio means more compressed bytes
-            # stored at that second), every sample's ratio, however little
-            # it stores; nothing stored is an infinite ratio (more pages
-            # than the other with nothing stored is a loss, unless the other
-            # stores nothing either and holds as many).
+            # More memory for the same data: more pages at a higher ratio
+            # (more pages at a lower ratio: more compressed bytes stored at
+            # that second), every sample's ratio counting (ratio_worse()).
             loss = [held[AF][k] - held[ZS][k] for k in ks if held[AF][k] > held[ZS][k]
                     and ratio_worse(raw[AF][k], raw[ZS][k])]
-            pairs[ph] = (len(ks), sum(x > 0 for x in diff), sum(x < 0 for x in diff),
-                         max([x for x in diff if x > 0], default=0) * churn_report.PAGE / 2**20,
-                         len(rk), sum(ratio[AF][k] > ratio[ZS][k] for k in rk),
-                         sum(ratio[AF][k] < ratio[ZS][k] for k in rk),
-                         len(loss), max(loss, default=0) * churn_report.PAGE / 2**20,
-                         sum(held[ZS][k] > held[AF][k] and ratio_worse(raw[ZS][k], raw[AF][k])
-                             for k in ks))
+            pairs[ph] = Pairs(
+                n=len(ks), more=sum(x > 0 for x in diff), less=sum(x < 0 for x in diff),
+                most_mib=max([x for x in diff if x > 0], default=0) * churn_report.PAGE / 2**20,
+                rn=len(rk), rmore=sum(ratio[AF][k] > ratio[ZS][k] for k in rk),
+                rless=sum(ratio[AF][k] < ratio[ZS][k] for k in rk),
+                loss=len(loss), loss_pages=max(loss, default=0),
+                zloss=sum(held[ZS][k] > held[AF][k] and ratio_worse(raw[ZS][k], raw[AF][k])
+                          for k in ks))
     out = {"meta": report.load_meta(d), "text": text, "allocs": allocs, "runs": runs,
            "phases": phases, "phase": per, "rest": rest, "rest_at": rest_at, "lat": lat,
            "parts": parts, "pairs": pairs}
     CHURN_CACHE[d] = out
     return out
+
+
+# Paired churn samples of one phase (None: all): pairs, afmalloc/zspage
+# holding more / fewer pages, by at most most_mib; pairs with ratios (both
+# samples counted by report.py), afmalloc's higher / lower; afmalloc holding
+# more pages at a higher ratio (loss pairs, by at most loss_pages), and
+# zsmalloc doing so (zloss).
+Pairs = collections.namedtuple(
+    "Pairs", "n more less most_mib rn rmore rless loss loss_pages zloss",
+    defaults=(0,) * 10)
 
 
 def ratio_worse(a, z):
@@ -563,9 +572,10 @@ def churn_targets(c):
     short (a few words), what (the target), met (True, False, None: not
     measured), measured (the figures)."""
     out = []
-    n, more, _, most, rn, rmore, _, loss, lmost, _ = c["pairs"].get(None, (0,) * 10)
+    p = c["pairs"].get(None, Pairs())
+    n, more, most, rn, rmore, loss = p.n, p.more, p.most_mib, p.rn, p.rmore, p.loss
     worst = max((ph for ph in c["phases"] if ph in c["pairs"]),
-                key=lambda ph: c["pairs"][ph][8], default=None)
+                key=lambda ph: c["pairs"][ph].loss_pages, default=None)
     out.append({"short": "never more memory than zsmalloc",
                 "what": "at every one-second sample no more memory than zsmalloc (paired "
                         "samples: neither a higher overhead ratio nor more pages held, unless "
@@ -575,7 +585,7 @@ def churn_targets(c):
                 "met": None if not n else loss == 0 and rmore == 0,
                 "measured": f"a higher overhead ratio in {frac(rmore, rn)} of the pairs; more "
                             f"pages held at a higher ratio in {frac(loss, n)}"
-                + (f", by up to {lmost * 2**20 / churn_report.PAGE:.0f} pages (in the {worst} "
+                + (f", by up to {p.loss_pages:.0f} pages (in the {worst} "
                    "phase)" if loss else "")
                 + f"; more pages held at all in {frac(more, n)}"
                 + (f" (by up to {most:.1f} MiB)" if more else "")})
@@ -774,10 +784,10 @@ def churn_section(name):
         for ph in c["phases"] + [None]:
             if ph not in c["pairs"]:
                 continue
-            n, more, less, most, rn, rmore, _, loss, *_ = c["pairs"][ph]
-            out.append(f"| {ph or '**all**'} | {n} | {frac(more, n)} | "
-                       f"{f'{most:.1f} MiB' if more else '-'} | {frac(less, n)} | {rn} "
-                       f"| {frac(rmore, rn)} | {frac(loss, n)} |")
+            p = c["pairs"][ph]
+            out.append(f"| {ph or '**all**'} | {p.n} | {frac(p.more, p.n)} | "
+                       f"{f'{p.most_mib:.1f} MiB' if p.more else '-'} | {frac(p.less, p.n)} "
+                       f"| {p.rn} | {frac(p.rmore, p.rn)} | {frac(p.loss, p.n)} |")
         out += ["", f"Issue 16's targets for {AF} under swap churn:", ""]
         for t in churn_targets(c):
             verdict = {True: "met", False: "**missed**", None: "not measured"}[t["met"]]
@@ -1207,7 +1217,8 @@ def churn_rows(n, c, add):
         + ")",
         better=f"{better}; " + target(1, "at most half of zsmalloc's in every phase")
         + (f", {targets[1]['measured']}" if targets[1]["met"] is False else ""))
-    pn, more, less, most, rn, rmore, rless, loss, _, zloss = c["pairs"][None]
+    p = c["pairs"][None]
+    pn, rn, rmore, rless, loss, zloss = p.n, p.rn, p.rmore, p.rless, p.loss, p.zloss
     held_b = "afmalloc" if loss < zloss else "**zsmalloc**" if loss > zloss else "neither"
     ratio_b = "afmalloc" if rmore < rless else "**zsmalloc**" if rmore > rless else "neither"
     better = held_b if held_b == ratio_b else \
@@ -1473,7 +1484,8 @@ def align_rows(name):
                   / cmed(c["phase"][(ZS, ph)]["overhead mean"])
                   for ph in c["phases"] if (AF, ph) in c["phase"] and (ZS, ph) in c["phase"]
                   and cmed(c["phase"][(ZS, ph)]["overhead mean"])]
-        n, more, _, most, *_ = c["pairs"].get(None, (0,) * 10)
+        p = c["pairs"].get(None, Pairs())
+        n, more, most = p.n, p.more, p.most_mib
         tp = per_run_ratios(c, "churn", "pages/s")
         return [("swap churn (zram, lz4): afmalloc's mean overhead per phase over zsmalloc's, "
                  "the highest phase", xr(max(ratios)) if ratios else "-"),
