@@ -221,6 +221,201 @@ static void afm_zs_test_packing(struct kunit *test)
 }
 
 /*
+ * zspage_short ("Short zspages" in mm/zspage_pages.c): objects of one size
+ * allocated one by one into an empty pool; each zspage a shard opens adds
+ * the pages given (1, 2, 4, then AFM_ZS_PAGES; at least 2 for an object
+ * longer than a page; AFM_ZS_PAGES each with zspage_short off), and the
+ * pool holds its data pages and table pages, nothing else. The objects
+ * keep their bytes; freeing them all gives every data page back, and the
+ * next object opens a short zspage again.
+ */
+struct afm_zs_short_case {
+	unsigned int size;
+	bool on;
+	unsigned int grow[5];
+};
+
+static const struct afm_zs_short_case afm_zs_short_cases[] = {
+	{ 1000, true, { 1, 2, 4, AFM_ZS_PAGES, AFM_ZS_PAGES } },
+	{ 3000, true, { 1, 2, 4, AFM_ZS_PAGES, AFM_ZS_PAGES } },
+	{ PAGE_SIZE, true, { 2, 2, 4, AFM_ZS_PAGES, AFM_ZS_PAGES } },
+	{ 1000, false, { AFM_ZS_PAGES, AFM_ZS_PAGES, AFM_ZS_PAGES,
+			 AFM_ZS_PAGES, AFM_ZS_PAGES } },
+};
+
+static void afm_zs_short_desc(const struct afm_zs_short_case *p, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%u bytes, short %s", p->size,
+		 p->on ? "on" : "off");
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_short, afm_zs_short_cases, afm_zs_short_desc);
+
+static void afm_zs_test_short(struct kunit *test)
+{
+	const struct afm_zs_short_case *p = test->param_value;
+	const unsigned int n = 5 * AFM_ZS_SIZE / 1000;
+	void *buf = afm_zs_buf(test);
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	unsigned long pages = 0;
+	unsigned int i, k = 0, used;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_short(test, p->on);
+	afm_zs_quiet(ts);
+	for (i = 0; i < n && k < ARRAY_SIZE(p->grow); i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, p->size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, p->size, buf,
+				   i);
+		afm_zs_get_counters(ts->pool, &c);
+		KUNIT_EXPECT_EQ(test, c.total_pages,
+				c.data_pages + c.table_pages + c.desc_pages +
+				c.hole_pages);
+		if (c.data_pages == pages)
+			continue;
+		KUNIT_EXPECT_EQ_MSG(test, c.data_pages - pages, p->grow[k],
+				    "zspage %u, object %u", k, i);
+		pages = c.data_pages;
+		k++;
+	}
+	KUNIT_ASSERT_EQ(test, k, ARRAY_SIZE(p->grow));
+	used = i;
+	for (i = 0; i < used; i++)
+		afm_zs_check(test, ts->pool, ts->h[i], i, p->size, buf, i & 1);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	for (i = 0; i < used; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.zspages + c.dead_zspages, 0);
+	KUNIT_EXPECT_EQ(test, c.data_pages, 0);
+	ts->h[0] = afm_test_malloc(test, ts->pool, p->size);
+	afm_zs_put_pattern(test, ts->pool, ts->h[0], 0, p->size, buf, 0);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.data_pages, p->grow[0]);
+	afm_zs_check(test, ts->pool, ts->h[0], 0, p->size, buf, false);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
+ * The end of a short zspage is the end of its last page: in a one-page
+ * zspage made a chain (page by page, no neighbour reached in place), lay
+ * out X (100 bytes), Y (100 bytes), A and B (2 bytes) so that B's extent
+ * ends at the page's last byte; free X (an indexed hole: the zspage has
+ * another when A goes) and then A, whose merge reads the extent after it,
+ * B's, which is shorter than an indexed hole's header: the read must stop
+ * at the page's end (past it, there is no page: the chain ends). The
+ * objects left keep their bytes and the pool stays consistent.
+ */
+static void afm_zs_test_short_end(struct kunit *test)
+{
+	const unsigned int hdr = afm_zs_header_bytes(), b = 2;
+	const size_t size[] = { 100, 100, PAGE_SIZE - 2 * (100 + hdr) -
+				2 * hdr - b, b };
+	void *buf = afm_zs_buf(test);
+	struct afm_zs_obj_info info;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, ARRAY_SIZE(size));
+	afm_zs_short(test, true);
+	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
+			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE |
+			  AFM_ZS_QUIET_RUNS);
+	for (i = 0; i < ARRAY_SIZE(size); i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size[i]);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size[i], buf,
+				   0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.data_pages, 1);
+	KUNIT_ASSERT_EQ(test, c.zspages, 1);
+	KUNIT_ASSERT_EQ(test, c.tail_bytes, 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[3], &info), 0);
+	KUNIT_ASSERT_EQ(test, info.offset + b, PAGE_SIZE);
+	afm_free(ts->pool, ts->h[0]);
+	ts->h[0] = 0;
+	afm_zs_expect_consistent(test, ts->pool);
+	afm_free(ts->pool, ts->h[2]);
+	ts->h[2] = 0;
+	afm_zs_expect_consistent(test, ts->pool);
+	afm_zs_check(test, ts->pool, ts->h[1], 1, size[1], buf, false);
+	afm_zs_check(test, ts->pool, ts->h[3], 3, size[3], buf, true);
+}
+
+/*
+ * Short zspages under churn: rounds that each start from an empty pool,
+ * so that every round's objects land in short zspages first; objects of
+ * random sizes (1 to PAGE_SIZE bytes) allocated, a random half freed (holes
+ * in and at the end of short zspages, merged or given back to the tail),
+ * as many allocated again, then every object checked and the pool audited
+ * (extents tile every zspage up to its fill offset, within its own length;
+ * page chains as long as the zspage). Odd rounds make every zspage a chain
+ * (AFM_ZS_QUIET_RUNS), so that headers and data crossing pages go page by
+ * page, never past a short zspage's last page.
+ */
+static void afm_zs_test_short_churn(struct kunit *test)
+{
+	const unsigned int n = 48, rounds = 24;
+	void *buf = afm_zs_buf(test);
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	unsigned int r, i, short_seen = 0, *seed;
+	size_t *size;
+
+	size = kunit_kcalloc(test, n, sizeof(*size), GFP_KERNEL);
+	seed = kunit_kcalloc(test, n, sizeof(*seed), GFP_KERNEL);
+	if (!size || !seed)
+		kunit_skip(test, "no memory for the sizes");
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_short(test, true);
+	for (r = 0; r < rounds; r++) {
+		afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
+				  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE |
+				  (r & 1 ? AFM_ZS_QUIET_RUNS : 0));
+		for (i = 0; i < n; i++) {
+			size[i] = 1 + get_random_u32_below(PAGE_SIZE);
+			seed[i] = r * n + i;
+			ts->h[i] = afm_test_malloc(test, ts->pool, size[i]);
+			afm_zs_put_pattern(test, ts->pool, ts->h[i], seed[i],
+					   size[i], buf, i);
+			afm_zs_get_counters(ts->pool, &c);
+			if (c.data_pages % AFM_ZS_PAGES)
+				short_seen++;
+		}
+		for (i = 0; i < n; i++) {
+			if (get_random_u32_below(2))
+				continue;
+			afm_free(ts->pool, ts->h[i]);
+			size[i] = 1 + get_random_u32_below(PAGE_SIZE);
+			seed[i] += rounds * n;
+			ts->h[i] = afm_test_malloc(test, ts->pool, size[i]);
+			afm_zs_put_pattern(test, ts->pool, ts->h[i], seed[i],
+					   size[i], buf, i);
+		}
+		for (i = 0; i < n; i++)
+			afm_zs_check(test, ts->pool, ts->h[i], seed[i],
+				     size[i], buf, i & 1);
+		afm_zs_expect_consistent(test, ts->pool);
+		for (i = 0; i < n; i++) {
+			afm_free(ts->pool, ts->h[i]);
+			ts->h[i] = 0;
+		}
+		afm_zs_get_counters(ts->pool, &c);
+		KUNIT_ASSERT_EQ(test, c.data_pages, 0);
+	}
+	/* Every round opened short zspages. */
+	KUNIT_EXPECT_GE(test, short_seen, rounds);
+}
+
+/*
  * Density: many objects of mixed sizes cost their bytes plus the entry
  * plus little else; the exact page split adds up; freeing everything
  * gives every page back.
@@ -1271,6 +1466,9 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_roundtrip, afm_zs_rt_gen_params),
 	KUNIT_CASE_PARAM(afm_zs_test_contig, afm_zs_contig_gen_params),
 	KUNIT_CASE(afm_zs_test_packing),
+	KUNIT_CASE_PARAM(afm_zs_test_short, afm_zs_short_gen_params),
+	KUNIT_CASE(afm_zs_test_short_end),
+	KUNIT_CASE(afm_zs_test_short_churn),
 	KUNIT_CASE(afm_zs_test_density),
 	KUNIT_CASE(afm_zs_test_bad_handles),
 	KUNIT_CASE(afm_zs_test_shards),

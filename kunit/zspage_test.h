@@ -28,16 +28,35 @@
 #include "afm_test.h"
 #include "../mm/zspage_store.h"
 
+static inline void afm_zs_restore_short(void *data)
+{
+	afm_zs_test_set_short((uintptr_t)data);
+}
+
+/* Set the zspage_short parameter for the rest of the test. */
+static inline void afm_zs_short(struct kunit *test, bool on)
+{
+	bool old = afm_zs_test_set_short(on);
+
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_short,
+						  (void *)(uintptr_t)old));
+}
+
 /*
  * A new zspage-store pool with @n handle slots, released with the test.
  * Its allocations all go to shard 0, whatever CPU the test runs on, so that
  * where an object goes does not depend on the CPU (the debug guest has
- * two); afm_zs_test_stress and afm_zs_test_shards choose otherwise.
+ * two); afm_zs_test_stress and afm_zs_test_shards choose otherwise. Every
+ * zspage made during the test has AFM_ZS_PAGES pages (zspage_short off),
+ * so that the tests can count zspages by their contents; the tests of
+ * short zspages (afm_zs_test_short*) turn it back on.
  */
 static inline struct afm_test_set *afm_zs_set(struct kunit *test, unsigned int n)
 {
 	struct afm_test_set *ts = afm_test_set_store(test, n, AFM_STORE_ZSPAGE);
 
+	afm_zs_short(test, false);
 	KUNIT_ASSERT_GT(test, afm_zs_test_alloc_shard(ts->pool, 0), 0);
 	return ts;
 }

@@ -731,7 +731,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	struct afm_zs_set *set = pool->store;
 	struct afm_zs_pool *zs = afm_zs_here(set);
 	unsigned long hpg, dpg = 0, rpg, handle;
-	unsigned int meta, data, off, ext;
+	unsigned int meta, data, off, ext, order = AFM_ZS_ORDER;
 	struct afm_zs_spare sp __uninitialized;
 	struct afm_zs_pool *donor;
 	struct afm_zs_hole hole;
@@ -774,7 +774,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		z = NULL;
 		if (!in_hole || hole.len - ext >= AFM_ZS_HOLE_MIN) {
 			z = afm_zs_fit(zs, ext);
-			if (in_hole && z && AFM_ZS_SIZE - z->tail < hole.len)
+			if (in_hole && z && afm_zs_end(z) - z->tail < hole.len)
 				in_hole = false;
 			else if (in_hole)
 				z = NULL;
@@ -803,7 +803,8 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 				continue;
 			}
 			meta += afm_zt_need(&zs->dtab, dpg);
-			data = AFM_ZS_PAGES;
+			order = afm_zs_new_order(zs, ext);
+			data = 1U << order;
 		}
 		if (sp.nr_meta >= meta && sp.nr_data >= data)
 			break;
@@ -818,7 +819,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		ext = afm_zs_hole_take(zs, &hole, size, true);
 	} else {
 		if (!z)
-			z = afm_zs_new(zs, dpg, &sp);
+			z = afm_zs_new(zs, dpg, &sp, order);
 		off = afm_zs_place(zs, z, size);
 	}
 	handle = afm_zs_commit(set, zs, z, in_hole ? &hole : NULL, off, ext,

@@ -119,7 +119,7 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 			afm_zs_unbucket(zs, z);
 			zs->victim_live += z->live;
 			zs->victim_holes += afm_zs_zholes(z);
-			sum += AFM_ZS_SIZE - z->live - z->objs * AFM_ZS_HDR -
+			sum += afm_zs_end(z) - z->live - z->objs * AFM_ZS_HDR -
 			       z->pad;
 			zs->cand[nv++] = z->id;
 		}
@@ -254,7 +254,7 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 		afm_zs_lock(zs);
 		return err ? -ENOMEM : -EAGAIN;
 	}
-	*dp = afm_zs_new(zs, dpg, sp);
+	*dp = afm_zs_new(zs, dpg, sp, AFM_ZS_ORDER);
 	zs->st.moved_new++;
 	return 0;
 }

@@ -244,6 +244,10 @@ typedef u32 afm_zs_off_t;
  * @pad: bytes its live objects' extents are longer than header and data
  *	by alignment (afm_zs_pad(): not holes, no compaction gets them
  *	back). Under the pool lock.
+ * @order: it has 2^@order pages (afm_zs_npages()), AFM_ZS_ORDER but for
+ *	the first zspages of a shard that holds few pages (see "Short
+ *	zspages" in zspage_pages.c): its bytes end at afm_zs_end(), not at
+ *	AFM_ZS_SIZE. Set when it is made, never changed.
  *
  * With 4 KiB pages on 64-bit it is 64 bytes, and the descriptor table's
  * pages are page aligned: every descriptor is one cache line of its own,
@@ -265,7 +269,20 @@ struct afm_zspage {
 	u8 run;
 	afm_zs_off_t linked;
 	afm_zs_off_t pad;
+	u8 order;
 };
+
+/* Pages of zspage @z. */
+static inline unsigned int afm_zs_npages(const struct afm_zspage *z)
+{
+	return 1U << z->order;
+}
+
+/* Bytes of zspage @z: the end of its address space (its tail ends there). */
+static inline unsigned int afm_zs_end(const struct afm_zspage *z)
+{
+	return PAGE_SIZE << z->order;
+}
 
 /**
  * struct afm_zs_hrec - a hole on the hole index, a slot of the hole table
@@ -409,6 +426,8 @@ struct afm_zs_pend {
  *	of two, at most AFM_ZS_MAX_ALIGN). Set at creation, never changed.
  * @zspages: zspages not dead.
  * @dead_zspages: zspages on @dead or being freed from it.
+ * @data_pages: pages of the zspages in @zspages.
+ * @dead_pages: pages of those in @dead_zspages.
  * @victim_live: live bytes left in the victims of the running pass.
  * @victim_holes: hole bytes of its victims when they were picked.
  * @hlists: hole lists: live, non-victim zspages with at least
@@ -494,6 +513,8 @@ struct afm_zs_pool {
 	unsigned int align;
 	unsigned long zspages;
 	unsigned long dead_zspages;
+	unsigned long data_pages;
+	unsigned long dead_pages;
 	unsigned long victim_live;
 	unsigned long victim_holes;
 	struct list_head hlists[AFM_ZS_NR_HLISTS];
@@ -1236,13 +1257,13 @@ static __always_inline unsigned int afm_zs_chdr_read(struct afm_zs_cur *c,
 	u64 v;
 
 	p = afm_zs_cur_rd(c, off, buf, r1 ? min(AFM_ZS_HOLE_HDR,
-						AFM_ZS_SIZE - off) :
+						afm_zs_end(c->z) - off) :
 					    AFM_ZS_HDR);
 	v = afm_zs_hdr_get(p);
 	len = v & (BIT(AFM_ZH_LEN_BITS) - 1);
 	*idx = v & AFM_ZH_HOLE ? AFM_ZS_LINKED : v >> AFM_ZH_IDX_SHIFT;
 	if (*idx == AFM_ZS_LINKED && r1 && len >= AFM_ZS_HOLE_HDR &&
-	    off + AFM_ZS_HOLE_HDR <= AFM_ZS_SIZE)
+	    off + AFM_ZS_HOLE_HDR <= afm_zs_end(c->z))
 		*r1 = get_unaligned_le32(p + AFM_ZS_HDR) + 1;
 	return len;
 }
@@ -1361,7 +1382,7 @@ static inline void afm_zs_hlist_update(struct afm_zs_pool *zs,
 
 static inline unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
 {
-	return zs->zspages * AFM_ZS_SIZE - zs->live_bytes -
+	return (zs->data_pages << PAGE_SHIFT) - zs->live_bytes -
 	       zs->objects * AFM_ZS_HDR - zs->pad_bytes - zs->tail_bytes;
 }
 
@@ -1391,6 +1412,8 @@ extern bool afm_zs_compact_holes;
 
 /* Automatic compaction trigger, module parameter (zspage_compact.c). */
 extern unsigned int afm_zs_auto_permille;
+/* Short first zspages, module parameter (zspage_pages.c). */
+extern bool afm_zs_short;
 /* Shards of a new pool, module parameter (zspage_store.c). */
 extern unsigned int afm_zs_shards;
 
@@ -1441,8 +1464,9 @@ bool afm_zs_hole_find_dense(struct afm_zs_pool *zs, unsigned int need,
 			    unsigned int max_holes, struct afm_zs_hole *h);
 unsigned int afm_zs_hole_put(struct afm_zs_pool *zs, struct afm_zs_hole *h,
 			     unsigned int size, unsigned long idx);
-struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
-			      unsigned long dpg, struct afm_zs_spare *sp);
+unsigned int afm_zs_new_order(const struct afm_zs_pool *zs, unsigned int ext);
+struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs, unsigned long dpg,
+			      struct afm_zs_spare *sp, unsigned int order);
 void afm_zs_reset_page(struct page *page);
 void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_free_dead(struct afm_zs_pool *zs);

@@ -228,7 +228,7 @@ void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z)
 /* Put @z on the tail list matching its tail (none when full). */
 void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z)
 {
-	unsigned int tail = AFM_ZS_SIZE - z->tail;
+	unsigned int tail = afm_zs_end(z) - z->tail;
 	unsigned int b = tail ? afm_zs_bucket(tail) : AFM_ZS_NO_BUCKET;
 
 	if (b == z->bucket)
@@ -250,7 +250,7 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
 	lockdep_assert_held(&zs->lock);
 
 	list_for_each_entry(z, &zs->tails[b], list) {
-		if (AFM_ZS_SIZE - z->tail >= size)
+		if (afm_zs_end(z) - z->tail >= size)
 			return z;
 		if (++n >= AFM_ZS_FIT_TRIES)
 			break;
@@ -263,6 +263,62 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
 
 /* Zspages */
 
+/*
+ * Short zspages
+ * -------------
+ * A zspage has AFM_ZS_PAGES pages, but for the first ones of a shard that
+ * holds few: one whose live zspages hold P pages makes its next zspage of
+ * the largest power of two of pages not above P + 1 (1, 2, 4, then
+ * AFM_ZS_PAGES: its first 15 pages come in four zspages), or of as many
+ * as the object needs (a page and a header: 2). So an empty pool's first
+ * object costs one data page, not eight, and a shard's open tail is at
+ * most what the shard already holds (a pool of many shards, one per CPU,
+ * on a large machine: each shard that stores a little holds a page, not
+ * 32 KiB). The price is a descriptor per page instead of per eight while
+ * the shard is that small (the short zspages live and die as any other;
+ * compaction's victims take their holes as any other's, its new zspages
+ * are full ones). Module parameter zspage_short: off, every zspage has
+ * AFM_ZS_PAGES pages.
+ */
+bool afm_zs_short = true;
+module_param_named(zspage_short, afm_zs_short, bool, 0644);
+MODULE_PARM_DESC(zspage_short,
+		 "zspage store: a shard that holds fewer than 8 data pages makes its new zspages shorter (1, 2, 4 pages) so that a nearly empty pool holds few pages (default Y)");
+
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/**
+ * afm_zs_test_set_short() - set the zspage_short parameter (KUnit hook)
+ * @on: its new value
+ *
+ * Context: any; pools making a zspage meanwhile see either value.
+ * Return: its old value.
+ */
+bool afm_zs_test_set_short(bool on)
+{
+	bool old = READ_ONCE(afm_zs_short);
+
+	WRITE_ONCE(afm_zs_short, on);
+	return old;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_short);
+#endif
+
+/*
+ * Order of the zspage @zs would make for an extent of @ext bytes (see
+ * "Short zspages"). Pool lock held.
+ */
+unsigned int afm_zs_new_order(const struct afm_zs_pool *zs, unsigned int ext)
+{
+	unsigned int order;
+
+	lockdep_assert_held(&zs->lock);
+	if (!READ_ONCE(afm_zs_short) || zs->data_pages >= AFM_ZS_PAGES - 1)
+		return AFM_ZS_ORDER;
+	order = ilog2(zs->data_pages + 1);
+	return max_t(unsigned int, order,
+		     order_base_2(DIV_ROUND_UP(ext, PAGE_SIZE)));
+}
+
 static int afm_zs_pfn_cmp(const void *a, const void *b)
 {
 	unsigned long pa = page_to_pfn(*(struct page * const *)a);
@@ -272,48 +328,50 @@ static int afm_zs_pfn_cmp(const void *a, const void *b)
 }
 
 /*
- * Order @pages, AFM_ZS_PAGES of them, by PFN. Return: whether they are a
- * run (see struct afm_zspage).
+ * Order @pages, @n of them, by PFN. Return: whether they are a run (see
+ * struct afm_zspage).
  */
-static bool afm_zs_run(struct page **pages)
+static bool afm_zs_run(struct page **pages, unsigned int n)
 {
 	unsigned long pfn;
 	unsigned int i;
 
-	sort(pages, AFM_ZS_PAGES, sizeof(*pages), afm_zs_pfn_cmp, NULL);
+	sort(pages, n, sizeof(*pages), afm_zs_pfn_cmp, NULL);
 	pfn = page_to_pfn(pages[0]);
-	for (i = 1; i < AFM_ZS_PAGES; i++)
+	for (i = 1; i < n; i++)
 		if (page_to_pfn(pages[i]) != pfn + i)
 			return false;
 	return true;
 }
 
 /*
- * Make a zspage of the data pages of @sp, with a descriptor in table page
- * @dpg (afm_zt_find() of the descriptor table). Pool lock held.
+ * Make a zspage of 2^@order data pages of @sp (which holds them), with a
+ * descriptor in table page @dpg (afm_zt_find() of the descriptor table).
+ * Pool lock held.
  */
-struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
-			      unsigned long dpg, struct afm_zs_spare *sp)
+struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs, unsigned long dpg,
+			      struct afm_zs_spare *sp, unsigned int order)
 {
 	unsigned long id = afm_zt_take(zs, &zs->dtab, dpg, sp);
 	struct afm_zspage *z = afm_zs_desc(zs, id);
 	struct page *next = NULL, *page, *pages[AFM_ZS_PAGES];
-	unsigned int i;
+	unsigned int i, n = 1U << order;
 
 	memset(z, 0, sizeof(*z));
 	z->id = id;
+	z->order = order;
 	z->bucket = AFM_ZS_NO_BUCKET;
 	INIT_LIST_HEAD(&z->list);
 	INIT_LIST_HEAD(&z->hlist);
-	for (i = 0; i < AFM_ZS_PAGES; i++)
+	for (i = 0; i < n; i++)
 		pages[i] = sp->data[--sp->nr_data];
-	z->run = afm_zs_run(pages) && !afm_zs_quiet(zs, AFM_ZS_QUIET_RUNS);
+	z->run = afm_zs_run(pages, n) && !afm_zs_quiet(zs, AFM_ZS_QUIET_RUNS);
 	if (z->run)
 		zs->st.runs++;
 	else
 		zs->st.chains++;
 	/* Chain the pages from the last one back to the first. */
-	for (i = AFM_ZS_PAGES; i--; ) {
+	for (i = n; i--; ) {
 		page = pages[i];
 		set_page_private(page, (unsigned long)z);
 		page->index = (unsigned long)next;
@@ -327,7 +385,7 @@ struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 	 * followed any more, the pages come from the local array.
 	 */
 #ifdef CONFIG_COMPACTION
-	for (i = 0; i < AFM_ZS_PAGES; i++) {
+	for (i = 0; i < n; i++) {
 		/* A fresh page: nobody else can hold its lock. */
 		if (WARN_ON_ONCE(!trylock_page(pages[i])))
 			continue;
@@ -336,9 +394,10 @@ struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs,
 	}
 #endif
 	zs->zspages++;
-	zs->tail_bytes += AFM_ZS_SIZE;
+	zs->data_pages += n;
+	zs->tail_bytes += afm_zs_end(z);
 	afm_zs_donor_update(zs);
-	atomic_long_add(AFM_ZS_PAGES, &zs->total_pages);
+	atomic_long_add(n, &zs->total_pages);
 	afm_zs_rebucket(zs, z);
 	return z;
 }
@@ -374,23 +433,23 @@ static void afm_zs_count_isolated_freed(struct afm_zs_pool *zs,
 static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
 {
 	struct page *pages[AFM_ZS_PAGES];
-	unsigned int i, locked;
+	unsigned int i, locked, n = afm_zs_npages(z);
 
 	if (!afm_zg_lock(z, false))
 		return false;
-	for (locked = 0; locked < AFM_ZS_PAGES; locked++) {
+	for (locked = 0; locked < n; locked++) {
 		pages[locked] = locked ? (struct page *)pages[locked - 1]->index :
 					 z->first;
 		if (!trylock_page(pages[locked]))
 			break;
 	}
-	if (locked < AFM_ZS_PAGES) {
+	if (locked < n) {
 		while (locked--)
 			unlock_page(pages[locked]);
 		afm_zg_unlock(z);
 		return false;
 	}
-	for (i = 0; i < AFM_ZS_PAGES; i++) {
+	for (i = 0; i < n; i++) {
 		struct page *page = pages[i];
 
 		afm_zs_count_isolated_freed(zs, page);
@@ -399,7 +458,7 @@ static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
 		put_page(page);
 	}
 	afm_zg_unlock(z);
-	atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
+	atomic_long_sub(n, &zs->total_pages);
 	return true;
 }
 
@@ -415,9 +474,10 @@ void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 	afm_zs_pend_drop(zs, z);
 	afm_zs_holes_unlink_all(zs, z);
 	afm_zs_unbucket(zs, z);
-	zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
+	zs->tail_bytes -= afm_zs_end(z) - z->tail;
 	afm_zs_donor_update(zs);
 	zs->zspages--;
+	zs->data_pages -= afm_zs_npages(z);
 	z->flags |= AFM_ZS_DEAD;
 	afm_zs_hlist_update(zs, z);
 	if (afm_zs_try_free_pages(zs, z)) {
@@ -425,6 +485,7 @@ void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 		return;
 	}
 	zs->dead_zspages++;
+	zs->dead_pages += afm_zs_npages(z);
 	zs->st.deferred_frees++;
 	list_add_tail(&z->list, &zs->dead);
 	queue_work(system_wq, &zs->free_work);
@@ -459,7 +520,7 @@ void afm_zs_free_dead(struct afm_zs_pool *zs)
 	struct afm_zspage *z, *tmp;
 	struct page *pages[AFM_ZS_PAGES];
 	LIST_HEAD(list);
-	unsigned int i;
+	unsigned int i, n;
 
 	afm_zs_lock(zs);
 	list_splice_init(&zs->dead, &list);
@@ -468,9 +529,10 @@ void afm_zs_free_dead(struct afm_zs_pool *zs)
 	list_for_each_entry_safe(z, tmp, &list, list) {
 		list_del_init(&z->list);
 		/* Once a page is locked, migration cannot replace it. */
-		for (i = 0; i < AFM_ZS_PAGES; i++)
+		n = afm_zs_npages(z);
+		for (i = 0; i < n; i++)
 			pages[i] = afm_zs_lock_page(z, i);
-		for (i = 0; i < AFM_ZS_PAGES; i++) {
+		for (i = 0; i < n; i++) {
 			afm_zs_count_isolated_freed(zs, pages[i]);
 			afm_zs_reset_page(pages[i]);
 			unlock_page(pages[i]);
@@ -478,8 +540,9 @@ void afm_zs_free_dead(struct afm_zs_pool *zs)
 		}
 		/* With the pool lock: the page counts add up under it. */
 		afm_zs_lock(zs);
-		atomic_long_sub(AFM_ZS_PAGES, &zs->total_pages);
+		atomic_long_sub(n, &zs->total_pages);
 		zs->dead_zspages--;
+		zs->dead_pages -= n;
 		afm_zt_put(zs, &zs->dtab, z->id);
 		afm_zs_unlock(zs);
 		cond_resched();

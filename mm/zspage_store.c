@@ -12,7 +12,11 @@
  * allocation that has to succeed: they are asked for as one order-3 block
  * split into order-0 pages only when the page allocator has one at hand
  * (no reclaim, no compaction; module parameter zspage_contig), else one
- * by one. Each page stays movable on its own.
+ * by one. Each page stays movable on its own. A shard that holds fewer
+ * than 8 data pages makes shorter ones, of 1, 2 or 4 pages (a block of
+ * that order when one is at hand), so that a nearly empty pool holds few
+ * pages ("Short zspages" in zspage_pages.c; module parameter
+ * zspage_short); everything below holds for them with their own length.
  * Its bytes form one AFM_ZS_SIZE (32 KiB) address space in which extents
  * lie back to back, byte aligned (compressed data needs no alignment), and
  * may cross page boundaries. An object's extent is a header of AFM_ZS_HDR
@@ -563,9 +567,11 @@ static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
 			if (z->flags != AFM_ZS_USED)
 				continue;
 			afm_zs_unbucket(zs, z);
-			zs->tail_bytes -= AFM_ZS_SIZE - z->tail;
+			zs->tail_bytes -= afm_zs_end(z) - z->tail;
 			zs->zspages--;
+			zs->data_pages -= afm_zs_npages(z);
 			zs->dead_zspages++;
+			zs->dead_pages += afm_zs_npages(z);
 			z->flags |= AFM_ZS_DEAD;
 			afm_zs_hlist_update(zs, z);
 			list_add_tail(&z->list, &zs->dead);
@@ -617,7 +623,7 @@ static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 
 /*
  * Rows of the debugfs "classes" table. The first AFM_ZS_GROUPS rows are
- * zspages by fill (live bytes / AFM_ZS_SIZE, in eighths: "fill0-12" has
+ * zspages by fill (live bytes / its bytes, in eighths: "fill0-12" has
  * less than 1/8 live): objs = live objects, direct = hole bytes, slabs =
  * zspages, pages = their pages. The others are counters, documented in
  * afm_zs_class_stats().
@@ -698,12 +704,12 @@ static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
 				if (!(z->flags & AFM_ZS_USED) ||
 				    (z->flags & AFM_ZS_DEAD) ||
 				    min_t(unsigned int, z->live * AFM_ZS_GROUPS /
-					  AFM_ZS_SIZE, AFM_ZS_GROUPS - 1) != class)
+					  afm_zs_end(z), AFM_ZS_GROUPS - 1) != class)
 					continue;
 				v[AFM_CLASS_OBJS] += z->objs;
 				v[AFM_CLASS_DIRECT] += afm_zs_zholes(z);
 				v[AFM_CLASS_SLABS]++;
-				v[AFM_CLASS_PAGES] += AFM_ZS_PAGES;
+				v[AFM_CLASS_PAGES] += afm_zs_npages(z);
 			}
 			afm_zs_unlock(zs);
 			cond_resched();
@@ -889,7 +895,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->dead_zspages = zs->dead_zspages;
 	c->hole_bytes = afm_zs_holes(zs);
 	c->tail_bytes = zs->tail_bytes;
-	c->data_pages = (zs->zspages + zs->dead_zspages) * AFM_ZS_PAGES;
+	c->data_pages = zs->data_pages + zs->dead_pages;
 	c->table_pages = zs->htab.pages + zs->htab.dirs;
 	c->desc_pages = zs->dtab.pages + zs->dtab.dirs;
 	c->hole_pages = zs->rtab.pages + zs->rtab.dirs;
@@ -983,7 +989,7 @@ static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 }
 
 /*
- * Zspage @z, pool lock held: its page chain has AFM_ZS_PAGES pages, each
+ * Zspage @z, pool lock held: its page chain has afm_zs_npages() pages, each
  * pointing back to it, and in a run each is the page afm_zs_page() finds
  * by PFN and, reached in place, at its place after afm_zs_lin(). Return: 0
  * if so, else 1.
@@ -996,17 +1002,17 @@ static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
 
 	lockdep_assert_held(&afm_zs_desc_pool(z)->lock);
 	lin = afm_zs_lin(z);
-	for (page = READ_ONCE(z->first); page && n <= AFM_ZS_PAGES;
+	for (page = READ_ONCE(z->first); page && n <= afm_zs_npages(z);
 	     page = (struct page *)READ_ONCE(page->index)) {
 		if (page_private(page) != (unsigned long)z)
 			bad = 1;
-		if (n < AFM_ZS_PAGES && afm_zs_page(z, n) != page)
+		if (n < afm_zs_npages(z) && afm_zs_page(z, n) != page)
 			bad = 1;
 		if (lin && page_address(page) != lin + n * PAGE_SIZE)
 			bad = 1;
 		n++;
 	}
-	return bad || n != AFM_ZS_PAGES;
+	return bad || n != afm_zs_npages(z);
 }
 
 /* The footer of the hole of @len bytes at @off of @z. */
@@ -1160,7 +1166,7 @@ static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
  * and its header names its handle and extent length, every live zspage's
  * extents tile it up to its fill offset with one object extent per live
  * object, it is on the hole list its holes call for and has a chain of
- * AFM_ZS_PAGES pages pointing back to it, directory pages count their
+ * afm_zs_npages() pages pointing back to it, directory pages count their
  * table pages, and the hole index is consistent (afm_zs_audit_index()).
  * Deferred frees are checked (afm_zs_audit_pend()) and then merged, so
  * that @c and the rest describe the pool with none pending.
@@ -1212,14 +1218,16 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 
 			if (!(z->flags & AFM_ZS_USED))
 				continue;
-			rc->data_pages += AFM_ZS_PAGES;
+			if (z->order > AFM_ZS_ORDER)
+				bad++;
+			rc->data_pages += afm_zs_npages(z);
 			if (z->flags & AFM_ZS_DEAD) {
 				rc->dead_zspages++;
 				continue;
 			}
 			rc->zspages++;
 			if (z->id != pg * AFM_ZD_PER_PAGE + i ||
-			    z->tail > AFM_ZS_SIZE ||
+			    z->tail > afm_zs_end(z) ||
 			    z->live + z->objs * AFM_ZS_HDR + z->pad > z->tail)
 				bad++;
 			if (z->hlist_nr != (z->flags == AFM_ZS_USED && z->objs ?
@@ -1228,7 +1236,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 				bad++;
 			bad += afm_zs_audit_extents(zs, z);
 			linked += z->linked;
-			rc->tail_bytes += AFM_ZS_SIZE - z->tail;
+			rc->tail_bytes += afm_zs_end(z) - z->tail;
 			rc->hole_bytes += afm_zs_zholes(z);
 			live += z->live;
 			objs += z->objs;

@@ -181,5 +181,6 @@ unsigned int afm_zs_get_align(void);
 int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard);
 void afm_zs_test_busy(struct afm_pool *pool, bool busy);
 bool afm_zs_test_set_contig(bool on);
+bool afm_zs_test_set_short(bool on);
 
 #endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */

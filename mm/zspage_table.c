@@ -22,7 +22,7 @@ MODULE_PARM_DESC(zspage_contig,
 		 "zspage store: take a new zspage's pages as one block when the page allocator has one free, without reclaim or compaction (such a zspage is reached in place and goes back whole), else page by page (default Y)");
 
 /*
- * The AFM_ZS_PAGES data pages of a new zspage as one block, split into
+ * The 2^@order data pages of a new zspage as one block, split into
  * order-0 pages (afm_zs_new() finds them a run): only if the page
  * allocator has one at hand, as SLUB asks for its preferred slab order
  * (no reclaim, no compaction, no reserves, no warning); not with
@@ -30,7 +30,7 @@ MODULE_PARM_DESC(zspage_contig,
  * (it counts the page-by-page allocations). Return: whether @sp got them.
  */
 static bool afm_zs_spare_block(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
-			       gfp_t gfp)
+			       unsigned int order, gfp_t gfp)
 {
 	struct page *page;
 	unsigned int i;
@@ -40,11 +40,11 @@ static bool afm_zs_spare_block(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 		return false;
 	gfp = (gfp | __GFP_NOWARN | __GFP_NORETRY | __GFP_NOMEMALLOC) &
 	      ~(__GFP_RECLAIM | __GFP_NOFAIL | __GFP_COMP);
-	page = alloc_pages(gfp, AFM_ZS_ORDER);
+	page = alloc_pages(gfp, order);
 	if (!page)
 		return false;
-	split_page(page, AFM_ZS_ORDER);
-	for (i = 0; i < AFM_ZS_PAGES; i++)
+	split_page(page, order);
+	for (i = 0; i < 1U << order; i++)
 		sp->data[sp->nr_data++] = page + i;
 	atomic_long_inc(&zs->st.blocks);
 	return true;
@@ -82,8 +82,9 @@ int afm_zs_spare_fill(struct afm_zs_pool *zs, struct afm_zs_spare *sp,
 			return -ENOMEM;
 		sp->meta[sp->nr_meta++] = page;
 	}
-	if (data == AFM_ZS_PAGES)
-		afm_zs_spare_block(zs, sp, gfp);
+	/* A new zspage's pages (see afm_zs_new_order()). */
+	if (data > 1 && is_power_of_2(data))
+		afm_zs_spare_block(zs, sp, ilog2(data), gfp);
 	while (sp->nr_data < data) {
 		if (afm_should_fail(zs->pool))
 			return -ENOMEM;

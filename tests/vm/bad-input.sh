@@ -42,7 +42,8 @@
 #     disksize refused with EBUSY, the file intact;
 #   - hot_remove garbage, negative, unknown id: refused;
 #   - every writable /sys/module/afmalloc/parameters/* (zswap_store,
-#     zspage_auto_permille, zspage_align): garbage refused, old value kept
+#     zspage_auto_permille, zspage_align, and the bools zspage_contig,
+#     zspage_compact_holes, zspage_short): garbage refused, old value kept
 #     (zspage_align: 0, 3, 24, 128 too); zswap_store
 #     accepts "slab\n" and is put back; a parameter this script does not
 #     know must refuse "garbage" (review the test when one is added).
@@ -667,6 +668,17 @@ if [ -d $pdir ]; then
 			for v in garbage 0 3 24 128 -1 $'\n'; do
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
 			done ;;
+		zspage_contig|zspage_compact_holes|zspage_short)
+			# bool: only y/n/1/0/on/off (kstrtobool()) are taken.
+			for v in garbage 2 -1 x $'\n'; do
+				refuse module-param "$p" "$v" EINVAL
+			done
+			readval "$p"
+			old=$val
+			refuse module-param "$p" n OK "reads back N"
+			readval "$p"
+			[ "$val" = N ] || row module-param "read ${p#/sys/} after writing n" N "$val" 0 FAIL
+			echo "$old" > "$p" ;;
 		*)
 			refuse module-param "$p" garbage 'EINVAL|ERANGE' "parameter not known to this test" ;;
 		esac
