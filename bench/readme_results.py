@@ -50,6 +50,7 @@ It refuses a record with a failed step. Nothing else is touched: run the
 script again without options to regenerate the READMEs.
 """
 import argparse
+import bisect
 import collections
 import contextlib
 import csv
@@ -464,9 +465,16 @@ def churn(name):
         for col in CHURN_PARTS_COLS[3:]:
             c.setdefault(col, []).append(cnum(r[col].rstrip("%")))
     # Pairs: each allocator runs alone, so samples are matched by run, phase
-    # and whole second into the phase (the last sample of that second).
+    # and whole second into the phase (the last sample of that second); in
+    # the exit phase by exit (the n-th of the run) and whole second since it,
+    # as churn.c's "exit" rows are for: an exit comes when the refill after
+    # the one before is done, at each allocator's own pace.
     # Held: every sample; overhead ratio: samples report.py counts (stored()).
-    held, ratio, raw, peak = {}, {}, {}, {}
+    held, ratio, raw, peak, exits = {}, {}, {}, {}, {}
+    for r in progress:
+        if r["kind"] == "exit" and churn_report.num(r["phase_t_s"]) is not None:
+            exits.setdefault((r["run"], r["alloc"]), []).append(
+                churn_report.num(r["phase_t_s"]))
     for r in samples:
         c = churn_report.num(r["compr_bytes"]) or 0
         peak[churn_report.key(r)] = max(peak.get(churn_report.key(r), 0), c)
@@ -474,6 +482,10 @@ def churn(name):
         t, h = churn_report.num(r["phase_t_s"]), churn_report.num(r["held_pages"])
         if r["phase"] in phases and t is not None and h is not None:
             k = (r["run"], r["phase"], int(t))
+            ex = sorted(exits.get((r["run"], r["alloc"]), []))
+            if r["phase"] == "exit" and ex:
+                i = bisect.bisect_right(ex, t) - 1
+                k = (r["run"], r["phase"], (i, int(t - ex[i]) if i >= 0 else int(t)))
             held.setdefault(r["alloc"], {})[k] = h
             raw.setdefault(r["alloc"], {})[k] = churn_report.num(r["overhead_ratio"])
             if churn_report.stored(r, 0.01 * peak[churn_report.key(r)]):
@@ -767,7 +779,10 @@ def churn_section(name):
                 "Each allocator runs alone in the boot, so samples are not aligned in time: "
                 f"each one-second sample of {AF} is paired with {ZS}'s of the same run, phase "
                 "and whole second into the phase (phases last about as long for both; the "
-                "fill, the exits' refills and the verification end when their work is done). "
+                "fill, the exits' refills and the verification end when their work is done); "
+                "in the exit phase, where a process exits when the refill after the one before "
+                "is done, at each allocator's own pace, with the sample of the same exit (the "
+                "n-th of the run) and whole second since it. "
                 "Held: every page the allocator holds, metadata included. The two need not "
                 "store the same data at the same second (the fill and the refills run at "
                 "their own speed), so the column \"ratio higher\" compares the overhead ratios of the "
@@ -1223,7 +1238,8 @@ def churn_rows(n, c, add):
     ratio_b = "afmalloc" if rmore < rless else "**zsmalloc**" if rmore > rless else "neither"
     better = held_b if held_b == ratio_b else \
         f"neither: {held_b.strip('*')} by pages held, {ratio_b.strip('*')} by overhead ratio"
-    add("... one-second samples, paired by run, phase and second into the phase: "
+    add("... one-second samples, paired by run, phase and second into the phase (exit "
+        "phase: by exit and second since it): "
         "more pages held than the other allocator at a higher overhead ratio (more pages at "
         "a lower ratio: more data stored at that second) / a higher overhead ratio",
         f"{100 * zloss / pn:.1f}% of {pn} / {100 * rless / rn:.1f}% of {rn}"
