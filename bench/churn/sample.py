@@ -23,7 +23,10 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                 zswap: the workload cgroup's memory.stat "zswapped"
   compr_bytes   compressed bytes stored: zram mm_stat compr_data_size;
                 zswap: memory.stat "zswap" (the compressed size zswap
-                charges per entry)
+                charges per entry); read before and after held_pages and
+                averaged (bracket()), orig_bytes likewise, but for
+                zsmalloc on zram, whose mem_used is in the same read
+  compr_skew_bytes  how far apart those two reads were
   held_pages    every page the allocator holds, data and metadata:
     zsmalloc         zram: mm_stat mem_used_total; zswap: debugfs
                      zswap/pool_total_size (every zswap pool: only one
@@ -141,7 +144,7 @@ COLUMNS = (
     "afm_compact_us,afm_compact_bytes,afm_compact_walked,afm_compact_looked,"
     "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns,afm_rfrees,afm_donated,"
     "ctxt,cpu_busy_ms,cpu_idle_ms,cpu_user_ms,"
-    "afm_moved_hole,afm_moved_tail,afm_moved_new"
+    "afm_moved_hole,afm_moved_tail,afm_moved_new,compr_skew_bytes"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
@@ -297,6 +300,34 @@ class Progress:
         return self.phase != before
 
 
+def bracket(args, row):
+    """Read the compressed bytes again after the pages held and keep the
+    mean of the two reads (compr_skew_bytes: how far apart they were).
+    Under churn a pool changes by several per cent a second (zswap), and the
+    pages of an allocator take their own time to read (afmalloc's debugfs
+    file, the slab caches): with one read before them, its pages would be
+    compared with an older count of what it stores. Not for zsmalloc on
+    zram, whose pages come in the same mm_stat read."""
+    if row.get("compr_bytes") is None:
+        return
+    if args.target == "zram":
+        if args.alloc == "zsmalloc":
+            row["compr_skew_bytes"] = 0
+            return
+        mm = (read("/sys/block/%s/mm_stat" % args.dev) or "").split()
+        if len(mm) < 2:
+            return
+        o2, c2 = int(mm[0]), int(mm[1])
+    else:
+        ms = keyed(os.path.join(args.cgroup, "memory.stat"))
+        if "zswapped" not in ms:
+            return
+        o2, c2 = ms["zswapped"], ms["zswap"]
+    row["compr_skew_bytes"] = abs(c2 - row["compr_bytes"])
+    row["orig_bytes"] = (row["orig_bytes"] + o2) // 2
+    row["compr_bytes"] = (row["compr_bytes"] + c2) // 2
+
+
 def sample(args, base, prog, t0):
     row = {}
     now = time.time()
@@ -346,6 +377,7 @@ def sample(args, base, prog, t0):
         if k in COLUMNS:
             row[k] = v
     held(args, row, afm)
+    bracket(args, row)
     if "held_pages" in row and row.get("compr_bytes") is not None:
         ov = row["held_pages"] * PAGE - row["compr_bytes"]
         row["overhead_bytes"] = ov
