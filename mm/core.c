@@ -127,7 +127,8 @@
  * ------------------------------------------------
  * - Objects: packed back to back, byte aligned, no size classes, into
  *   zspages of 8 order-0 pages (caller's gfp: highmem and movable pages
- *   are fine); objects may cross page boundaries. An object's extent is a
+ *   are fine; 1, 2 or 4 while a shard holds fewer than 8); objects may
+ *   cross page boundaries. An object's extent is a
  *   5-byte header (its handle index: the reverse map compaction uses) and
  *   its data. Frees leave holes, reused through a hole index (lists by
  *   length); compaction evacuates the zspages with the most holes.

@@ -30,7 +30,8 @@
  *	Its pages are never highmem and never movable: it drops
  *	__GFP_HIGHMEM and __GFP_MOVABLE.
  * @AFM_STORE_ZSPAGE: objects are packed back to back, without size
- *	classes, into zspages of 8 order-0 pages owned by the pool. It
+ *	classes, into zspages of 8 order-0 pages owned by the pool (1, 2
+ *	or 4 while a shard holds fewer than 8). It
  *	honours __GFP_HIGHMEM and __GFP_MOVABLE: zspage pages allocated with
  *	them are movable (page migration: memory compaction, CMA, memory
  *	offlining) and are reached only through kmap_local_page(). It also
