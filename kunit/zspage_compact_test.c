@@ -290,6 +290,57 @@ static void afm_zs_test_auto_gap(struct kunit *test)
 }
 
 /*
+ * A small pool is compacted at rest too: 6 zspages of 1000-byte objects of
+ * which one in 4 is freed hold about 48 KiB of holes, under the floor of
+ * the trigger of runs while writes go on (4 zspages: 128 KiB, several per
+ * cent of a pool this size), above the rest run's (4 pages); the rest run
+ * (afm_zs_flush_work() runs it as if the pool were at rest) brings the
+ * holes under that and gives pages back.
+ */
+static void afm_zs_test_rest_small(struct kunit *test)
+{
+	const unsigned int n = 6 * 32, rest_floor = 4 * PAGE_SIZE;
+	struct afm_zs_counters frag, after;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts;
+	unsigned long pages;
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	afm_zs_flush_work(ts->pool);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size1000(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   afm_zs_size1000(i), buf, i);
+	}
+	for (i = 1; i < n - 1; i += 4) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &frag);
+	pages = afm_get_total_pages(ts->pool);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2UL * rest_floor);
+	KUNIT_ASSERT_LT(test, frag.hole_bytes, 4UL * AFM_ZS_SIZE);
+
+	afm_zs_set_auto_permille(1);
+	afm_free(ts->pool, ts->h[n - 1]);
+	ts->h[n - 1] = 0;
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	kunit_info(test, "rest run: %lu -> %lu pages, %lu -> %lu hole bytes\n",
+		   pages, afm_get_total_pages(ts->pool), frag.hole_bytes,
+		   after.hole_bytes);
+	KUNIT_EXPECT_EQ(test, after.auto_runs, frag.auto_runs + 1);
+	KUNIT_EXPECT_LE(test, after.hole_bytes, rest_floor);
+	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size1000,
+						0), 0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * At rest, thin holes go too: objects of 1000 bytes (32 a zspage) of which
  * one in 16 is freed leave every zspage with about 6% of its bytes in
  * holes, too few for a run while writes go on (an eighth), so a free past
@@ -601,6 +652,7 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_auto_compact),
 	KUNIT_CASE(afm_zs_test_auto_gap),
 	KUNIT_CASE(afm_zs_test_rest_compact),
+	KUNIT_CASE(afm_zs_test_rest_small),
 	KUNIT_CASE(afm_zs_test_shrinker),
 	KUNIT_CASE_PARAM_ATTR(afm_zs_test_overwrite_auto, afm_zs_owa_gen_params,
 			      { .speed = KUNIT_SPEED_SLOW }),

@@ -49,21 +49,37 @@ static unsigned long afm_zs_trigger(const struct afm_zs_pool *zs)
 }
 
 /*
+ * Hole bytes above which the rest run comes: the trigger's share of the
+ * live bytes, with a floor of AFM_ZS_REST_FLOOR instead of AFM_ZS_AUTO_MIN
+ * zspages. That floor batches the runs while writes go on; at rest there
+ * is one run, and in a pool of a few MiB (zswap's after writeback, a
+ * phone's) 4 zspages of holes would be several per cent of what it
+ * stores. Pool lock held.
+ */
+static unsigned long afm_zs_rest_trigger(const struct afm_zs_pool *zs)
+{
+	return max(zs->live_bytes / 1000 * READ_ONCE(afm_zs_auto_permille),
+		   (unsigned long)AFM_ZS_REST_FLOOR);
+}
+
+/*
  * Above the trigger, compaction is queued now (AFM_ZS_AUTO_NOW: it starts
  * at once, or when AFM_ZS_AUTO_GAP since the start of the shard's last run
  * is over) if the holes allocation will not reuse soon
  * (afm_zs_holes_unrecorded(): off the hole index, or beyond its reserve)
- * are above it too and a zspage has enough holes for an automatic pass,
- * else at rest (afm_zs_late_work()). Pool lock held.
+ * are above it too and a zspage has enough holes for an automatic pass;
+ * else, above the rest trigger (afm_zs_rest_trigger(): at most the
+ * trigger), at rest (afm_zs_late_work()). Pool lock held.
  */
 int afm_zs_want_auto(struct afm_zs_pool *zs)
 {
 	unsigned long holes = afm_zs_holes(zs), trigger = afm_zs_trigger(zs);
 
 	lockdep_assert_held(&zs->lock);
-	if (!READ_ONCE(afm_zs_auto_permille) || zs->dying || holes <= trigger)
+	if (!READ_ONCE(afm_zs_auto_permille) || zs->dying ||
+	    holes <= afm_zs_rest_trigger(zs))
 		return AFM_ZS_AUTO_NO;
-	if (afm_zs_holes_unrecorded(zs) > trigger &&
+	if (holes > trigger && afm_zs_holes_unrecorded(zs) > trigger &&
 	    zs->hlist_map >> (AFM_ZS_AUTO_MIN_HOLES / AFM_ZS_MIN_HOLES))
 		return AFM_ZS_AUTO_NOW;
 	return AFM_ZS_AUTO_LATER;
@@ -435,9 +451,8 @@ void afm_zs_compact(struct afm_pool *pool)
 
 /*
  * An automatic run: bring the holes (@rest: all of them, else those
- * allocation will not reuse soon) down to half the trigger, taking zspages
- * with at least
- * @min_holes bytes of holes.
+ * allocation will not reuse soon) down to half the trigger (@rest: the rest
+ * trigger), taking zspages with at least @min_holes bytes of holes.
  */
 static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
 			unsigned int min_holes)
@@ -447,7 +462,7 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
 
 	mutex_lock(&zs->pool->compact_lock);
 	afm_zs_lock(zs);
-	trigger = afm_zs_trigger(zs);
+	trigger = rest ? afm_zs_rest_trigger(zs) : afm_zs_trigger(zs);
 	holes = rest ? afm_zs_holes(zs) : afm_zs_holes_unrecorded(zs);
 	run = holes > trigger / 2 && !zs->dying;
 	afm_zs_unlock(zs);

@@ -195,6 +195,11 @@
  */
 #define AFM_ZS_LATE		HZ
 #define AFM_ZS_REST_MIN_HOLES	AFM_ZS_MIN_HOLES
+/*
+ * Floor of the rest run's trigger (afm_zs_rest_trigger()): after the rest
+ * run a shard keeps about half of it in holes, however small the shard.
+ */
+#define AFM_ZS_REST_FLOOR	(4 * PAGE_SIZE)
 #define AFM_ZS_MAX_PASSES	64
 #define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
 /*

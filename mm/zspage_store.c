@@ -253,7 +253,10 @@
  * at once, or AFM_ZS_AUTO_GAP after the start of its last run if that is
  * later (runs under churn are batched): down to half the trigger, taking
  * zspages with a quarter of their bytes in holes (at most 3 bytes copied
- * per byte given back). Otherwise, above the trigger, the rest run comes
+ * per byte given back). Otherwise, above the rest trigger (the same
+ * share of the live bytes, with a floor of AFM_ZS_REST_FLOOR instead of
+ * AFM_ZS_AUTO_MIN zspages, so that a small pool is compacted at rest too),
+ * the rest run comes
  * AFM_ZS_LATE after the last allocation: it counts every hole and takes
  * every zspage with AFM_ZS_MIN_HOLES of holes (AFM_ZS_REST_MIN_HOLES), so
  * that once writes stop, thin holes come down too. Under continuous
