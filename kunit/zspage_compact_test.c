@@ -290,20 +290,13 @@ static void afm_zs_test_auto_gap(struct kunit *test)
 }
 
 /*
- * A small pool is compacted at rest too: 6 zspages of 1000-byte objects of
- * which one in 4 is freed hold about 48 KiB of holes, under the floor of
- * the trigger of runs while writes go on (4 zspages: 128 KiB, several per
- * cent of a pool this size), above the rest run's (4 pages); the rest run
- * (afm_zs_flush_work() runs it as if the pool were at rest) brings the
- * holes under that and gives pages back.
+ * A quiet pool of @n 1000-byte objects (32 a zspage), automatic compaction
+ * off, of which every @step-th from the second is freed (the last kept).
  */
-static void afm_zs_test_rest_small(struct kunit *test)
+static struct afm_test_set *afm_zs_thinned(struct kunit *test, unsigned int n,
+					   unsigned int step, void *buf)
 {
-	const unsigned int n = 6 * 32, rest_floor = 4 * PAGE_SIZE;
-	struct afm_zs_counters frag, after;
-	void *buf = afm_zs_buf(test);
 	struct afm_test_set *ts;
-	unsigned long pages;
 	unsigned int i;
 
 	afm_zs_permille(test, 0);
@@ -315,83 +308,91 @@ static void afm_zs_test_rest_small(struct kunit *test)
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
 				   afm_zs_size1000(i), buf, i);
 	}
-	for (i = 1; i < n - 1; i += 4) {
+	for (i = 1; i < n - 1; i += step) {
 		afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
 	}
-	afm_zs_get_counters(ts->pool, &frag);
-	pages = afm_get_total_pages(ts->pool);
-	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2UL * rest_floor);
-	KUNIT_ASSERT_LT(test, frag.hole_bytes, 4UL * AFM_ZS_SIZE);
+	return ts;
+}
 
-	afm_zs_set_auto_permille(1);
-	afm_free(ts->pool, ts->h[n - 1]);
-	ts->h[n - 1] = 0;
+/*
+ * With the trigger at @permille, free the last object of @ts, run what
+ * that queued as if the pool were at rest (afm_zs_flush_work()), and
+ * expect one rest run that gave pages back (from @pages) with every object
+ * intact. Return: its holes (hole bytes after the run).
+ */
+static unsigned long afm_zs_expect_rest_run(struct kunit *test,
+					    struct afm_test_set *ts,
+					    unsigned int permille,
+					    unsigned long pages, void *buf)
+{
+	struct afm_zs_counters before, after;
+
+	afm_zs_get_counters(ts->pool, &before);
+	afm_zs_set_auto_permille(permille);
+	afm_free(ts->pool, ts->h[ts->n - 1]);
+	ts->h[ts->n - 1] = 0;
 	afm_zs_flush_work(ts->pool);
 	afm_zs_get_counters(ts->pool, &after);
 	kunit_info(test, "rest run: %lu -> %lu pages, %lu -> %lu hole bytes\n",
-		   pages, afm_get_total_pages(ts->pool), frag.hole_bytes,
+		   pages, afm_get_total_pages(ts->pool), before.hole_bytes,
 		   after.hole_bytes);
-	KUNIT_EXPECT_EQ(test, after.auto_runs, frag.auto_runs + 1);
-	KUNIT_EXPECT_LE(test, after.hole_bytes, rest_floor);
+	KUNIT_EXPECT_EQ(test, after.auto_runs, before.auto_runs + 1);
 	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages);
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size1000,
 						0), 0);
 	afm_zs_expect_consistent(test, ts->pool);
+	return after.hole_bytes;
+}
+
+/*
+ * A small pool is compacted at rest too: 6 zspages of 1000-byte objects of
+ * which one in 4 is freed hold about 48 KiB of holes, under the floor of
+ * the trigger of runs while writes go on (4 zspages: 128 KiB, several per
+ * cent of a pool this size), above the rest run's (4 pages); the rest run
+ * brings the holes under that and gives pages back.
+ */
+static void afm_zs_test_rest_small(struct kunit *test)
+{
+	const unsigned long rest_floor = 4 * PAGE_SIZE;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts = afm_zs_thinned(test, 6 * 32, 4, buf);
+	struct afm_zs_counters frag;
+
+	afm_zs_get_counters(ts->pool, &frag);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2 * rest_floor);
+	KUNIT_ASSERT_LT(test, frag.hole_bytes, 4UL * AFM_ZS_SIZE);
+	KUNIT_EXPECT_LE(test, afm_zs_expect_rest_run(test, ts, 1,
+						     afm_get_total_pages(ts->pool),
+						     buf),
+			rest_floor);
 }
 
 /*
  * At rest, thin holes go too: objects of 1000 bytes (32 a zspage) of which
  * one in 16 is freed leave every zspage with about 6% of its bytes in
  * holes, too few for a run while writes go on (an eighth), so a free past
- * the trigger queues the rest run; once it has run (afm_zs_flush_work()
- * runs it as if the pool were at rest) the holes are below the trigger
- * and the pages are back.
+ * the trigger queues the rest run; once it has run the holes are below the
+ * trigger and the pages are back.
  */
 static void afm_zs_test_rest_compact(struct kunit *test)
 {
-	const unsigned int n = 32 * 256, permille = 10;
-	struct afm_zs_counters frag, after;
-	unsigned long pages, trigger;
-	struct afm_test_set *ts;
+	const unsigned int permille = 10;
 	void *buf = afm_zs_buf(test);
-	unsigned int i;
+	struct afm_test_set *ts = afm_zs_thinned(test, 32 * 256, 16, buf);
+	struct afm_zs_counters frag;
+	unsigned long trigger;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, n);
-	afm_zs_quiet(ts);
-	afm_zs_flush_work(ts->pool);
-	for (i = 0; i < n; i++) {
-		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size1000(i));
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
-				   afm_zs_size1000(i), buf, i);
-	}
-	for (i = 1; i < n; i += 16) {
-		afm_free(ts->pool, ts->h[i]);
-		ts->h[i] = 0;
-	}
 	afm_zs_get_counters(ts->pool, &frag);
-	pages = afm_get_total_pages(ts->pool);
 	trigger = max(frag.live_bytes / 1000 * permille, 4UL * AFM_ZS_SIZE);
 	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2 * trigger);
 	/* No zspage has an eighth of its bytes in holes. */
 	KUNIT_ASSERT_LT(test, frag.hole_bytes / frag.zspages, AFM_ZS_SIZE / 8);
-
-	afm_zs_set_auto_permille(permille);
-	afm_free(ts->pool, ts->h[n - 1]);
-	ts->h[n - 1] = 0;
-	afm_zs_flush_work(ts->pool);
-	afm_zs_get_counters(ts->pool, &after);
-	kunit_info(test, "rest run: %lu -> %lu pages, %lu -> %lu hole bytes (trigger %lu)\n",
-		   pages, afm_get_total_pages(ts->pool), frag.hole_bytes,
-		   after.hole_bytes, trigger);
-	KUNIT_EXPECT_EQ(test, after.auto_runs, frag.auto_runs + 1);
 	/* It aims at half the trigger; its last pass may stop short. */
-	KUNIT_EXPECT_LE(test, after.hole_bytes, trigger);
-	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages);
-	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size1000,
-						0), 0);
-	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_LE(test, afm_zs_expect_rest_run(test, ts, permille,
+						     afm_get_total_pages(ts->pool),
+						     buf),
+			trigger);
 }
 
 /*
