@@ -480,7 +480,10 @@ def churn(name):
         peak[churn_report.key(r)] = max(peak.get(churn_report.key(r), 0), c)
     for r in samples:
         t, h = churn_report.num(r["phase_t_s"]), churn_report.num(r["held_pages"])
-        if r["phase"] in phases and t is not None and h is not None:
+        # A torn read: fewer bytes of pages than the bytes stored (the pool
+        # changed between the sampler's reads) says nothing; left out.
+        torn = (churn_report.num(r["overhead_ratio"]) or 0) < 0
+        if r["phase"] in phases and t is not None and h is not None and not torn:
             k = (r["run"], r["phase"], int(t))
             ex = sorted(exits.get((r["run"], r["alloc"]), []))
             if r["phase"] == "exit" and ex:
@@ -782,7 +785,9 @@ def churn_section(name):
                 "fill, the exits' refills and the verification end when their work is done); "
                 "in the exit phase, where a process exits when the refill after the one before "
                 "is done, at each allocator's own pace, with the sample of the same exit (the "
-                "n-th of the run) and whole second since it. "
+                "n-th of the run) and whole second since it. Samples whose pages held are fewer "
+                "bytes than the compressed bytes they store are left out (a torn read: the pool "
+                "changed between the sampler's reads). "
                 "Held: every page the allocator holds, metadata included. The two need not "
                 "store the same data at the same second (the fill and the refills run at "
                 "their own speed), so the column \"ratio higher\" compares the overhead ratios of the "
