@@ -475,6 +475,8 @@ def churn(name):
         if r["kind"] == "exit" and churn_report.num(r["phase_t_s"]) is not None:
             exits.setdefault((r["run"], r["alloc"]), []).append(
                 churn_report.num(r["phase_t_s"]))
+    for ex in exits.values():
+        ex.sort()
     for r in samples:
         c = churn_report.num(r["compr_bytes"]) or 0
         peak[churn_report.key(r)] = max(peak.get(churn_report.key(r), 0), c)
@@ -485,7 +487,7 @@ def churn(name):
         torn = (churn_report.num(r["overhead_ratio"]) or 0) < 0
         if r["phase"] in phases and t is not None and h is not None and not torn:
             k = (r["run"], r["phase"], int(t))
-            ex = sorted(exits.get((r["run"], r["alloc"]), []))
+            ex = exits.get((r["run"], r["alloc"]))
             if r["phase"] == "exit" and ex:
                 i = bisect.bisect_right(ex, t) - 1
                 k = (r["run"], r["phase"], (i, int(t - ex[i]) if i >= 0 else int(t)))
