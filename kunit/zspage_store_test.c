@@ -199,11 +199,15 @@ static void afm_zs_test_packing(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.zspages, 2);
 	KUNIT_EXPECT_EQ(test, c.hole_bytes, 0);
 	KUNIT_EXPECT_EQ(test, c.live_bytes, ts->n * size);
-	/* One table page and one descriptor page, with a directory each. */
-	KUNIT_EXPECT_EQ(test, c.table_pages, 2);
-	KUNIT_EXPECT_EQ(test, c.desc_pages, 2);
+	/*
+	 * One table page and one descriptor page, their directories in one
+	 * directory page.
+	 */
+	KUNIT_EXPECT_EQ(test, c.table_pages, 1);
+	KUNIT_EXPECT_EQ(test, c.desc_pages, 1);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 1);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool),
-			2 * AFM_ZS_PAGES + 4);
+			2 * AFM_ZS_PAGES + 3);
 
 	/* The first zspage's tail (8 bytes) takes a small object. */
 	KUNIT_ASSERT_GT(test, AFM_ZS_SIZE % ext, hdr);
@@ -217,7 +221,7 @@ static void afm_zs_test_packing(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.zspages, 1);
 	KUNIT_EXPECT_EQ(test, c.tail_bytes, 0);
-	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), AFM_ZS_PAGES + 4);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), AFM_ZS_PAGES + 3);
 }
 
 /*
@@ -272,7 +276,7 @@ static void afm_zs_test_short(struct kunit *test)
 		afm_zs_get_counters(ts->pool, &c);
 		KUNIT_EXPECT_EQ(test, c.total_pages,
 				c.data_pages + c.table_pages + c.desc_pages +
-				c.hole_pages);
+				c.hole_pages + c.dir_pages);
 		if (c.data_pages == pages)
 			continue;
 		KUNIT_EXPECT_EQ_MSG(test, c.data_pages - pages, p->grow[k],
@@ -442,13 +446,14 @@ static void afm_zs_test_density(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.hole_bytes, 0);
 	/*
 	 * Headers and entries (13 bytes an object, 0.6% here), table,
-	 * descriptor and directory pages (13 pages, 0.8%), the newest
+	 * descriptor and directory pages (10 pages, 0.7%), the newest
 	 * zspage's tail (up to 0.5%) and a few unfillable bytes per zspage:
 	 * under 2.5%.
 	 */
 	limit = stored + stored / 1000 * 25;
 	KUNIT_EXPECT_LE(test, bytes, limit);
-	KUNIT_EXPECT_EQ(test, c.table_pages, DIV_ROUND_UP(n * 8, PAGE_SIZE) + 1);
+	KUNIT_EXPECT_EQ(test, c.table_pages, DIV_ROUND_UP(n * 8, PAGE_SIZE));
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 1);
 	kunit_info(test, "%u objects, %lu bytes stored in %lu pages: overhead %lu.%02lu%%\n",
 		   n, stored, bytes >> PAGE_SHIFT, (bytes - stored) * 100 / stored,
 		   (bytes - stored) * 10000 / stored % 100);
@@ -551,8 +556,12 @@ static void afm_zs_test_shards(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, seen, BIT(nr) - 1);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.objects, n);
-	/* Each shard has its own handle table page and zspages. */
-	KUNIT_EXPECT_EQ(test, c.table_pages, 2 * nr);
+	/*
+	 * Each shard has its own handle table page, zspages and directory
+	 * page.
+	 */
+	KUNIT_EXPECT_EQ(test, c.table_pages, nr);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, nr);
 	KUNIT_EXPECT_GE(test, c.zspages, nr);
 	afm_zs_expect_consistent(test, ts->pool);
 

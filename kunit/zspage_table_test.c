@@ -25,6 +25,8 @@ static void afm_zs_free_all_empty(struct kunit *test, struct afm_test_set *ts)
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.table_pages, 0);
 	KUNIT_EXPECT_EQ(test, c.desc_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.hole_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 0);
 	KUNIT_EXPECT_EQ(test, c.total_pages, 0);
 }
 
@@ -68,10 +70,16 @@ static void afm_zs_test_table_growth(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_zs_test_small_dirs(ts->pool, 2), -EINVAL);
 	KUNIT_EXPECT_GT(test, maxh, 256 * per_dir);
 	afm_zs_get_counters(ts->pool, &c);
-	/* Table pages, and a directory for every two of them. */
+	/*
+	 * Table pages, and a directory block for every two of them (and for
+	 * every two descriptor pages), eight blocks a directory page.
+	 */
 	KUNIT_EXPECT_EQ(test, c.table_pages,
-			DIV_ROUND_UP(n, PAGE_SIZE / sizeof(u64)) +
-			DIV_ROUND_UP(n, per_dir));
+			DIV_ROUND_UP(n, PAGE_SIZE / sizeof(u64)));
+	KUNIT_EXPECT_EQ(test, c.hole_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.dir_pages,
+			DIV_ROUND_UP(DIV_ROUND_UP(n, per_dir) +
+				     DIV_ROUND_UP(c.desc_pages, 2), 8));
 	afm_zs_expect_consistent(test, ts->pool);
 
 	for (i = 0; i < n; i++) {
@@ -112,7 +120,7 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 				   i & 1);
 	}
 	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_ASSERT_EQ(test, c.table_pages, 3);
+	KUNIT_ASSERT_EQ(test, c.table_pages, 2);
 
 	/* The second page's objects go; some of its slots stay at hand. */
 	lo = ts->h[per_page];
@@ -122,20 +130,20 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 		ts->h[i] = 0;
 	}
 	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_EQ(test, c.table_pages, 3);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 2);
 	/* A slot at hand is reused: a handle of the second page. */
 	ts->h[per_page] = afm_test_malloc(test, ts->pool, 100);
 	KUNIT_EXPECT_GE(test, ts->h[per_page], lo);
 	KUNIT_EXPECT_LE(test, ts->h[per_page], hi);
 	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_EQ(test, c.table_pages, 3);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 2);
 	afm_free(ts->pool, ts->h[per_page]);
 	ts->h[per_page] = 0;
 
 	/* Compaction drains the magazine: the page goes back. */
 	afm_compact(ts->pool);
 	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_EQ(test, c.table_pages, 2);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 1);
 	afm_zs_expect_consistent(test, ts->pool);
 	for (i = 0; i < per_page; i++)
 		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
@@ -145,9 +153,83 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 	afm_zs_free_all_empty(test, ts);
 }
 
+/*
+ * The directories of a shard's three tables share its directory pages,
+ * eight blocks a page (AFM_ZT_DIRS_PER_PAGE). With one table page per directory
+ * (afm_zs_test_small_dirs(), shift 0) every table page takes a block:
+ * 15 handle table pages and a descriptor page fill two directory pages;
+ * when the last three handle table pages empty, their blocks (in the
+ * second directory page) are freed, and the next objects take them back,
+ * not a new directory page (a page with a free block comes before full
+ * ones); the last free gives every directory page back.
+ */
+static size_t afm_zs_size_dir(unsigned int i)
+{
+	return 100;
+}
+
+static void afm_zs_test_dir_pages(struct kunit *test)
+{
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	const unsigned int n = 15 * per_page, size = afm_zs_size_dir(0);
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.table_pages, 15);
+	KUNIT_ASSERT_EQ(test, c.desc_pages, 1);
+	KUNIT_ASSERT_EQ(test, c.hole_pages, 0);
+	/* 16 blocks, eight a page. */
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/*
+	 * The newest objects go, newest first (each gives its extent back
+	 * to its zspage's tail: no hole, no hole record); compaction drains
+	 * the magazine, so their three table pages empty.
+	 */
+	for (i = n; i-- > 12 * per_page; ) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_compact(ts->pool);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 12);
+	KUNIT_EXPECT_EQ(test, c.hole_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* Their blocks come back: still two directory pages. */
+	for (i = 12 * per_page; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 15);
+	KUNIT_EXPECT_EQ(test, c.desc_pages, 1);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
+	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_dir,
+						0), 0);
+
+	afm_zs_free_all_empty(test, ts);
+}
+
 static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
 	KUNIT_CASE(afm_zs_test_table_magazine),
+	KUNIT_CASE(afm_zs_test_dir_pages),
 	{}
 };
 

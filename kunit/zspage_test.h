@@ -233,13 +233,14 @@ static inline void afm_zs_expect_consistent(struct kunit *test, struct afm_pool 
 	KUNIT_EXPECT_EQ(test, c.table_pages, rc.table_pages);
 	KUNIT_EXPECT_EQ(test, c.desc_pages, rc.desc_pages);
 	KUNIT_EXPECT_EQ(test, c.hole_pages, rc.hole_pages);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, rc.dir_pages);
 	KUNIT_EXPECT_EQ(test, c.total_pages, rc.total_pages);
 	afm_pool_stats(pool, &st);
 	KUNIT_EXPECT_EQ(test, st.objects, rc.objects);
 	KUNIT_EXPECT_EQ(test, st.stored_bytes, rc.live_bytes);
 	KUNIT_EXPECT_EQ(test, st.meta_bytes,
-			(rc.table_pages + rc.desc_pages + rc.hole_pages) <<
-			PAGE_SHIFT);
+			(rc.table_pages + rc.desc_pages + rc.hole_pages +
+			 rc.dir_pages) << PAGE_SHIFT);
 }
 
 /* Fill with AFM objects of afm_zs_size(i), free three of every four. */

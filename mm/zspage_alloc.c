@@ -57,6 +57,7 @@ static noinline u32 afm_zs_rec_new_page(struct afm_zs_pool *zs,
 					unsigned long pg)
 {
 	struct afm_zs_spare sp;
+	unsigned int meta, blocks = 0;
 	unsigned long r;
 
 	afm_zs_spare_init(&sp);
@@ -65,8 +66,9 @@ static noinline u32 afm_zs_rec_new_page(struct afm_zs_pool *zs,
 		zs->rtab_short = true;
 		return 0;
 	}
-	if (afm_zs_spare_fill(zs, &sp, afm_zt_need(&zs->rtab, pg), 0,
-			      GFP_NOWAIT | __GFP_NOWARN)) {
+	meta = afm_zt_need(&zs->rtab, pg, &blocks);
+	meta += afm_zs_dir_need(zs, blocks);
+	if (afm_zs_spare_fill(zs, &sp, meta, 0, GFP_NOWAIT | __GFP_NOWARN)) {
 		afm_zs_spare_drain(&sp);
 		return 0;
 	}
@@ -686,6 +688,7 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 	unsigned int ext = afm_zs_ext(zs, size), off;
 	struct afm_zs_spare sp __uninitialized;
 	struct afm_zs_hole hole;
+	unsigned int blocks = 0;
 	struct afm_zspage *z;
 	unsigned long hpg;
 
@@ -693,7 +696,7 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 	if (!spin_trylock(&zs->lock))
 		return 0;
 	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
-	    afm_zt_need(&zs->htab, hpg))
+	    afm_zt_need(&zs->htab, hpg, &blocks) || blocks)
 		goto none;
 	if (afm_zs_hole_find(zs, ext, &hole)) {
 		zs->st.donated++;
@@ -731,7 +734,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	struct afm_zs_set *set = pool->store;
 	struct afm_zs_pool *zs = afm_zs_here(set);
 	unsigned long hpg, dpg = 0, rpg, handle;
-	unsigned int meta, data, off, ext, order = AFM_ZS_ORDER;
+	unsigned int meta, data, off, ext, order = AFM_ZS_ORDER, blocks;
 	struct afm_zs_spare sp __uninitialized;
 	struct afm_zs_pool *donor;
 	struct afm_zs_hole hole;
@@ -762,7 +765,8 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 				continue;
 			}
 		}
-		meta = afm_zt_need(&zs->htab, hpg);
+		blocks = 0;
+		meta = afm_zt_need(&zs->htab, hpg, &blocks);
 		data = 0;
 		/*
 		 * The hole or the tail the extent fits more tightly; no tail
@@ -802,10 +806,11 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 					goto nomem;
 				continue;
 			}
-			meta += afm_zt_need(&zs->dtab, dpg);
+			meta += afm_zt_need(&zs->dtab, dpg, &blocks);
 			order = afm_zs_new_order(zs, ext);
 			data = 1U << order;
 		}
+		meta += afm_zs_dir_need(zs, blocks);
 		if (sp.nr_meta >= meta && sp.nr_data >= data)
 			break;
 		afm_zs_unlock(zs);

@@ -247,7 +247,7 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 			    struct afm_zs_spare *sp, gfp_t gfp,
 			    struct afm_zspage **dp)
 {
-	unsigned int meta;
+	unsigned int meta, blocks = 0;
 	unsigned long dpg;
 	int err;
 
@@ -262,7 +262,8 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 		afm_zs_lock(zs);
 		return err ? -ENOMEM : -EAGAIN;
 	}
-	meta = afm_zt_need(&zs->dtab, dpg);
+	meta = afm_zt_need(&zs->dtab, dpg, &blocks);
+	meta += afm_zs_dir_need(zs, blocks);
 	if (sp->nr_meta < meta || sp->nr_data < AFM_ZS_PAGES) {
 		afm_zs_unlock(zs);
 		err = fatal_signal_pending(current) ? -EINTR :

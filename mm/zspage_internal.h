@@ -64,7 +64,16 @@
 
 /* Slot tables (handles and descriptors). */
 #define AFM_ZT_TOP_MIN		1	/* directories of a new top level */
-#define AFM_ZT_PTRS		(PAGE_SIZE / sizeof(unsigned long))
+/*
+ * A directory is a block of AFM_ZT_PTRS table page addresses, an eighth of
+ * a page (64 with 4 KiB pages): the directory blocks of a shard's three
+ * tables share its directory pages (struct afm_zs_pool, @dpages), so that
+ * a shard that holds little pays one page for them, not three.
+ */
+#define AFM_ZT_DIRS_PER_PAGE	8
+#define AFM_ZT_DIR_BYTES	(PAGE_SIZE / AFM_ZT_DIRS_PER_PAGE)
+#define AFM_ZT_PTRS		(AFM_ZT_DIR_BYTES / sizeof(unsigned long))
+#define AFM_ZT_DIRS_FULL	GENMASK(AFM_ZT_DIRS_PER_PAGE - 1, 0)
 #define AFM_ZT_OPEN		1UL	/* directory entry: page open for allocation */
 /* Free slots a table keeps at hand (struct afm_zs_table, @mag). */
 #define AFM_ZT_MAG		16
@@ -308,28 +317,42 @@ struct afm_zs_hrec {
 };
 
 /**
+ * struct afm_zt_dent - an entry of the top level of a slot table
+ * @dir: the directory block (AFM_ZT_PTRS entries in a directory page of
+ *	the shard), NULL where there is none. Read locklessly.
+ * @pages: table pages present in it. Under the pool lock.
+ * @open: of them, open ones (AFM_ZT_OPEN set). Under the pool lock.
+ */
+struct afm_zt_dent {
+	unsigned long *dir;
+	unsigned int pages;
+	unsigned int open;
+};
+
+/**
  * struct afm_zt_top - the top level of a slot table
  * @rcu: frees it after a larger one replaced it (lockless lookups may still
  *	be reading it).
  * @size: entries in @dir.
- * @dir: directory page addresses, NULL where there is none.
+ * @dir: directories.
  */
 struct afm_zt_top {
 	struct rcu_head rcu;
 	unsigned long size;
-	unsigned long *dir[];
+	struct afm_zt_dent dir[];
 };
 
 /**
  * struct afm_zs_table - a table of fixed-size slots in pool-owned pages
- * @top: the top level: directory pages, replaced by one twice as large
+ * @top: the top level: directories, replaced by one twice as large
  *	when the table needs a directory beyond it (afm_zt_grow(); RCU for
  *	lockless lookups, written under @lock). A directory entry is a table
  *	page address, with
- *	AFM_ZT_OPEN set while at least @open_free of its slots are free. A
- *	directory page's struct page counts present table pages in ->private
- *	and open ones in ->index; a table page's counts its used slots in
- *	->private and holds 1 + its first free slot (0: none) in ->index.
+ *	AFM_ZT_OPEN set while at least @open_free of its slots are free. The
+ *	top level's entry of a directory counts its present and open table
+ *	pages (struct afm_zt_dent); a table page's struct page counts its
+ *	used slots in ->private and holds 1 + its first free slot (0: none)
+ *	in ->index.
  * @slot_size: bytes per slot (8, sizeof(struct afm_zspage) or
  *	sizeof(struct afm_zs_hrec)).
  * @per_page: slots per table page.
@@ -342,12 +365,12 @@ struct afm_zt_top {
  * @end: one past the highest table page number ever present.
  * @used: slots in use.
  * @pages: table pages.
- * @dirs: directory pages.
+ * @dirs: directory blocks (in the shard's directory pages).
  * @max_pages: table pages its slot numbers can address (the descriptor
  *	table's: zspage ids must fit an entry; the hole table's: record
  *	numbers + 1 fit a u32); no limit for handles.
  * @lock: the pool lock.
- * @dshift: log2 of the table pages a directory page points to (AFM_ZT_PTRS;
+ * @dshift: log2 of the table pages a directory points to (AFM_ZT_PTRS;
  *	fewer only in KUnit, afm_zs_test_small_dirs()).
  * @mag_max: capacity of @mag in use: AFM_ZT_MAG, or 0 (no magazine).
  * @pshift: log2 of @per_page, a power of two in tables with a magazine.
@@ -419,6 +442,10 @@ struct afm_zs_pend {
  * @htab: handle table.
  * @dtab: descriptor table.
  * @rtab: hole table: the records of the hole index.
+ * @dpages: the directory pages of the three tables, those with a free
+ *	block first (linked through ->lru; ->private: bitmap of the blocks
+ *	in use). Under @lock.
+ * @dir_pages: number of them. Under @lock.
  * @tails: tail buckets: zspages by the size of their tail.
  * @tail_map: non-empty tail buckets.
  * @dead: empty zspages whose pages wait for afm_zs_free_work().
@@ -507,6 +534,8 @@ struct afm_zs_pool {
 	struct afm_zs_table htab;
 	struct afm_zs_table dtab;
 	struct afm_zs_table rtab;
+	struct list_head dpages;
+	unsigned long dir_pages;
 	struct list_head tails[AFM_ZS_NR_BUCKETS];
 	DECLARE_BITMAP(tail_map, AFM_ZS_NR_BUCKETS);
 	struct list_head dead;
@@ -764,7 +793,7 @@ static __always_inline unsigned long *afm_zt_dir(const struct afm_zs_table *t,
 	rcu_read_lock();
 	top = rcu_dereference(t->top);
 	if (likely(d < top->size))
-		dir = READ_ONCE(top->dir[d]);
+		dir = READ_ONCE(top->dir[d].dir);
 	rcu_read_unlock();
 	return dir;
 }
@@ -780,7 +809,7 @@ static __always_inline unsigned long *afm_zt_dir_locked(const struct afm_zs_tabl
 {
 	const struct afm_zt_top *top = afm_zt_top(t);
 
-	return likely(d < top->size) ? top->dir[d] : NULL;
+	return likely(d < top->size) ? top->dir[d].dir : NULL;
 }
 
 /*
@@ -844,7 +873,8 @@ static inline atomic64_t *afm_zs_entry_locked(struct afm_zs_pool *zs,
  * Table pages (and descriptor table pages among them) are the shard's own:
  * never on an LRU list, never movable, never slab, so their ->lru is free
  * for it; afm_zs_meta_page() points it at the shard. Set and read with
- * these only.
+ * these only. (Directory pages link ->lru into the shard's @dpages
+ * instead: only descriptor table pages need the owner.)
  */
 static inline void afm_zs_meta_page_owner(struct page *page,
 					  struct afm_zs_pool *zs)
@@ -910,7 +940,10 @@ static __always_inline void afm_zs_spare_init(struct afm_zs_spare *sp)
  * churn, out of line for table pages.
  */
 int afm_zt_find_page(struct afm_zs_table *t, unsigned long *pgp);
-unsigned int afm_zt_need_page(const struct afm_zs_table *t, unsigned long pg);
+unsigned int afm_zt_need_page(const struct afm_zs_table *t, unsigned long pg,
+			      unsigned int *blocks);
+unsigned int afm_zs_dir_need(struct afm_zs_pool *zs,
+			     unsigned int blocks);
 unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 			       unsigned long pg, struct afm_zs_spare *sp);
 void afm_zt_put_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
@@ -945,17 +978,22 @@ static inline bool afm_zt_short(const struct afm_zs_table *t, unsigned long pg)
 	return pg != AFM_ZT_FROM_MAG && afm_zt_d(t, pg) >= afm_zt_top(t)->size;
 }
 
-/* Pages (directory, table) needed to take a slot from @pg. */
+/*
+ * Table pages needed to take a slot from @pg (0 or 1); a directory block
+ * it needs is counted in *@blocks, whose pages afm_zs_dir_need() tells
+ * once every table's needs are in.
+ */
 static inline unsigned int afm_zt_need(const struct afm_zs_table *t,
-				       unsigned long pg)
+				       unsigned long pg, unsigned int *blocks)
 {
-	return pg == AFM_ZT_FROM_MAG ? 0 : afm_zt_need_page(t, pg);
+	return pg == AFM_ZT_FROM_MAG ? 0 : afm_zt_need_page(t, pg, blocks);
 }
 
 /*
  * Take a slot from @pg (afm_zt_find(), under the same hold of the pool
  * lock): the magazine's last, or a free slot of a table page, adding the
- * directory and table pages from @sp as needed (afm_zt_need() of them).
+ * directory and table pages from @sp as needed (afm_zt_need() and
+ * afm_zs_dir_need() of them).
  * Return: the slot index.
  */
 static inline unsigned long afm_zt_take(struct afm_zs_pool *zs,

@@ -142,15 +142,20 @@
  * ---------------
  * A handle is (shard handle << log2(shards)) | shard number, the shard
  * handle 1 + the index of an 8-byte entry in the shard's handle table.
- * The table is a top array of directory pages, each holding AFM_ZT_PTRS
- * pointers to table pages of PAGE_SIZE / 8 entries (262144 entries per
- * directory with 4 KiB pages); every directory and table page is an
- * order-0 page owned by the pool and counted in afm_get_total_pages(). The
- * top array (kmalloc, shown in aux_bytes) starts with AFM_ZT_TOP_MIN
- * directories and is replaced by one twice as large when allocation needs
- * a directory beyond it (afm_zt_grow(), outside the pool lock; lockless
- * lookups read it under RCU), so the table has no fixed capacity; empty
- * table and directory pages go back to the page allocator. Free entries of a
+ * The table is a top array of directories, each a block of AFM_ZT_PTRS
+ * pointers to table pages of PAGE_SIZE / 8 entries (64 pointers, 32768
+ * entries per directory with 4 KiB pages). A directory block is an eighth
+ * of a directory page, and the blocks of a shard's three tables (handles,
+ * descriptors, hole records) share its directory pages, so that a shard
+ * holding little pays one directory page, not three. Every directory and
+ * table page is an order-0 page owned by the pool and counted in
+ * afm_get_total_pages(). The top array (kmalloc, shown in aux_bytes: 16
+ * bytes a directory, 48 KiB for 100 million handles in one shard) starts
+ * with AFM_ZT_TOP_MIN directories and is replaced by one twice as large
+ * when allocation needs a directory beyond it (afm_zt_grow(), outside the
+ * pool lock; lockless lookups read it under RCU), so the table has no
+ * fixed capacity; empty table pages, directory blocks and directory pages
+ * go back. Free entries of a
  * table page are chained through the entries; up to AFM_ZT_MAG (16) freed
  * entries are kept at hand instead, cleared, for the next allocations (the
  * table's magazine; the hole table has one too), so that churn does not
@@ -432,6 +437,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->align = align;
 	zs->idx_bits = AFM_ZH_IDX_BITS;
 	spin_lock_init(&zs->lock);
+	INIT_LIST_HEAD(&zs->dpages);
 	zs->htab.slot_size = sizeof(u64);
 	zs->htab.per_page = AFM_ZH_PER_PAGE;
 	zs->htab.open_free = AFM_ZH_PER_PAGE / 4;
@@ -487,9 +493,9 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	return zs;
 
 fail:
-	kfree(rcu_dereference_protected(zs->htab.top, true));
-	kfree(rcu_dereference_protected(zs->dtab.top, true));
-	kfree(rcu_dereference_protected(zs->rtab.top, true));
+	kvfree(rcu_dereference_protected(zs->htab.top, true));
+	kvfree(rcu_dereference_protected(zs->dtab.top, true));
+	kvfree(rcu_dereference_protected(zs->rtab.top, true));
 	kvfree(zs->cand);
 	kvfree(zs);
 	return NULL;
@@ -587,6 +593,7 @@ static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
 	afm_zt_destroy(zs, &zs->htab);
 	afm_zt_destroy(zs, &zs->dtab);
 	afm_zt_destroy(zs, &zs->rtab);
+	WARN_ON_ONCE(zs->dir_pages || !list_empty(&zs->dpages));
 	WARN_ON_ONCE(atomic_long_read(&zs->total_pages));
 	kvfree(zs->cand);
 	kvfree(zs);
@@ -617,9 +624,8 @@ static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 		afm_zs_lock(zs);
 		st->objects += zs->objects;
 		st->stored_bytes += zs->live_bytes;
-		st->meta_bytes += (zs->htab.pages + zs->htab.dirs +
-				   zs->dtab.pages + zs->dtab.dirs +
-				   zs->rtab.pages + zs->rtab.dirs) << PAGE_SHIFT;
+		st->meta_bytes += (zs->htab.pages + zs->dtab.pages +
+				   zs->rtab.pages + zs->dir_pages) << PAGE_SHIFT;
 		afm_zs_unlock(zs);
 	}
 }
@@ -655,9 +661,9 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
 /*
  * Counter rows (columns objs / direct / slabs / pages):
  *   handles  live handles / free entries in table pages / table pages /
- *            table + directory pages
+ *            table pages + the directory pages of the three tables
  *   descs    descriptors in use / free descriptor slots / descriptor
- *            pages / descriptor + directory pages
+ *            pages / descriptor + hole table pages
  *   free     hole bytes / tail bytes / dead zspages waiting for the
  *            deferred free / hole bytes in pages (the shrinker's count)
  *   migrate  pages migrated (contents moved to a new page) / migrations
@@ -727,13 +733,13 @@ static void afm_zs_shard_class_stats(struct afm_zs_pool *zs,
 		v[0] += zs->htab.used;
 		v[1] += zs->htab.pages * AFM_ZH_PER_PAGE - zs->htab.used;
 		v[2] += zs->htab.pages;
-		v[3] += zs->htab.pages + zs->htab.dirs;
+		v[3] += zs->htab.pages + zs->dir_pages;
 		break;
 	case AFM_ZS_ROW_DESCS:
 		v[0] += zs->dtab.used;
 		v[1] += zs->dtab.pages * AFM_ZD_PER_PAGE - zs->dtab.used;
 		v[2] += zs->dtab.pages;
-		v[3] += zs->dtab.pages + zs->dtab.dirs;
+		v[3] += zs->dtab.pages + zs->rtab.pages;
 		break;
 	case AFM_ZS_ROW_FREE:
 		v[0] += afm_zs_holes(zs);
@@ -899,9 +905,10 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->hole_bytes = afm_zs_holes(zs);
 	c->tail_bytes = zs->tail_bytes;
 	c->data_pages = zs->data_pages + zs->dead_pages;
-	c->table_pages = zs->htab.pages + zs->htab.dirs;
-	c->desc_pages = zs->dtab.pages + zs->dtab.dirs;
-	c->hole_pages = zs->rtab.pages + zs->rtab.dirs;
+	c->table_pages = zs->htab.pages;
+	c->desc_pages = zs->dtab.pages;
+	c->hole_pages = zs->rtab.pages;
+	c->dir_pages = zs->dir_pages;
 	c->total_pages = atomic_long_read(&zs->total_pages);
 	c->migrated = atomic_long_read(&zs->st.migrated);
 	c->migrate_busy = atomic_long_read(&zs->st.migrate_busy);
@@ -967,27 +974,63 @@ void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
 
 /*
- * Pages of table @t, counted from its directories: table pages plus
- * directory pages. Counts a directory whose own count of table pages is
- * wrong in *@bad. Pool lock held.
+ * Table pages of table @t, counted from its directories; its directory
+ * blocks are added to *@dirs. Counts in *@bad a directory whose counts of
+ * present and open table pages are wrong, or whose block its directory
+ * page does not mark in use, and a table whose count of blocks is wrong.
+ * Pool lock held.
  */
 static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
-					unsigned int *bad)
+					unsigned long *dirs, unsigned int *bad)
 {
 	const struct afm_zt_top *top = afm_zt_top(t);
-	unsigned long i, d, pages = 0, n;
+	unsigned long i, d, pages = 0, n, open, blocks = 0;
 
 	for (i = 0; i < top->size; i++) {
-		const unsigned long *dir = top->dir[i];
+		const struct afm_zt_dent *de = &top->dir[i];
+		const unsigned long *dir = de->dir;
 
 		if (!dir)
 			continue;
-		for (n = 0, d = 0; d < 1UL << t->dshift; d++)
+		for (n = 0, open = 0, d = 0; d < 1UL << t->dshift; d++) {
 			n += !!dir[d];
-		if (n != page_private(virt_to_page(dir)) || !n)
+			open += dir[d] & AFM_ZT_OPEN;
+		}
+		if (n != de->pages || open != de->open || !n ||
+		    !(page_private(virt_to_page(dir)) &
+		      BIT(offset_in_page(dir) / AFM_ZT_DIR_BYTES)))
 			(*bad)++;
-		pages += n + 1;
+		pages += n;
+		blocks++;
 	}
+	if (blocks != t->dirs)
+		(*bad)++;
+	*dirs += blocks;
+	return pages;
+}
+
+/*
+ * Directory pages of @zs, pool lock held: their blocks in use are the
+ * tables' (@dirs of them), none is empty, and those with a free block come
+ * first. Counts what is wrong in *@bad. Return: their number.
+ */
+static unsigned long afm_zs_audit_dirs(struct afm_zs_pool *zs,
+				       unsigned long dirs, unsigned int *bad)
+{
+	unsigned long pages = 0, blocks = 0, used;
+	bool full = false;
+	struct page *page;
+
+	list_for_each_entry(page, &zs->dpages, lru) {
+		used = page_private(page);
+		if (!used || (full && used != AFM_ZT_DIRS_FULL))
+			(*bad)++;
+		full = used == AFM_ZT_DIRS_FULL;
+		blocks += hweight_long(used);
+		pages++;
+	}
+	if (blocks != dirs || pages != zs->dir_pages)
+		(*bad)++;
 	return pages;
 }
 
@@ -1160,8 +1203,9 @@ static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
  * @rc: filled with what the tables say, in the same hold of the pool lock:
  *	objects and live bytes from the live handle entries; zspages, dead
  *	zspages, hole and tail bytes from the descriptors; data pages from
- *	the descriptors in use, dead or not; table and descriptor pages from
- *	the directories; @rc->total_pages their sum. Event counters are 0.
+ *	the descriptors in use, dead or not; table, descriptor and hole
+ *	table pages from the directories; directory pages from the shard's
+ *	list of them; @rc->total_pages their sum. Event counters are 0.
  *
  * Also checks what no counter shows: the descriptors' live bytes and
  * objects add up to the entries', the table's count of used entries
@@ -1169,8 +1213,9 @@ static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
  * and its header names its handle and extent length, every live zspage's
  * extents tile it up to its fill offset with one object extent per live
  * object, it is on the hole list its holes call for and has a chain of
- * afm_zs_npages() pages pointing back to it, directory pages count their
- * table pages, and the hole index is consistent (afm_zs_audit_index()).
+ * afm_zs_npages() pages pointing back to it, directories count their
+ * table pages, directory pages their blocks, and the hole index is
+ * consistent (afm_zs_audit_index()).
  * Deferred frees are checked (afm_zs_audit_pend()) and then merged, so
  * that @c and the rest describe the pool with none pending.
  *
@@ -1204,7 +1249,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 				       struct afm_zs_counters *c,
 				       struct afm_zs_counters *rc)
 {
-	unsigned long pg, i, objs = 0, live = 0, linked = 0, idx;
+	unsigned long pg, i, objs = 0, live = 0, linked = 0, idx, dirs = 0;
 	unsigned int bad = 0, len;
 
 	memset(rc, 0, sizeof(*rc));
@@ -1276,11 +1321,12 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 	if (objs != rc->objects || live != rc->live_bytes ||
 	    zs->htab.used != rc->objects)
 		bad++;
-	rc->table_pages = afm_zs_audit_table(&zs->htab, &bad);
-	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &bad);
-	rc->hole_pages = afm_zs_audit_table(&zs->rtab, &bad);
+	rc->table_pages = afm_zs_audit_table(&zs->htab, &dirs, &bad);
+	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &dirs, &bad);
+	rc->hole_pages = afm_zs_audit_table(&zs->rtab, &dirs, &bad);
+	rc->dir_pages = afm_zs_audit_dirs(zs, dirs, &bad);
 	rc->total_pages = rc->data_pages + rc->table_pages + rc->desc_pages +
-			  rc->hole_pages;
+			  rc->hole_pages + rc->dir_pages;
 	bad += afm_zs_audit_index(zs, linked);
 	afm_zs_unlock(zs);
 	return bad;
@@ -1830,10 +1876,10 @@ int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
 
 /**
- * afm_zs_test_small_dirs() - directory pages with few entries (KUnit hook)
- * @pool: an empty zspage-store pool (no directory pages)
+ * afm_zs_test_small_dirs() - directories with few entries (KUnit hook)
+ * @pool: an empty zspage-store pool (no directories)
  * @shift: log2 of the table pages per directory, from 0 to the default
- *	(9 with 4 KiB pages)
+ *	(ilog2(AFM_ZT_PTRS): 6 with 4 KiB pages)
  *
  * The handle, descriptor and hole tables then need a directory every 2^@shift
  * table pages, so that a test reaches many directories, and the growth of
@@ -1841,7 +1887,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
  *
  * Context: process context; takes each shard's pool lock.
  * Return: 0, or -EINVAL if @shift is out of range or the pool has
- * directory pages.
+ * directories.
  */
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift)
 {

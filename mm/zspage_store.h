@@ -29,10 +29,10 @@
  *	and by compaction).
  * @tail_bytes: free bytes at the ends of zspages, reused by allocation.
  * @data_pages: pages of zspages, dead ones included.
- * @table_pages: handle table pages and their directory pages.
- * @desc_pages: descriptor table pages and their directory pages.
- * @hole_pages: hole table pages (records of the hole index) and their
- *	directory pages.
+ * @table_pages: handle table pages.
+ * @desc_pages: descriptor table pages.
+ * @hole_pages: hole table pages (records of the hole index).
+ * @dir_pages: directory pages (the three tables' directory blocks).
  * @total_pages: every page the store holds, afm_get_total_pages().
  * @migrated: zspage pages migrated: contents moved to a new page by the
  *	migrate_page callback (not a refusal, a putback or a page freed while
@@ -83,6 +83,7 @@ struct afm_zs_counters {
 	unsigned long table_pages;
 	unsigned long desc_pages;
 	unsigned long hole_pages;
+	unsigned long dir_pages;
 	unsigned long total_pages;
 	unsigned long migrated;
 	unsigned long migrate_busy;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * afmalloc zspage store: slot tables. The handle table (8-byte entries)
- * and the descriptor table (struct afm_zspage) are pages of slots behind
- * directory pages behind a top array that grows (see "Handle encoding" in
- * zspage_store.c); pages for them are allocated ahead, outside the pool
- * lock, into a struct afm_zs_spare.
+ * afmalloc zspage store: slot tables. The handle table (8-byte entries),
+ * the descriptor table (struct afm_zspage) and the hole table (struct
+ * afm_zs_hrec) are pages of slots behind directories behind a top array
+ * that grows (see "Handle encoding" in zspage_store.c); a directory is a
+ * block of an eighth of a page, and the blocks of a shard's three tables
+ * share its directory pages. Pages for them are allocated ahead, outside
+ * the pool lock, into a struct afm_zs_spare.
  *
  * Locking: everything here is written under the pool lock (asserted where
  * it is taken for a slot); afm_zt_grow() allocates without it and swaps
@@ -126,12 +128,63 @@ static void afm_zs_meta_page_free(struct afm_zs_pool *zs, void *addr)
 	atomic_long_dec(&zs->total_pages);
 }
 
-static bool afm_zt_dir_full(const struct afm_zs_table *t,
-			    const unsigned long *dir)
+/*
+ * A cleared directory block: from the first directory page on @zs->dpages
+ * when it has a free one (those with one come first), else from a new
+ * directory page taken from @sp. Pool lock held.
+ */
+static unsigned long *afm_zt_dir_new(struct afm_zs_pool *zs,
+				     struct afm_zs_spare *sp)
 {
-	const struct page *dp = virt_to_page(dir);
+	struct page *page;
+	unsigned long used;
+	unsigned long *dir;
+	unsigned int b;
 
-	return page_private(dp) == 1UL << t->dshift && !dp->index;
+	lockdep_assert_held(&zs->lock);
+	page = list_first_entry_or_null(&zs->dpages, struct page, lru);
+	if (!page || page_private(page) == AFM_ZT_DIRS_FULL) {
+		page = virt_to_page(afm_zs_meta_page(zs, sp));
+		list_add(&page->lru, &zs->dpages);
+		zs->dir_pages++;
+	}
+	used = page_private(page);
+	b = ffz(used);
+	used |= BIT(b);
+	set_page_private(page, used);
+	if (used == AFM_ZT_DIRS_FULL)
+		list_move_tail(&page->lru, &zs->dpages);
+	dir = page_address(page) + b * AFM_ZT_DIR_BYTES;
+	memset(dir, 0, AFM_ZT_DIR_BYTES);
+	return dir;
+}
+
+/*
+ * Give directory block @dir back to its page, and the page back when it
+ * was its last block in use. Pool lock held.
+ */
+static void afm_zt_dir_free(struct afm_zs_pool *zs, unsigned long *dir)
+{
+	struct page *page = virt_to_page(dir);
+	unsigned long used = page_private(page);
+
+	lockdep_assert_held(&zs->lock);
+	used &= ~BIT(offset_in_page(dir) / AFM_ZT_DIR_BYTES);
+	set_page_private(page, used);
+	if (used) {
+		list_move(&page->lru, &zs->dpages);
+		return;
+	}
+	list_del(&page->lru);
+	zs->dir_pages--;
+	afm_zs_meta_page_free(zs, page_address(page));
+}
+
+/* Directory @d holds every table page it can, none of them open. */
+static bool afm_zt_dir_full(const struct afm_zs_table *t,
+			    const struct afm_zt_dent *de)
+{
+	return de->pages == 1U << t->dshift && !de->open;
 }
 
 /*
@@ -158,10 +211,10 @@ int afm_zt_find_page(struct afm_zs_table *t, unsigned long *pgp)
 
 		if (afm_zt_d(t, pg) >= top->size)
 			break;
-		dir = top->dir[afm_zt_d(t, pg)];
+		dir = top->dir[afm_zt_d(t, pg)].dir;
 		if (!dir)
 			break;
-		if (afm_zt_dir_full(t, dir)) {
+		if (afm_zt_dir_full(t, &top->dir[afm_zt_d(t, pg)])) {
 			pg = round_up(pg + 1, 1UL << t->dshift) - 1;
 			continue;
 		}
@@ -180,7 +233,9 @@ int afm_zt_find_page(struct afm_zs_table *t, unsigned long *pgp)
 /*
  * Replace the top level of @t by one that reaches table page @pg, twice
  * as large at least, allocated with @gfp outside the pool lock (held on
- * neither entry nor return). The old one is freed after an RCU grace
+ * neither entry nor return); a large one may be virtually contiguous
+ * where @gfp may sleep (16 bytes a directory: a table of 2^30 handles in
+ * one shard needs 512 KiB). The old one is freed after an RCU grace
  * period. Return: 0 (also when someone else grew it meanwhile), or
  * -ENOMEM.
  */
@@ -196,8 +251,11 @@ int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	size = max(2 * size, afm_zt_d(t, pg) + 1);
 	if (afm_should_fail(zs->pool))
 		return -ENOMEM;
-	top = kzalloc(struct_size(top, dir, size),
-		      gfp & ~(__GFP_HIGHMEM | __GFP_MOVABLE));
+	gfp &= ~(__GFP_HIGHMEM | __GFP_MOVABLE);
+	if (gfpflags_allow_blocking(gfp))
+		top = kvzalloc(struct_size(top, dir, size), gfp);
+	else
+		top = kzalloc(struct_size(top, dir, size), gfp);
 	if (!top)
 		return -ENOMEM;
 	top->size = size;
@@ -206,24 +264,46 @@ int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	old = afm_zt_top(t);
 	if (old->size >= size) {
 		afm_zs_unlock(zs);
-		kfree(top);
+		kvfree(top);
 		return 0;
 	}
 	memcpy(top->dir, old->dir, old->size * sizeof(*old->dir));
 	rcu_assign_pointer(t->top, top);
 	afm_zs_unlock(zs);
-	kfree_rcu(old, rcu);
+	kvfree_rcu(old, rcu);
 	return 0;
 }
 
 /* afm_zt_need() of a table page. */
-unsigned int afm_zt_need_page(const struct afm_zs_table *t, unsigned long pg)
+unsigned int afm_zt_need_page(const struct afm_zs_table *t, unsigned long pg,
+			      unsigned int *blocks)
 {
-	unsigned long *dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)];
+	unsigned long *dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)].dir;
 
-	if (!dir)
-		return 2;
+	if (!dir) {
+		(*blocks)++;
+		return 1;
+	}
 	return dir[afm_zt_di(t, pg)] ? 0 : 1;
+}
+
+/*
+ * Directory pages needed for @blocks new directory blocks (afm_zt_need();
+ * fewer than AFM_ZT_DIRS_PER_PAGE): none if the first directory page has
+ * that many free (afm_zt_dir_new() takes them from it), else one. Pool
+ * lock held.
+ */
+unsigned int afm_zs_dir_need(struct afm_zs_pool *zs,
+			     unsigned int blocks)
+{
+	struct page *page;
+
+	lockdep_assert_held(&zs->lock);
+	if (!blocks)
+		return 0;
+	page = list_first_entry_or_null(&zs->dpages, struct page, lru);
+	return !page || AFM_ZT_DIRS_PER_PAGE -
+			hweight_long(page_private(page)) < blocks;
 }
 
 /* afm_zt_take() from table page @pg (not the magazine). */
@@ -231,19 +311,18 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 			       unsigned long pg, struct afm_zs_spare *sp)
 {
 	struct afm_zt_top *top = afm_zt_top(t);
+	struct afm_zt_dent *de = &top->dir[afm_zt_d(t, pg)];
 	unsigned long *dir, ent, slot, i;
-	struct page *dp, *tp;
+	struct page *tp;
 	void *base;
 
 	lockdep_assert_held(&zs->lock);
-	dir = top->dir[afm_zt_d(t, pg)];
+	dir = de->dir;
 	if (!dir) {
-		dir = afm_zs_meta_page(zs, sp);
-		clear_page(dir);
-		WRITE_ONCE(top->dir[afm_zt_d(t, pg)], dir);
+		dir = afm_zt_dir_new(zs, sp);
+		WRITE_ONCE(de->dir, dir);
 		t->dirs++;
 	}
-	dp = virt_to_page(dir);
 	ent = dir[afm_zt_di(t, pg)];
 	if (!ent) {
 		base = afm_zs_meta_page(zs, sp);
@@ -256,8 +335,8 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		tp->index = 1;
 		ent = (unsigned long)base | AFM_ZT_OPEN;
 		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent);
-		set_page_private(dp, page_private(dp) + 1);
-		dp->index++;
+		de->pages++;
+		de->open++;
 		t->pages++;
 		t->end = max(t->end, pg + 1);
 	}
@@ -269,7 +348,7 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	if ((ent & AFM_ZT_OPEN) &&
 	    t->per_page - page_private(tp) < t->open_free) {
 		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent & ~AFM_ZT_OPEN);
-		dp->index--;
+		de->open--;
 	}
 	t->used++;
 	return pg * t->per_page + slot;
@@ -277,15 +356,15 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 
 /*
  * Give slot @idx back to its table page, and the page back when it was its
- * last used slot, and the directory page with it. Pool lock held.
+ * last used slot, and the directory block with it. Pool lock held.
  */
 static void afm_zt_release(struct afm_zs_pool *zs, struct afm_zs_table *t,
 			   unsigned long idx)
 {
 	unsigned long pg = idx / t->per_page, slot = idx % t->per_page;
 	struct afm_zt_top *top = afm_zt_top(t);
-	unsigned long *dir = top->dir[afm_zt_d(t, pg)];
-	struct page *dp = virt_to_page(dir);
+	struct afm_zt_dent *de = &top->dir[afm_zt_d(t, pg)];
+	unsigned long *dir = de->dir;
 	unsigned long ent = dir[afm_zt_di(t, pg)];
 	void *base = (void *)(ent & ~AFM_ZT_OPEN);
 	struct page *tp = virt_to_page(base);
@@ -297,7 +376,7 @@ static void afm_zt_release(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	if (!(ent & AFM_ZT_OPEN) &&
 	    t->per_page - page_private(tp) >= t->open_free) {
 		ent |= AFM_ZT_OPEN;
-		dp->index++;
+		de->open++;
 		t->hint = min(t->hint, pg);
 	}
 	if (page_private(tp)) {
@@ -305,15 +384,15 @@ static void afm_zt_release(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		return;
 	}
 	WRITE_ONCE(dir[afm_zt_di(t, pg)], 0);
-	set_page_private(dp, page_private(dp) - 1);
-	dp->index--;
+	de->pages--;
+	de->open--;
 	t->pages--;
 	afm_zs_meta_page_free(zs, base);
-	if (page_private(dp))
+	if (de->pages)
 		return;
-	WRITE_ONCE(top->dir[afm_zt_d(t, pg)], NULL);
+	WRITE_ONCE(de->dir, NULL);
 	t->dirs--;
-	afm_zs_meta_page_free(zs, dir);
+	afm_zt_dir_free(zs, dir);
 }
 
 /*
@@ -342,15 +421,18 @@ void afm_zt_put_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 
 /*
  * Free every page of a table, whatever its slots hold, and its top level
- * (pool teardown: nobody else looks at it any more).
+ * (pool teardown: nobody else looks at it any more; the pool lock is taken
+ * for the directory pages, which the shard's tables share).
  */
 void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
 {
-	struct afm_zt_top *top = rcu_dereference_protected(t->top, true);
+	struct afm_zt_top *top;
 	unsigned long i, d;
 
+	afm_zs_lock(zs);
+	top = afm_zt_top(t);
 	for (i = 0; top && i < top->size; i++) {
-		unsigned long *dir = top->dir[i];
+		unsigned long *dir = top->dir[i].dir;
 
 		if (!dir)
 			continue;
@@ -359,16 +441,17 @@ void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
 				afm_zs_meta_page_free(zs, (void *)(dir[d] &
 							~AFM_ZT_OPEN));
 		}
-		afm_zs_meta_page_free(zs, dir);
+		afm_zt_dir_free(zs, dir);
 	}
 	RCU_INIT_POINTER(t->top, NULL);
-	kfree(top);
 	t->pages = 0;
 	t->dirs = 0;
 	t->used = 0;
 	t->hint = 0;
 	t->cur = ULONG_MAX;
 	t->mag_nr = 0;
+	afm_zs_unlock(zs);
+	kvfree(top);
 }
 
 /* The first top level of table @t. Return: 0 or -ENOMEM. */
