@@ -88,7 +88,9 @@ run_vng() {
 	[ "$a" = tcg ] && args+=(--disable-kvm)
 	# Through a pipe: QEMU reopens its stdout, which on a regular file
 	# would write from offset 0 over what came before.
-	PATH=$AFMALLOC_VENV/bin:$PATH \
+	# PYTHONUNBUFFERED: vng's own lines reach the log as they come (a
+	# pipe would make Python buffer them).
+	PATH=$AFMALLOC_VENV/bin:$PATH PYTHONUNBUFFERED=1 \
 		timeout --kill-after=15 "$t" "$vng" "${args[@]}" "$@" </dev/null 2>&1 | cat
 	return "${PIPESTATUS[0]}"
 }
@@ -156,6 +158,10 @@ trap '[ "$vm_running" = 0 ] || pkill -TERM -f -- "$run/inner.sh"; rm -rf "$run"'
 trap 'exit 143' TERM HUP
 trap 'exit 130' INT
 cmd=$(printf '%q ' "$script" "$@")
+# The guest's own watchdog (inner.sh): 2 minutes before the timeout, or
+# none for runs of under 4 minutes.
+watchdog_s=0
+[ "$timeout_s" -ge 240 ] && watchdog_s=$((timeout_s - 120))
 cat > "$run/inner.sh" <<INNER
 #!/bin/bash
 export AFMALLOC_IN_VM=1 AFMALLOC_ACCEL=$accel
@@ -164,6 +170,16 @@ cd $(printf '%q' "$PWD") 2>/dev/null || cd /
 # The script's stderr goes where its stdout goes (the host keeps both).
 exec 2>&1
 echo "[afmalloc] guest up in \$(cut -d' ' -f1 /proc/uptime) s (\$(uname -r))"
+# A hang must leave a trace: $watchdog_s s in (shortly before the host's
+# timeout stops the VM), every process's state and what every CPU, every
+# task and every held lock is doing go to the console, which the host keeps.
+if [ $watchdog_s -gt 0 ]; then
+	( sleep $watchdog_s
+	  echo "[afmalloc] watchdog: still running \$SECONDS s in; processes, then sysrq l (CPUs), d (locks held), t (tasks), m (memory):"
+	  ps -eo pid,ppid,stat,etime,time,wchan:32,args 2>&1 | head -n 120
+	  echo 1 > /proc/sys/kernel/sysrq 2>/dev/null
+	  for k in l d t m; do echo \$k > /proc/sysrq-trigger 2>/dev/null; sleep 2; done ) &
+fi
 bash $cmd
 rc=\$?
 if [ $dmesg_check = 1 ]; then
