@@ -89,7 +89,8 @@ run_vng() {
 	# Through a pipe: QEMU reopens its stdout, which on a regular file
 	# would write from offset 0 over what came before.
 	# PYTHONUNBUFFERED: vng's own lines reach the log as they come (a
-	# pipe would make Python buffer them).
+	# pipe would make Python buffer them). QEMU writes the guest's
+	# console and the script's output to the pipe itself (file chardevs).
 	PATH=$AFMALLOC_VENV/bin:$PATH PYTHONUNBUFFERED=1 \
 		timeout --kill-after=15 "$t" "$vng" "${args[@]}" "$@" </dev/null 2>&1 | cat
 	return "${PIPESTATUS[0]}"
@@ -158,10 +159,17 @@ trap '[ "$vm_running" = 0 ] || pkill -TERM -f -- "$run/inner.sh"; rm -rf "$run"'
 trap 'exit 143' TERM HUP
 trap 'exit 130' INT
 cmd=$(printf '%q ' "$script" "$@")
-# The guest's own watchdog (inner.sh): 2 minutes before the timeout, or
-# none for runs of under 4 minutes.
+# The guest's own watchdog (inner.sh): a sixth of the timeout (at least 2
+# minutes) before it, or none for runs of under 4 minutes. Not closer: the
+# guest's output can reach the host minutes late (seen under TCG: the
+# console and the script's lines stood still for 7 to 10 minutes, then came
+# in one burst), and what QEMU has not passed on when it is killed is lost.
 watchdog_s=0
-[ "$timeout_s" -ge 240 ] && watchdog_s=$((timeout_s - 120))
+if [ "$timeout_s" -ge 240 ]; then
+	watchdog_s=$((timeout_s / 6))
+	[ "$watchdog_s" -ge 120 ] || watchdog_s=120
+	watchdog_s=$((timeout_s - watchdog_s))
+fi
 cat > "$run/inner.sh" <<INNER
 #!/bin/bash
 export AFMALLOC_IN_VM=1 AFMALLOC_ACCEL=$accel
@@ -170,7 +178,7 @@ cd $(printf '%q' "$PWD") 2>/dev/null || cd /
 # The script's stderr goes where its stdout goes (the host keeps both).
 exec 2>&1
 echo "[afmalloc] guest up in \$(cut -d' ' -f1 /proc/uptime) s (\$(uname -r))"
-# A hang must leave a trace: $watchdog_s s in (shortly before the host's
+# A hang must leave a trace: $watchdog_s s in (before the host's
 # timeout stops the VM), every process's state and what every CPU, every
 # task and every held lock is doing go to the console, which the host keeps.
 if [ $watchdog_s -gt 0 ]; then
