@@ -153,52 +153,64 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 	afm_zs_free_all_empty(test, ts);
 }
 
-/*
- * The directories of a shard's three tables share its directory pages,
- * eight blocks a page (AFM_ZT_DIRS_PER_PAGE). With one table page per directory
- * (afm_zs_test_small_dirs(), shift 0) every table page takes a block:
- * 15 handle table pages and a descriptor page fill two directory pages;
- * when the last three handle table pages empty, their blocks (in the
- * second directory page) are freed, and the next objects take them back,
- * not a new directory page (a page with a free block comes before full
- * ones); the last free gives every directory page back.
- */
 static size_t afm_zs_size_dir(unsigned int i)
 {
 	return 100;
 }
 
+/*
+ * Objects @from to the end of @ts: then 15 handle table pages and a
+ * descriptor page, 16 directory blocks in two directory pages.
+ */
+static void afm_zs_dir_fill(struct kunit *test, struct afm_test_set *ts,
+			    unsigned int from, void *buf)
+{
+	struct afm_zs_counters c;
+	unsigned int i;
+
+	for (i = from; i < ts->n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size_dir(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
+				   afm_zs_size_dir(i), buf, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 15);
+	KUNIT_EXPECT_EQ(test, c.desc_pages, 1);
+	KUNIT_EXPECT_EQ(test, c.hole_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
+ * The directories of a shard's three tables share its directory pages,
+ * eight blocks a page (AFM_ZT_DIRS_PER_PAGE). With one table page per
+ * directory (afm_zs_test_small_dirs(), shift 0) every table page takes a
+ * block: 15 handle table pages and a descriptor page fill two directory
+ * pages; when the last three handle table pages empty, their blocks (in
+ * the second directory page) are freed, and the next objects take them
+ * back, not a new directory page (a page with a free block comes before
+ * full ones); the last free gives every directory page back.
+ */
 static void afm_zs_test_dir_pages(struct kunit *test)
 {
 	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
-	const unsigned int n = 15 * per_page, size = afm_zs_size_dir(0);
 	struct afm_zs_counters c;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
 	unsigned int i;
 
 	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, n);
+	ts = afm_zs_set(test, 15 * per_page);
 	afm_zs_quiet(ts);
 	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
-	for (i = 0; i < n; i++) {
-		ts->h[i] = afm_test_malloc(test, ts->pool, size);
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, 0);
-	}
-	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_ASSERT_EQ(test, c.table_pages, 15);
-	KUNIT_ASSERT_EQ(test, c.desc_pages, 1);
-	KUNIT_ASSERT_EQ(test, c.hole_pages, 0);
-	/* 16 blocks, eight a page. */
-	KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
-	afm_zs_expect_consistent(test, ts->pool);
+	afm_zs_dir_fill(test, ts, 0, buf);
 
 	/*
 	 * The newest objects go, newest first (each gives its extent back
 	 * to its zspage's tail: no hole, no hole record); compaction drains
 	 * the magazine, so their three table pages empty.
 	 */
-	for (i = n; i-- > 12 * per_page; ) {
+	for (i = ts->n; i-- > 12 * per_page; ) {
 		afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
 	}
@@ -211,15 +223,7 @@ static void afm_zs_test_dir_pages(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 
 	/* Their blocks come back: still two directory pages. */
-	for (i = 12 * per_page; i < n; i++) {
-		ts->h[i] = afm_test_malloc(test, ts->pool, size);
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, 0);
-	}
-	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_EQ(test, c.table_pages, 15);
-	KUNIT_EXPECT_EQ(test, c.desc_pages, 1);
-	KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
-	afm_zs_expect_consistent(test, ts->pool);
+	afm_zs_dir_fill(test, ts, 12 * per_page, buf);
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_dir,
 						0), 0);
 
