@@ -431,6 +431,66 @@ static void afm_zs_test_shrinker(struct kunit *test)
 }
 
 /*
+ * A victim whose pages someone else has locked when compaction empties it
+ * (the kernel's compaction trying to isolate them, memory-failure, a page
+ * walker) is not freed at once: its zspage is queued for the free work.
+ * Its pages are given back all the same, and compaction must count them:
+ * with every page that holds an object locked, a shrinker scan frees what
+ * it would have freed, reports it (not SHRINK_STOP), and once the pages
+ * are unlocked the free work gives back at least that.
+ */
+static void afm_zs_test_compact_locked(struct kunit *test)
+{
+	struct afm_zs_counters before, after;
+	struct afm_zs_obj_info info;
+	struct page **locked;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long count, freed, pages, held;
+	unsigned int i, nl = 0;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
+	locked = kunit_kcalloc(test, ts->n, sizeof(*locked), GFP_KERNEL);
+	if (!locked)
+		kunit_skip(test, "no memory for the page list");
+	afm_zs_fragment(test, ts, buf);
+	pages = afm_get_total_pages(ts->pool);
+	count = afm_zs_shrinker_count(ts->pool);
+	KUNIT_ASSERT_NE(test, count, SHRINK_EMPTY);
+	for (i = 0; i < ts->n; i++) {
+		if (!ts->h[i])
+			continue;
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		/* Already locked: by this loop, for an earlier object. */
+		if (trylock_page(info.page))
+			locked[nl++] = info.page;
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	freed = afm_zs_shrinker_scan(ts->pool, count);
+	afm_zs_get_counters(ts->pool, &after);
+	/* Still held: their pages are locked. */
+	held = afm_get_total_pages(ts->pool);
+	for (i = 0; i < nl; i++)
+		unlock_page(locked[i]);
+	afm_zs_flush_work(ts->pool);
+	kunit_info(test, "%u pages locked: scan of %lu freed %lu of %lu pages (%lu held until unlocked, %lu after), %lu zspages freed late\n",
+		   nl, count, freed, pages, held, afm_get_total_pages(ts->pool),
+		   after.deferred_frees - before.deferred_frees);
+	KUNIT_EXPECT_GT(test, after.deferred_frees, before.deferred_frees);
+	KUNIT_EXPECT_NE(test, freed, SHRINK_STOP);
+	KUNIT_EXPECT_GT(test, freed, 0);
+	KUNIT_EXPECT_GT(test, held, pages - freed);
+	/* The free work also gives back the descriptor pages they emptied. */
+	KUNIT_EXPECT_LE(test, afm_get_total_pages(ts->pool), pages - freed);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * A zspage filled to its last byte, made a victim while one object is
  * pinned: compaction moves the others, its tail object among them, so the
  * zspage keeps its fill offset with one object left. Freeing that object
@@ -484,8 +544,10 @@ static void afm_zs_test_victim_tail(struct kunit *test)
  * random, AFM_ZS_OWA_ROUNDS times the pool over, by one of a size drawn
  * as the case says (struct afm_zs_owa_case), with the automatic
  * compaction at a trigger of 1 per mille run every AFM_ZS_OWA_BATCH
- * replacements (afm_zs_test_run_auto(): when a run goes is the test's
- * choice, not the host's speed). Each case runs twice on the same sizes:
+ * replacements and at no other time (AFM_ZS_QUIET_AUTO,
+ * afm_zs_test_run_auto(): when a run goes is the test's choice, not the
+ * host's speed: a batch slower than AFM_ZS_AUTO_GAP would otherwise see
+ * runs in its middle). Each case runs twice on the same sizes:
  * compaction moving objects only to tails, then into holes of dense
  * zspages too (zspage_compact_holes). Reports the overhead (pages held
  * against live bytes) over the replacements and the bytes compaction
@@ -575,7 +637,9 @@ static void afm_zs_owa_run(struct kunit *test,
 		kunit_skip(test, "no memory for the object list");
 	afm_zs_set_compact_holes(holes);
 	ts = afm_zs_set(test, AFM_ZS_OWA_OBJS);
-	afm_zs_quiet(ts);
+	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
+			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE |
+			  AFM_ZS_QUIET_AUTO);
 	afm_zs_test_auto_next(ts->pool, 60 * HZ);
 	for (i = 0; i < AFM_ZS_OWA_OBJS; i++) {
 		size[i] = afm_zs_owa_size(oc, &x, false);
@@ -608,13 +672,14 @@ static void afm_zs_owa_run(struct kunit *test,
 	res->mean_pm = sum_pm / samples;
 	res->copied = after.moved_bytes - before.moved_bytes;
 	res->freed = (after.auto_freed - before.auto_freed) << PAGE_SHIFT;
-	kunit_info(test, "%s: overhead mean %lu, max %lu per mille; %lu runs moved %lu objects (%lu into holes), copying %lu bytes per 100 given back (%lu pages)\n",
+	kunit_info(test, "%s: overhead mean %lu, max %lu per mille; %lu runs moved %lu objects (%lu into holes), copying %lu bytes per 100 given back (%lu pages; %lu zspages freed late)\n",
 		   holes ? "into holes" : "to tails", res->mean_pm, res->max_pm,
 		   after.auto_runs - before.auto_runs,
 		   after.moved - before.moved,
 		   after.moved_hole - before.moved_hole,
 		   res->freed ? res->copied * 100 / res->freed : 0,
-		   res->freed >> PAGE_SHIFT);
+		   res->freed >> PAGE_SHIFT,
+		   after.deferred_frees - before.deferred_frees);
 	KUNIT_EXPECT_GT(test, res->freed, 0);
 	KUNIT_EXPECT_LE(test, res->copied, 3 * res->freed);
 	if (!holes)
@@ -655,6 +720,7 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_rest_compact),
 	KUNIT_CASE(afm_zs_test_rest_small),
 	KUNIT_CASE(afm_zs_test_shrinker),
+	KUNIT_CASE(afm_zs_test_compact_locked),
 	KUNIT_CASE_PARAM_ATTR(afm_zs_test_overwrite_auto, afm_zs_owa_gen_params,
 			      { .speed = KUNIT_SPEED_SLOW }),
 	{}

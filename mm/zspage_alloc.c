@@ -909,8 +909,12 @@ static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
 	if (want == AFM_ZS_AUTO_NOW &&
 	    !delayed_work_pending(&zs->compact_work)) {
 		long wait = (long)(READ_ONCE(zs->auto_next) - jiffies);
+		long most = AFM_ZS_AUTO_GAP;
 
-		wait = clamp_t(long, wait, 0, AFM_ZS_AUTO_GAP);
+		/* A test holds the run back as long as it says. */
+		if (afm_zs_quiet(zs, AFM_ZS_QUIET_AUTO))
+			most = MAX_JIFFY_OFFSET;
+		wait = clamp_t(long, wait, 0, most);
 		if (wait)
 			atomic_long_inc(&zs->st.auto_delayed);
 		queue_delayed_work(system_unbound_wq, &zs->compact_work, wait);

@@ -392,42 +392,60 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 }
 
 /*
+ * Pages the shard holds, less those of the dead zspages queued for
+ * afm_zs_free_work() (a page another task had locked when its zspage was
+ * released, e.g. the kernel's compaction trying to isolate it): given back
+ * as far as a compaction pass is concerned, whenever the work runs. Pool
+ * lock held.
+ */
+static long afm_zs_kept_pages(struct afm_zs_pool *zs)
+{
+	lockdep_assert_held(&zs->lock);
+	return atomic_long_read(&zs->total_pages) - zs->dead_pages;
+}
+
+/*
  * Compact zspages with at least @min_holes bytes of holes until holes drop
  * by @goal bytes (ULONG_MAX: as far as it goes) or a pass frees nothing.
- * Caller holds &afm_pool.compact_lock. Return: pages freed.
+ * Caller holds &afm_pool.compact_lock. Return: pages freed (those queued
+ * to be freed included).
  */
 static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 					 unsigned long goal,
 					 unsigned int min_holes, gfp_t gfp)
 {
-	long before = atomic_long_read(&zs->total_pages), prev = before, now;
 	unsigned long holes, done = 0;
 	u64 t0 = ktime_get_ns();
+	long before, prev, now;
 	unsigned int pass;
 
 	/* Slots kept at hand may hold table pages: give them back first. */
 	afm_zs_lock(zs);
+	before = afm_zs_kept_pages(zs);
 	afm_zt_mag_drain(zs, &zs->htab);
 	afm_zt_mag_drain(zs, &zs->rtab);
 	afm_zs_unlock(zs);
+	prev = before;
 	for (pass = 0; pass < AFM_ZS_MAX_PASSES && done < goal; pass++) {
 		afm_zs_lock(zs);
 		holes = afm_zs_holes(zs);
 		afm_zs_unlock(zs);
 		if (!afm_zs_pass(zs, goal - done, min_holes, gfp))
 			break;
-		now = atomic_long_read(&zs->total_pages);
+		afm_zs_lock(zs);
+		now = afm_zs_kept_pages(zs);
+		if (now < prev && holes > afm_zs_holes(zs))
+			done += holes - afm_zs_holes(zs);
+		afm_zs_unlock(zs);
 		if (now >= prev)
 			break;
 		prev = now;
-		afm_zs_lock(zs);
-		if (holes > afm_zs_holes(zs))
-			done += holes - afm_zs_holes(zs);
-		afm_zs_unlock(zs);
 		if (fatal_signal_pending(current))
 			break;
 	}
-	now = atomic_long_read(&zs->total_pages);
+	afm_zs_lock(zs);
+	now = afm_zs_kept_pages(zs);
+	afm_zs_unlock(zs);
 	zs->st.freed += before > now ? before - now : 0;
 	zs->st.compact_ns += ktime_get_ns() - t0;
 	return before > now ? before - now : 0;
@@ -504,6 +522,13 @@ void afm_zs_late_work(struct work_struct *work)
 	if (!READ_ONCE(zs->late_force) && time_before(now, due)) {
 		queue_delayed_work(system_unbound_wq, &zs->late_work,
 				   due - now);
+		return;
+	}
+	/* A test's pool: only afm_zs_flush_work() runs it (late_force). */
+	if (!READ_ONCE(zs->late_force) &&
+	    afm_zs_quiet(zs, AFM_ZS_QUIET_AUTO)) {
+		queue_delayed_work(system_unbound_wq, &zs->late_work,
+				   AFM_ZS_LATE);
 		return;
 	}
 	afm_zs_auto(zs, true, AFM_ZS_REST_MIN_HOLES);

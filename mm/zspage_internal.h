@@ -525,7 +525,8 @@ struct afm_zs_pend {
  *	(isolation refused); the KUnit hooks still reach both.
  *	AFM_ZS_QUIET_RUNS makes every new zspage a chain, so that the tests
  *	reach the page-by-page paths whatever pages they get;
- *	AFM_ZS_QUIET_RFREE makes a free wait for a lock held elsewhere.
+ *	AFM_ZS_QUIET_RFREE makes a free wait for a lock held elsewhere;
+ *	AFM_ZS_QUIET_AUTO runs automatic compaction only when a test says.
  */
 struct afm_zs_pool {
 	struct afm_pool *pool;

@@ -923,6 +923,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->moved_bytes = zs->st.moved_bytes;
 	c->moved_hole = zs->st.moved_hole;
 	c->moved_new = zs->st.moved_new;
+	c->deferred_frees = zs->st.deferred_frees;
 	c->walked = zs->st.walked;
 	c->looked = zs->st.looked;
 	c->hole_reused = zs->st.hole_reused;
@@ -1344,11 +1345,17 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  *	struct afm_zspage), for the page-by-page paths; AFM_ZS_QUIET_RFREE:
  *	a free that finds the pool lock held (by one of the pool's workers
  *	on another CPU) waits for it instead of leaving its handle to the
- *	holder (afm_zs_test_busy() still leaves it); 0: none (the default).
+ *	holder (afm_zs_test_busy() still leaves it); AFM_ZS_QUIET_AUTO: an
+ *	automatic run waits for its work to be flushed
+ *	(afm_zs_test_run_auto(), afm_zs_flush_work()) or for the time
+ *	afm_zs_test_auto_next() set, however far, and the rest run only
+ *	for afm_zs_flush_work(); 0: none (the default).
  *
  * For tests that assert exact counts of what compaction, migration or a
  * free did, which the debug guest's drop_caches and compact_memory loops
- * and the pool's own workers would otherwise race with. Pages the kernel
+ * and the pool's own workers would otherwise race with, and for those
+ * whose automatic runs must go where the test says, not where a slow host
+ * lets the timers fire. Pages the kernel
  * had isolated before stay so.
  *
  * Context: any context.

@@ -98,6 +98,7 @@ struct afm_zs_counters {
 	unsigned long moved_bytes;
 	unsigned long moved_hole;
 	unsigned long moved_new;
+	unsigned long deferred_frees;
 	unsigned long walked;
 	unsigned long looked;
 	unsigned long hole_reused;
@@ -141,6 +142,7 @@ struct afm_zs_obj_info {
 #define AFM_ZS_QUIET_MIGRATION	BIT(1)	/* isolation for page migration */
 #define AFM_ZS_QUIET_RUNS	BIT(2)	/* new zspages as runs (struct afm_zspage) */
 #define AFM_ZS_QUIET_RFREE	BIT(3)	/* frees wait for a lock held elsewhere */
+#define AFM_ZS_QUIET_AUTO	BIT(4)	/* automatic runs only when flushed */
 
 /* KUnit hooks (EXPORT_SYMBOL_IF_KUNIT), CONFIG_AFMALLOC_KUNIT_TEST only. */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c);
