@@ -139,7 +139,7 @@ readme-check:
 
 # The workbench scripts' own tests (tests/scripts/, bash only, a second).
 script-tests:
-	$(TIMED) script-tests $(TOP)/tests/scripts/shared-cache.sh
+	$(TIMED) script-tests bash -c '$(TOP)/tests/scripts/shared-cache.sh && $(TOP)/tests/scripts/vm-run-boot.sh'
 
 readme:
 	python3 $(TOP)/bench/readme_results.py

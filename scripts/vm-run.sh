@@ -21,6 +21,17 @@
 # guest lived to the end. The terminal shows the script's output (all of
 # the console with --console); on failure the log's last lines are printed.
 #
+# On failure the terminal gets the console's last lines, then the first
+# kernel splat in it from its first line, then a short summary (the splat's
+# first, RIP and CPU lines, clocksource changes): a CI log that keeps only
+# the end of the output still says what happened.
+#
+# A guest that dies before the script starts (no "guest up" line: in the
+# kernel's boot or in early user space, before any test ran) is booted once
+# more (--boot-retries, default 1); the failed boot's console is kept beside
+# the log (NAME-boot1.log) and its summary printed with a warning. A guest
+# that dies once the script runs is never booted again.
+#
 # Exit status: the script's (99 if it passed but dmesg has a splat); 124 if
 # the VM timed out; 125 if the VM died before the script reported a status.
 . "$(dirname "$0")/common.sh"
@@ -40,11 +51,13 @@ usage: $0 [options] SCRIPT [ARGS...]
   --log FILE        keep the guest console here (default: a new file in
                     \$AFMALLOC_CACHE/vm/logs, printed at the start)
   --no-dmesg-check  do not fail the run on kernel splats in dmesg
+  --boot-retries N  boot again up to N times when the guest dies before the
+                    script starts (default 1)
 USAGE
 }
 
 kernel=$AFMALLOC_BUILD/guest memory=2G cpus=2 timeout_s=1800
-accel=${AFMALLOC_ACCEL:-auto} console=0 dmesg_check=1
+accel=${AFMALLOC_ACCEL:-auto} console=0 dmesg_check=1 boot_retries=1
 append=() rwdirs=() logf=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -58,6 +71,7 @@ while [ $# -gt 0 ]; do
 	--console) console=1 ;;
 	--log) logf=${2:?--log needs a file}; shift ;;
 	--no-dmesg-check) dmesg_check=0 ;;
+	--boot-retries) boot_retries=${2:?--boot-retries needs a number}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
 	-*) usage >&2; die "unknown option '$1'" ;;
@@ -70,6 +84,7 @@ need_root "booting a VM with the host root file system"
 case "$accel" in auto|kvm|tcg) ;; *) die "--accel must be auto, kvm or tcg, not '$accel'" ;; esac
 [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive number, not '$cpus'"
 [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
+[[ "$boot_retries" =~ ^[0-9]+$ ]] || die "--boot-retries must be a number, not '$boot_retries'"
 [[ "$memory" =~ ^[1-9][0-9]*[MG]?$ ]] || die "--memory must look like 2G or 512M, not '$memory'"
 [ -d "$kernel" ] && kernel=$kernel/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no kernel image at $kernel (build one with scripts/build-guest.sh)"
@@ -220,23 +235,68 @@ for d in "${rwdirs[@]}"; do vargs+=(--rwdir "$d"); done
 [ "$accel" = tcg ] && vargs+=(--append "rcupdate.rcu_cpu_stall_timeout=300")
 for a in "${append[@]}"; do vargs+=(--append "$a"); done
 
+# splat_summary LOG: the first kernel splat in LOG from its first line (5
+# lines of context before it, 45 after), then a short summary of it: a CI
+# page that shows only the end of the output still names the failure.
+splat_summary() {
+	local f=$1 n
+	n=$(grep -n -m 1 -E "$AFMALLOC_SPLAT_RE|Kernel panic|double fault" "$f" | cut -d: -f1)
+	if [ -z "$n" ]; then
+		echo "[afmalloc] no kernel splat in the guest console ($f)"
+		return 0
+	fi
+	echo "[afmalloc] ---- first kernel splat in the guest console ($f, line $n) ----"
+	sed -n "$((n > 5 ? n - 5 : 1)),$((n + 45))p" "$f"
+	echo "[afmalloc] ---- summary of that splat ----"
+	echo "[afmalloc] first: $(sed -n "${n}p" "$f")"
+	tail -n "+$n" "$f" | grep -m 1 -E ' CPU: ' | sed 's/^/[afmalloc] /'
+	tail -n "+$n" "$f" | grep -m 1 -E ' RIP: ' | sed 's/^/[afmalloc] /'
+	grep -E 'clocksource: .*(unstable|Switched)|sched_clock: Marking|tsc: Marking|TSC synchronization' "$f" |
+		tail -n 3 | sed 's/^/[afmalloc] clock: /'
+	if grep -q '^\[afmalloc\] guest up in ' "$f"; then
+		echo "[afmalloc] the script had started (its \"guest up\" line is in the console)"
+	else
+		echo "[afmalloc] the guest died before the script started (no \"guest up\" line)"
+	fi
+}
+
 set +e
-# In the background: bash runs a trap only once the foreground command
-# ends, but interrupts a wait.
-vm_running=1
-run_vng "$accel" "$timeout_s" "${vargs[@]}" --exec "bash $run/inner.sh" | show_guest "$logf" &
-wait $!
-vrc=$?
-vm_running=0
+boot=1
+while :; do
+	rm -f "$run/rc" "$run/dmesg"
+	# In the background: bash runs a trap only once the foreground
+	# command ends, but interrupts a wait.
+	vm_running=1
+	run_vng "$accel" "$timeout_s" "${vargs[@]}" --exec "bash $run/inner.sh" | show_guest "$logf" &
+	wait $!
+	vrc=$?
+	vm_running=0
+	[ ! -f "$run/rc" ] && [ $vrc -ne 124 ] && [ $vrc -ne 137 ] &&
+		[ "$boot" -le "$boot_retries" ] &&
+		! grep -q '^\[afmalloc\] guest up in ' "$logf" || break
+	# Died before the script started: keep that console, boot again.
+	failed=${logf%.log}-boot$boot.log
+	mv "$logf" "$failed"
+	echo "[afmalloc] vm-run: boot $boot ended (status $vrc) before the script started; its console: $failed" >> "$failed"
+	{ echo "[afmalloc] ---- last 30 lines of the guest console ($failed) ----"
+	  tail -n 30 "$failed"
+	  splat_summary "$failed"; } >&2
+	log "WARNING: boot $boot of the guest ended (status $vrc) before the script started (above); booting again"
+	{ echo "[afmalloc] $(date -u +%Y-%m-%dT%H:%M:%SZ) vm-run: boot $((boot + 1)): boot $boot died before the script started; its console: $failed"
+	  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus"; } > "$logf"
+	boot=$((boot + 1))
+done
 set -e
 # done RC MESSAGE: on failure say what happened and show the end of the
-# console; then keep the guest's dmesg (if it got that far) in the log.
+# console, its first splat and a summary; then keep the guest's dmesg (if
+# it got that far) in the log.
 done_run() {
 	if [ "$1" != 0 ]; then
-		log "$2"
 		{ echo "[afmalloc] ---- last 60 lines of the guest console ($logf) ----"
 		  tail -n 60 "$logf"
-		  echo "[afmalloc] ---- end of the guest console tail ----"; } >&2
+		  echo "[afmalloc] ---- end of the guest console tail ----"
+		  splat_summary "$logf"; } >&2
+		log "$2"
 	fi
 	if [ -s "$run/dmesg" ]; then
 		{ echo "[afmalloc] ---- guest dmesg at the end of the run ----"; cat "$run/dmesg"; } >> "$logf"

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Host-side tests of scripts/vm-run.sh's failure handling, with virtme-ng
+# and QEMU replaced by a stub that prints a scripted guest console (no VM,
+# no kernel, a second):
+#
+#   tests/scripts/vm-run-boot.sh
+#
+# 1. A guest that panics in its boot (before the script's "guest up" line)
+#    is booted once more; the run passes, warns, keeps the failed boot's
+#    console in NAME-boot1.log and names its splat.
+# 2. A guest that panics in every boot fails with status 125 after two
+#    boots, and the last lines of the output name the splat (its first,
+#    CPU and RIP lines) and that the script had not started.
+# 3. A guest that panics once the script runs is not booted again: status
+#    125 after one boot.
+# 4. --boot-retries 0: a boot panic fails at once.
+#
+# Needs root (vm-run.sh refuses to run without it); skips otherwise.
+# Prints "ok" lines, exits non-zero on the first failure.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+if [ "$(id -u)" -ne 0 ]; then
+	echo "skip: vm-run.sh needs root"
+	exit 0
+fi
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+export AFMALLOC_CACHE=$t/cache AFMALLOC_VENV=$t/venv
+unset AFMALLOC_ACCEL
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+
+mkdir -p "$t/venv/bin" "$t/bin" "$t/kernel"
+echo "not a kernel" > "$t/kernel/bzImage"
+printf '#!/bin/sh\nexit 0\n' > "$t/bin/qemu-system-x86_64"
+printf 'echo hello from the script\n' > "$t/script.sh"
+# The stub: boot N prints the console of the Nth word of $t/plan: "panic"
+# (the kernel dies in its boot), "pass" (the script runs and passes),
+# "late" (the script starts, then the kernel dies).
+cat > "$t/venv/bin/vng" <<'STUB'
+#!/bin/bash
+t=$(dirname "$(dirname "$(dirname "$0")")")
+n=$(($(cat "$t/boots" 2>/dev/null || echo 0) + 1))
+echo "$n" > "$t/boots"
+run=
+while [ $# -gt 0 ]; do
+	[ "$1" = --exec ] && { run=${2#bash }; run=$(dirname "${run%% *}"); }
+	shift
+done
+oops() {
+	cat <<OOPS
+[   24.100000] clocksource: Switched to clocksource tsc
+[   24.289000] Oops: int3: 0000 [#1] PREEMPT SMP KASAN NOPTI
+[   24.289100] CPU: 1 UID: 0 PID: 0 Comm: swapper/1 Not tainted 6.12.57 #1
+[   24.289200] RIP: 0010:sched_clock_tick+0x1/0x220
+[   24.289300] Call Trace:
+[   24.289400]  <IRQ>
+[   24.290052] Kernel panic - not syncing: Fatal exception in interrupt
+OOPS
+}
+echo "[    0.000000] Linux version 6.12.57 (stub boot $n)"
+case $(cut -d' ' -f"$n" "$t/plan") in
+panic) oops ;;
+pass) echo "[afmalloc] guest up in 1.0 s (stub)"
+      echo "hello from the script"
+      echo 0 > "$run/rc" ;;
+late) echo "[afmalloc] guest up in 1.0 s (stub)"
+      oops ;;
+esac
+exit 0
+STUB
+chmod +x "$t/venv/bin/vng" "$t/bin/qemu-system-x86_64"
+
+# vmrun PLAN [ARGS]: vm-run.sh on the stub; status in $t/rc, output in $t/out.
+vmrun() {
+	echo "$1" > "$t/plan"
+	rm -f "$t/boots"
+	shift
+	set +e
+	PATH=$t/bin:$PATH timeout 60 "$top/scripts/vm-run.sh" --kernel "$t/kernel/bzImage" \
+		--accel tcg --timeout 30 --log "$t/console.log" "$@" "$t/script.sh" > "$t/out" 2>&1
+	echo $? > "$t/rc"
+	set -e
+}
+has() { grep -qF -- "$1" "$t/out"; }
+boots() { cat "$t/boots"; }
+
+# 1.
+vmrun "panic pass"
+[ "$(cat "$t/rc")" = 0 ] || fail "1: a boot panic then a good boot: status $(cat "$t/rc"), not 0: $(cat "$t/out")"
+[ "$(boots)" = 2 ] || fail "1: $(boots) boots, not 2"
+has "WARNING: boot 1 of the guest ended" || fail "1: no warning about the failed boot"
+has "hello from the script" || fail "1: the script's output is missing"
+grep -q "Oops: int3" "$t/console-boot1.log" || fail "1: the failed boot's console was not kept"
+grep -q "Oops: int3" "$t/console.log" && fail "1: the failed boot's console is in the final log"
+has "[afmalloc] first: [   24.289000] Oops: int3" || fail "1: the failed boot's splat is not named"
+ok "a guest that dies in its boot is booted once more, its console kept"
+
+# 2.
+vmrun "panic panic pass"
+[ "$(cat "$t/rc")" = 125 ] || fail "2: panics in every boot: status $(cat "$t/rc"), not 125"
+[ "$(boots)" = 2 ] || fail "2: $(boots) boots, not 2"
+tail -n 12 "$t/out" > "$t/end"
+for want in "first: [   24.289000] Oops: int3" "CPU: 1 UID: 0" "RIP: 0010:sched_clock_tick+0x1" \
+	"clock: [   24.100000] clocksource: Switched" "died before the script started" \
+	"VM ended (status 0) before the script reported a status"; do
+	grep -qF -- "$want" "$t/end" || fail "2: the output's last lines do not say '$want': $(cat "$t/end")"
+done
+ok "a guest that dies in every boot fails (125) and the output ends with its splat"
+
+# 3.
+vmrun "late pass"
+[ "$(cat "$t/rc")" = 125 ] || fail "3: a panic in the script: status $(cat "$t/rc"), not 125"
+[ "$(boots)" = 1 ] || fail "3: a panic once the script ran was booted again ($(boots) boots)"
+tail -n 12 "$t/out" | grep -qF "the script had started" || fail "3: the summary does not say the script had started"
+ok "a guest that dies once the script runs is not booted again"
+
+# 4.
+vmrun "panic pass" --boot-retries 0
+[ "$(cat "$t/rc")" = 125 ] || fail "4: --boot-retries 0: status $(cat "$t/rc"), not 125"
+[ "$(boots)" = 1 ] || fail "4: --boot-retries 0 booted $(boots) times"
+ok "--boot-retries 0 fails on the first boot panic"
