@@ -19,12 +19,10 @@
 # console printed it (so an OOM kill or a panic that ends the guest is in
 # it) interleaved with the script's output, then the guest's dmesg if the
 # guest lived to the end. The terminal shows the script's output (all of
-# the console with --console); on failure the log's last lines are printed.
-#
-# On failure the terminal gets the console's last lines, then the first
-# kernel splat in it from its first line, then a short summary (the splat's
-# first, RIP and CPU lines, clocksource changes): a CI log that keeps only
-# the end of the output still says what happened.
+# the console with --console); on failure, the console's last lines, then
+# the first kernel splat in it from its first line, then a short summary
+# (the splat's first, CPU and RIP lines, clocksource changes): a CI log
+# that keeps only the end of the output still says what happened.
 #
 # A guest that dies before the script starts (no "guest up" line: in the
 # kernel's boot or in early user space, before any test ran) is booted once
