@@ -238,20 +238,22 @@ for a in "${append[@]}"; do vargs+=(--append "$a"); done
 # page that shows only the end of the output still names the failure.
 splat_summary() {
 	local f=$1 n
-	n=$(grep -n -m 1 -E "$AFMALLOC_SPLAT_RE|Kernel panic|double fault" "$f" | cut -d: -f1)
+	# awk on the file, no pipes: this runs under errexit and pipefail, where
+	# a grep that finds nothing, or one that stops early, would end the script.
+	n=$(awk -v re="$AFMALLOC_SPLAT_RE|Kernel panic|double fault" '$0 ~ re { print NR; exit }' "$f")
 	if [ -z "$n" ]; then
 		echo "[afmalloc] no kernel splat in the guest console ($f)"
-		return 0
+	else
+		echo "[afmalloc] ---- first kernel splat in the guest console ($f, line $n) ----"
+		awk -v n="$n" 'NR >= n - 5 && NR <= n + 45' "$f"
+		echo "[afmalloc] ---- summary of that splat ----"
+		awk -v n="$n" 'NR == n { print "[afmalloc] first: " $0 }
+			NR > n && !c && / CPU: / { print "[afmalloc] " $0; c = 1 }
+			NR > n && !r && / RIP: / { print "[afmalloc] " $0; r = 1 }' "$f"
 	fi
-	echo "[afmalloc] ---- first kernel splat in the guest console ($f, line $n) ----"
-	sed -n "$((n > 5 ? n - 5 : 1)),$((n + 45))p" "$f"
-	echo "[afmalloc] ---- summary of that splat ----"
-	echo "[afmalloc] first: $(sed -n "${n}p" "$f")"
-	tail -n "+$n" "$f" | grep -m 1 -E ' CPU: ' | sed 's/^/[afmalloc] /'
-	tail -n "+$n" "$f" | grep -m 1 -E ' RIP: ' | sed 's/^/[afmalloc] /'
-	grep -E 'clocksource: .*(unstable|Switched)|sched_clock: Marking|tsc: Marking|TSC synchronization' "$f" |
-		tail -n 3 | sed 's/^/[afmalloc] clock: /'
-	if grep -q '^\[afmalloc\] guest up in ' "$f"; then
+	awk '/clocksource: .*(unstable|Switched)|sched_clock: Marking|tsc: Marking|TSC synchronization/ {
+		l[++k] = $0 } END { for (i = (k > 3 ? k - 2 : 1); i <= k; i++) print "[afmalloc] clock: " l[i] }' "$f"
+	if awk '/^\[afmalloc\] guest up in / { f = 1; exit } END { exit !f }' "$f"; then
 		echo "[afmalloc] the script had started (its \"guest up\" line is in the console)"
 	else
 		echo "[afmalloc] the guest died before the script started (no \"guest up\" line)"
@@ -293,7 +295,7 @@ done_run() {
 		{ echo "[afmalloc] ---- last 60 lines of the guest console ($logf) ----"
 		  tail -n 60 "$logf"
 		  echo "[afmalloc] ---- end of the guest console tail ----"
-		  splat_summary "$logf"; } >&2
+		  splat_summary "$logf" || true; } >&2
 		log "$2"
 	fi
 	if [ -s "$run/dmesg" ]; then

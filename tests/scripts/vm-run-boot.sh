@@ -15,6 +15,8 @@
 # 3. A guest that panics once the script runs is not booted again: status
 #    125 after one boot.
 # 4. --boot-retries 0: a boot panic fails at once.
+# 5. A guest that hangs with no splat (the host's timeout stops it): status
+#    124, the output says there is no splat and ends with the timeout.
 #
 # Needs root (vm-run.sh refuses to run without it); skips otherwise.
 # Prints "ok" lines, exits non-zero on the first failure.
@@ -69,6 +71,9 @@ pass) echo "[afmalloc] guest up in 1.0 s (stub)"
       echo 0 > "$run/rc" ;;
 late) echo "[afmalloc] guest up in 1.0 s (stub)"
       oops ;;
+hang) echo "[afmalloc] guest up in 1.0 s (stub)"
+      echo "[   30.000000] clocksource: Switched to clocksource tsc"
+      exit 124 ;;
 esac
 exit 0
 STUB
@@ -123,3 +128,12 @@ vmrun "panic pass" --boot-retries 0
 [ "$(cat "$t/rc")" = 125 ] || fail "4: --boot-retries 0: status $(cat "$t/rc"), not 125"
 [ "$(boots)" = 1 ] || fail "4: --boot-retries 0 booted $(boots) times"
 ok "--boot-retries 0 fails on the first boot panic"
+
+# 5.
+vmrun "hang pass"
+[ "$(cat "$t/rc")" = 124 ] || fail "5: a hang: status $(cat "$t/rc"), not 124: $(tail -n 5 "$t/out")"
+[ "$(boots)" = 1 ] || fail "5: a hang once the script ran was booted again ($(boots) boots)"
+has "[afmalloc] no kernel splat in the guest console" || fail "5: the output does not say there is no splat"
+tail -n 1 "$t/out" | grep -qF "VM timed out after 30s" || fail "5: the output does not end with the timeout: $(tail -n 3 "$t/out")"
+grep -qF "[afmalloc] vm-run: status 124" "$t/console.log" || fail "5: the console log does not end with the status"
+ok "a guest that hangs with no splat times out (124) and says so last"
