@@ -156,8 +156,16 @@ fi
 mkdir -p "$(dirname "$logf")"
 logf=$(realpath "$logf")
 log "guest console log: $logf"
-{ echo "[afmalloc] $(date -u +%Y-%m-%dT%H:%M:%SZ) vm-run: $script $*"
-  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus"; } > "$logf"
+# start_log WHAT: a new console log, headed by WHAT and the VM's shape.
+start_log() {
+	{ echo "[afmalloc] $(date -u +%Y-%m-%dT%H:%M:%SZ) vm-run: $1"
+	  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus"; } > "$logf"
+}
+start_log "$script $*"
+# guest_up LOG: whether the script started in the guest (inner.sh's line).
+guest_up() {
+	awk '/^\[afmalloc\] guest up in / { f = 1; exit } END { exit !f }' "$1"
+}
 
 # What counts as a kernel splat in dmesg.
 AFMALLOC_SPLAT_RE='(^|[] ])(BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|rcu: INFO|kmemleak: unreferenced|list_add corruption|list_del corruption|kernel BUG at)'
@@ -253,7 +261,7 @@ splat_summary() {
 	fi
 	awk '/clocksource: .*(unstable|Switched)|sched_clock: Marking|tsc: Marking|TSC synchronization/ {
 		l[++k] = $0 } END { for (i = (k > 3 ? k - 2 : 1); i <= k; i++) print "[afmalloc] clock: " l[i] }' "$f"
-	if awk '/^\[afmalloc\] guest up in / { f = 1; exit } END { exit !f }' "$f"; then
+	if guest_up "$f"; then
 		echo "[afmalloc] the script had started (its \"guest up\" line is in the console)"
 	else
 		echo "[afmalloc] the guest died before the script started (no \"guest up\" line)"
@@ -273,7 +281,7 @@ while :; do
 	vm_running=0
 	[ ! -f "$run/rc" ] && [ $vrc -ne 124 ] && [ $vrc -ne 137 ] &&
 		[ "$boot" -le "$boot_retries" ] &&
-		! grep -q '^\[afmalloc\] guest up in ' "$logf" || break
+		! guest_up "$logf" || break
 	# Died before the script started: keep that console, boot again.
 	failed=${logf%.log}-boot$boot.log
 	mv "$logf" "$failed"
@@ -282,8 +290,7 @@ while :; do
 	  tail -n 30 "$failed"
 	  splat_summary "$failed"; } >&2
 	log "WARNING: boot $boot of the guest ended (status $vrc) before the script started (above); booting again"
-	{ echo "[afmalloc] $(date -u +%Y-%m-%dT%H:%M:%SZ) vm-run: boot $((boot + 1)): boot $boot died before the script started; its console: $failed"
-	  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus"; } > "$logf"
+	start_log "boot $((boot + 1)): boot $boot died before the script started; its console: $failed"
 	boot=$((boot + 1))
 done
 set -e
