@@ -17,6 +17,8 @@
 # 4. --boot-retries 0: a boot panic fails at once.
 # 5. A guest that hangs with no splat (the host's timeout stops it): status
 #    124, the output says there is no splat and ends with the timeout.
+# 6. --boot-retries with a value that is not a number: refused with a
+#    clear error before any boot.
 #
 # Needs root (vm-run.sh refuses to run without it); skips otherwise.
 # Prints "ok" lines, exits non-zero on the first failure.
@@ -137,3 +139,10 @@ has "[afmalloc] no kernel splat in the guest console" || fail "5: the output doe
 tail -n 1 "$t/out" | grep -qF "VM timed out after 30s" || fail "5: the output does not end with the timeout: $(tail -n 3 "$t/out")"
 grep -qF "[afmalloc] vm-run: status 124" "$t/console.log" || fail "5: the console log does not end with the status"
 ok "a guest that hangs with no splat times out (124) and says so last"
+
+# 6.
+vmrun "pass" --boot-retries x
+[ "$(cat "$t/rc")" = 1 ] || fail "6: --boot-retries x: status $(cat "$t/rc"), not 1"
+[ ! -e "$t/boots" ] || fail "6: --boot-retries x booted the guest"
+has "error: --boot-retries must be a number, not 'x'" || fail "6: no clear error: $(cat "$t/out")"
+ok "--boot-retries x is refused before any boot"
