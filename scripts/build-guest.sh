@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build the x86_64 guest kernel from the prepared tree into an O= dir:
 #   tinyconfig + scripts/config/guest.config [+ debug.config with --debug,
-#   or pagealloc.config with --pagealloc].
+#   debug.config and kasan.config with --kasan, or pagealloc.config with
+#   --pagealloc].
 # The config is regenerated only when the fragments change, so rebuilds are
 # incremental (and ccache'd when ccache is installed). Every option a
 # fragment asks for is checked in the final .config.
@@ -16,9 +17,11 @@ frags=("$AFMALLOC_TOP/scripts/config/guest.config")
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--debug) variant=guest-debug; frags+=("$AFMALLOC_TOP/scripts/config/debug.config") ;;
+	--kasan) variant=guest-kasan; frags+=("$AFMALLOC_TOP/scripts/config/debug.config"
+					      "$AFMALLOC_TOP/scripts/config/kasan.config") ;;
 	--pagealloc) variant=guest-pagealloc; frags+=("$AFMALLOC_TOP/scripts/config/pagealloc.config") ;;
-	-h|--help) echo "usage: $0 [--debug | --pagealloc]"; exit 0 ;;
-	*) die "unknown option '$1' (usage: $0 [--debug | --pagealloc])" ;;
+	-h|--help) echo "usage: $0 [--debug | --kasan | --pagealloc]"; exit 0 ;;
+	*) die "unknown option '$1' (usage: $0 [--debug | --kasan | --pagealloc])" ;;
 	esac
 	shift
 done

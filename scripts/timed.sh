@@ -5,6 +5,9 @@
 #   timed.sh --begin         start a new record (file AFMALLOC_TIMINGS)
 #   timed.sh NAME CMD [ARG]  run CMD; append "NAME<TAB>seconds<TAB>status"
 #   timed.sh --report        print the record as a table, with the total
+#                            (wall clock since --begin: steps may overlap,
+#                            make check's KUnit run goes beside its VM
+#                            tests), and append it ("# finished" line)
 # With AFMALLOC_TIMINGS set, the step's output (stdout and stderr, merged
 # into stdout) is also kept in NAME.log in AFMALLOC_TIMINGS_LOGS (default
 # $(dirname AFMALLOC_TIMINGS)/logs), which --begin empties; the exit status
@@ -27,11 +30,14 @@ case "${1:-}" in
 	exit 0 ;;
 --report)
 	[ -n "$f" ] && [ -s "$f" ] || exit 0
-	awk -F'\t' -v now="$(date +%s)" '
+	now=$(date +%s)
+	awk -F'\t' -v now="$now" '
 		$1 == "# started" { t0 = $2; when = $3; rev = $4; next }
 		$1 == "# machine" { mach = $2 ", " $3 ", " $4; next }
+		/^#/ { next }
 		{ printf "  %-28s %6d s  %s\n", $1, $2, $3 == 0 ? "ok" : "FAILED (" $3 ")" }
 		END { printf "  %-28s %6d s  (%s, %s, %s)\n", "total", now - t0, when, rev, mach }' "$f"
+	printf '# finished\t%s\n' "$now" >> "$f"
 	exit 0 ;;
 esac
 [ $# -ge 2 ] || { echo "usage: $0 --begin | --report | NAME CMD [ARG...]" >&2; exit 2; }
