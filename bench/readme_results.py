@@ -1580,7 +1580,7 @@ def timings_section(name, path):
     """The step times of a make check or make demo record (scripts/timed.sh)."""
     started, rev, machine, rows = read_timings(path)
     cmd = "make demo" if name.startswith("make-demo") else "make check"
-    caches = "cold caches" if name.endswith("-cold") else "warm caches"
+    caches = "cold caches" if "-cold" in name else "warm caches"
     out = [f"Reproduce: `{cmd}` (times written by `scripts/timed.sh`); {caches}, run of "
            f"{started}, commit {rev}, {machine}", "",
            "| step | seconds |", "|---|---|"]
@@ -1738,7 +1738,7 @@ def kind(name):
             f"{meta.get('runs', '?')} run(s) in one boot" + unusual_args(meta)
     if timings_file(name):
         return ("`make demo`" if name.startswith("make-demo") else "`make check`") + \
-            (" times, cold caches" if name.endswith("-cold") else " times, warm caches")
+            (" times, cold caches" if "-cold" in name else " times, warm caches")
     if has("speed.csv") and meta.get("accelerator", "").startswith("none (UML"):
         return "in-kernel microbenchmark, natively on UML (one CPU)"
     if has("speed.csv"):
