@@ -1473,6 +1473,13 @@ def commands_block():
             parts.append(f"{kind}: {minutes(total)} ({total} s; {started[:10]}, commit {rev}, "
                          f"{machine}; [{folder}](bench/results/README.md#{folder}))"
                          + (f" [{note}]" if note else ""))
+        # Earlier cold runs kept beside the latest (make-check-cold-<commit>).
+        for folder in sorted(n for n in os.listdir(RESULTS)
+                             if n.startswith(f"make-{cmd}-cold-") and timings_file(n)):
+            started, rev = read_timings(timings_file(folder))[:2]
+            total = timings_total(timings_file(folder))
+            parts.append(f"an earlier cold run: {minutes(total)} ({total} s; {started[:10]}, "
+                         f"commit {rev}; [{folder}](bench/results/README.md#{folder}))")
         out.append(f"- `make {cmd}`: " + "; ".join(parts) + ".")
     return "\n".join(out) + "\n"
 
@@ -1584,6 +1591,9 @@ def timings_section(name, path):
     out = [f"Reproduce: `{cmd}` (times written by `scripts/timed.sh`); {caches}, run of "
            f"{started}, commit {rev}, {machine}", "",
            "| step | seconds |", "|---|---|"]
+    note = timings_note(path)
+    if note:
+        out[0] += f" ({note})"
     out += [f"| {step} | {sec} |" for step, sec, _ in rows]
     out += [f"| **sum of steps** | **{sum(sec for _, sec, _ in rows)}** |"]
     wall = read_timings_wall(path)[4]

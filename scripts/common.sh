@@ -16,6 +16,11 @@ AFMALLOC_VENV=${AFMALLOC_VENV:-$AFMALLOC_CACHE/venv}             # virtme-ng, ma
 AFMALLOC_DATA=${AFMALLOC_DATA:-$AFMALLOC_CACHE/data}             # benchmark datasets
 AFMALLOC_JOBS=${AFMALLOC_JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$AFMALLOC_CACHE/ccache}
+# ccache's depend mode: a miss costs what the compiler does, not also a
+# preprocessor run (ccache 4.8, kernel objects from an empty cache: 80 s
+# against 108 s for mm/ and kernel/; plain gcc 78 s). Hits are direct-mode
+# hits either way.
+export CCACHE_DEPEND=${CCACHE_DEPEND:-1}
 export AFMALLOC_TOP AFMALLOC_CACHE AFMALLOC_SRC AFMALLOC_TREE AFMALLOC_BUILD \
 	AFMALLOC_VENV AFMALLOC_DATA AFMALLOC_JOBS
 
