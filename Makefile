@@ -3,8 +3,9 @@
 # afmalloc user-facing targets. kbuild itself reads ./Kbuild, both in the
 # kernel tree (overlaid as mm/afmalloc/) and for the out-of-tree module.
 #
-#   make check     set up, KUnit on UML (beside the VM tests), in-VM tests on
-#                  the debug kernel and zswap on Debian's kernel (CI runs this)
+#   make check     set up, KUnit on UML (beside the debug kernel's build),
+#                  in-VM tests on the debug kernel and zswap on Debian's kernel
+#                  (CI runs this)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
@@ -54,7 +55,7 @@ TIMED := $(TOP)/scripts/timed.sh
 all: help
 
 help:
-	@sed -n '3,24p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,25p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	$(TIMED) setup $(TOP)/scripts/setup.sh
@@ -97,7 +98,7 @@ vm-test: guest
 # the run fails on any splat in dmesg and ends with a kmemleak scan. Its
 # timeout leaves room for slow hosts: with KASAN in that kernel, the suite
 # took 878 s on one 2-core machine and 2086 s on another (2026-11-28; see
-# bench/results/make-check-cold). vm-test-kasan runs the same suite on the
+# bench/results/make-check-cold-d8aa6d4). vm-test-kasan runs the same suite on the
 # KASAN variant (about twice as slow under TCG: not part of make check).
 DEBUG_SUITE = --timeout 3600 --append "slab_nomerge page_owner=on" \
 	$(TOP)/tests/vm/debug-suite.sh \

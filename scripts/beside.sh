@@ -2,9 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Run a command beside another at the lowest CPU priority, so that it uses
 # the CPU time the other leaves idle (make check: the UML KUnit build and
-# run beside the in-VM tests, whose emulated CPUs keep about one host core
-# of two busy under TCG; the tests lose next to nothing, since a nice 19
-# process gets the CPU only when they leave it idle):
+# run beside the debug kernel's build, idle in its serial parts; not beside
+# the emulated guests, which lost more to a niced build than it saved):
 #
 #   scripts/beside.sh LOG BGCMD... -- FGCMD...
 #

@@ -6,8 +6,8 @@
 #   timed.sh NAME CMD [ARG]  run CMD; append "NAME<TAB>seconds<TAB>status"
 #   timed.sh --report        print the record as a table, with the total
 #                            (wall clock since --begin: steps may overlap,
-#                            make check's KUnit run goes beside its VM
-#                            tests), and append it ("# finished" line)
+#                            make check's KUnit step goes beside the debug
+#                            kernel's build), and append it ("# finished")
 # With AFMALLOC_TIMINGS set, the step's output (stdout and stderr, merged
 # into stdout) is also kept in NAME.log in AFMALLOC_TIMINGS_LOGS (default
 # $(dirname AFMALLOC_TIMINGS)/logs), which --begin empties; the exit status

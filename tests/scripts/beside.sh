@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Host-side tests of scripts/beside.sh (make check runs its UML KUnit step
-# beside the VM tests with it):
+# beside the debug kernel's build with it):
 #
 #   tests/scripts/beside.sh
 #
