@@ -31,16 +31,6 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 
-# wait_for FILE PATTERN: until FILE holds PATTERN, at most 60 s.
-wait_for() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		grep -qF -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # 1. The background command waits for the foreground one to have printed,
 # so that its output is printed after it only if beside.sh holds it back.
 rc=0
