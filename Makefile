@@ -143,10 +143,10 @@ check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
 # The UML KUnit build and run go beside the debug kernel's build
 # (scripts/beside.sh: nice 19; its output is printed once the VM tests are
 # done): a kernel build leaves CPU idle in its serial parts (configuration,
-# links, the tree's unpacking). Cold on the project's machine: 1201 s this
-# way; 1269 s with KUnit beside the VM tests instead, which it slowed
-# (debug suite 309 -> 607 s: the emulated guest loses more than nice 19
-# suggests).
+# links, the tree's unpacking). Cold on the project's machine, ccache in
+# its default mode: 1201 s this way (0834c7f); 1269 s with KUnit beside the
+# VM tests instead (5a531b6), which it slowed (debug suite 309 -> 607 s:
+# the emulated guest loses more than nice 19 suggests).
 check: timings-begin readme-check script-tests setup
 	@$(TOP)/scripts/beside.sh $(AFMALLOC_CACHE)/timings/kunit-beside.out \
 		$(MAKE) --no-print-directory SETUP_DONE=1 kunit -- \

@@ -1423,10 +1423,9 @@ def read_timings_wall(path):
     return started, rev, machine, rows, (t1 - t0 if t0 is not None and t1 is not None else None)
 
 
-def timings_total(path):
+def timings_total(rows, wall):
     """Seconds a timed.sh record took: its wall clock where it has one, else
     (records from before steps could overlap) the sum of its steps."""
-    rows, wall = read_timings_wall(path)[3:]
     return wall if wall is not None else sum(s for _, s, _ in rows)
 
 
@@ -1467,8 +1466,8 @@ def commands_block():
             if not tsv:
                 parts.append(f"{kind}: not yet measured")
                 continue
-            started, rev, machine, rows = read_timings(tsv)
-            total = timings_total(tsv)
+            started, rev, machine, rows, wall = read_timings_wall(tsv)
+            total = timings_total(rows, wall)
             note = timings_note(tsv)
             parts.append(f"{kind}: {minutes(total)} ({total} s; {started[:10]}, commit {rev}, "
                          f"{machine}; [{folder}](bench/results/README.md#{folder}))"
@@ -1476,8 +1475,8 @@ def commands_block():
         # Earlier cold runs kept beside the latest (make-check-cold-<commit>).
         for folder in sorted(n for n in os.listdir(RESULTS)
                              if n.startswith(f"make-{cmd}-cold-") and timings_file(n)):
-            started, rev = read_timings(timings_file(folder))[:2]
-            total = timings_total(timings_file(folder))
+            started, rev, _, rows, wall = read_timings_wall(timings_file(folder))
+            total = timings_total(rows, wall)
             parts.append(f"an earlier cold run: {minutes(total)} ({total} s; {started[:10]}, "
                          f"commit {rev}; [{folder}](bench/results/README.md#{folder}))")
         out.append(f"- `make {cmd}`: " + "; ".join(parts) + ".")
@@ -1585,7 +1584,7 @@ def zswap_section(path):
 
 def timings_section(name, path):
     """The step times of a make check or make demo record (scripts/timed.sh)."""
-    started, rev, machine, rows = read_timings(path)
+    started, rev, machine, rows, wall = read_timings_wall(path)
     cmd = "make demo" if name.startswith("make-demo") else "make check"
     caches = "cold caches" if "-cold" in name else "warm caches"
     out = [f"Reproduce: `{cmd}` (times written by `scripts/timed.sh`); {caches}, run of "
@@ -1596,7 +1595,6 @@ def timings_section(name, path):
         out[0] += f" ({note})"
     out += [f"| {step} | {sec} |" for step, sec, _ in rows]
     out += [f"| **sum of steps** | **{sum(sec for _, sec, _ in rows)}** |"]
-    wall = read_timings_wall(path)[4]
     if wall is not None:
         out += [f"| **wall clock** (steps overlap) | **{wall}** |"]
     out += [""]
