@@ -1007,7 +1007,11 @@ def link(name):
 
 
 def before(name):
-    return " (before the hole cache)" if hole_cache(name) is False else ""
+    """' (before the hole cache)' or ' (kernel C, before the redesign)' (issue
+    16's, from the hole index on) for a run whose kernel predates it."""
+    if hole_cache(name) is False:
+        return " (before the hole cache)"
+    return " (kernel %s, before the redesign)" % run_source(name)[0] if before_index(name) else ""
 
 
 def speed_rows(add, word, sp, n, where):
