@@ -96,7 +96,7 @@ ZS, AF = "zsmalloc", "afmalloc/zspage"
 # The runs the README's summary table and plot are read from (folders of
 # bench/results). Point these at the new folder when a run is superseded.
 SUMMARY = {
-    "full": "full-lz4-hole-cache",          # density on the full tree
+    "full": "full-lz4",                     # density on the full tree
     "full_boots": "full-lz4-2boots",        # the same over two boots, both orders
     "rounds": "quick-lz4-10rounds",         # repeated churn
     "zstd": "quick-zstd-4allocs",           # another compressor, all allocators
