@@ -109,7 +109,7 @@ SUMMARY = {
     # The same with a working set of 92 MiB, beyond the L2 and most L3s
     # (uml.sh --working-set); missing: left out with a note.
     "speed_native_large": "speed-uml-large",
-    "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots-hole-cache"),
+    "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots"),
     "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel
     "zswap_stock": "zswap-stock",           # zswap on Debian's kernel
     # Swap churn (bench/churn/), a row group each; one still running (no
