@@ -2,7 +2,8 @@
 /*
  * KUnit tests of the slot tables (mm/zspage_table.c): a handle table that grows
  * past what a fixed top level held, and gives every page back; the free
- * slots a table keeps at hand (its magazine).
+ * slots a table keeps at hand (its magazine); handles in address order
+ * without it.
  */
 
 #include "zspage_test.h"
@@ -153,6 +154,79 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 	afm_zs_free_all_empty(test, ts);
 }
 
+/*
+ * Handles keep the locality of the writes that made them, as zram's
+ * untar/remove needs (bench/run.sh): files written in order, with a
+ * metadata block among every 64 (an inode table, a bitmap); then the
+ * last files, during which every metadata block is rewritten as zram
+ * does (the new copy allocated, then the old one freed); then every file
+ * but the last ones removed. What is left (the last files and the
+ * metadata) was written last, and needs two table pages: the pages the
+ * removed files filled go back. That holds with the handle table's
+ * magazine off (zspage_handle_mag = 0, afm_zs_test_handle_mag()); with
+ * it, a freed slot is reused by the next allocation, which puts one of
+ * the last files in the old slot of each metadata block, all over the
+ * table, and keeps every page.
+ */
+static void afm_zs_test_table_locality(struct kunit *test)
+{
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	const unsigned int nfiles = 7 * per_page, nmeta = nfiles / 64;
+	const unsigned int nlate = per_page, n = nfiles + nmeta + nlate;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i, m = 0;
+	unsigned long h;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_handle_mag(ts->pool, 17), -EINVAL);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, 0), 0);
+	for (i = 0; i < nfiles; i++) {
+		if (i % 64 == 0) {
+			ts->h[nfiles + m] = afm_test_malloc(test, ts->pool, 100);
+			afm_zs_put_pattern(test, ts->pool, ts->h[nfiles + m],
+					   nfiles + m, 100, buf, 0);
+			m++;
+		}
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+	}
+	KUNIT_ASSERT_EQ(test, m, nmeta);
+	/* Only an empty pool changes it. */
+	KUNIT_EXPECT_EQ(test, afm_zs_test_handle_mag(ts->pool, 16), -EINVAL);
+	for (i = 0, m = 0; i < nlate; i++) {
+		if (i % 8 == 0 && m < nmeta) {
+			h = afm_test_malloc(test, ts->pool, 100);
+			afm_zs_put_pattern(test, ts->pool, h, nfiles + m, 100,
+					   buf, 0);
+			afm_free(ts->pool, ts->h[nfiles + m]);
+			ts->h[nfiles + m] = h;
+			m++;
+		}
+		h = afm_test_malloc(test, ts->pool, 100);
+		ts->h[nfiles + nmeta + i] = h;
+		afm_zs_put_pattern(test, ts->pool, h, nfiles + nmeta + i, 100,
+				   buf, 0);
+	}
+	KUNIT_ASSERT_EQ(test, m, nmeta);
+	for (i = 0; i < nfiles; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_LE_MSG(test, c.table_pages,
+			    DIV_ROUND_UP(nmeta + nlate, per_page) + 1,
+			    "%u handles left", nmeta + nlate);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = nfiles; i < n; i++)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, 100, buf, i & 1));
+	afm_zs_free_all_empty(test, ts);
+}
+
 static size_t afm_zs_size_dir(unsigned int i)
 {
 	return 100;
@@ -233,6 +307,7 @@ static void afm_zs_test_dir_pages(struct kunit *test)
 static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
 	KUNIT_CASE(afm_zs_test_table_magazine),
+	KUNIT_CASE(afm_zs_test_table_locality),
 	KUNIT_CASE(afm_zs_test_dir_pages),
 	{}
 };

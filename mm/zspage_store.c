@@ -160,7 +160,13 @@
  * entries are kept at hand instead, cleared, for the next allocations (the
  * table's magazine; the hole table has one too), so that churn does not
  * touch a table page's free chain and counts; they go back to their pages
- * at every compaction run and when the table's last entry is freed.
+ * at every compaction run and when the table's last entry is freed. The
+ * price: last freed, first reused, a new object takes the entry an old one
+ * left anywhere in the table (zram frees a rewritten block's old copy just
+ * after allocating the new one), so that handles lose the order of the
+ * writes and a table page stays while any of its entries lives; module
+ * parameter zspage_handle_mag = 0 turns the handle table's magazine off
+ * (KUnit afm_zs_test_table_locality).
  * Otherwise entries are taken from one
  * current table page until it is full; then the lowest-indexed table page
  * with at least a quarter of its entries free (or a missing one) becomes
@@ -365,6 +371,33 @@ MODULE_PARM_DESC(zspage_shards,
 		 "zspage store: shards of a new pool (rounded up to a power of two, at most 64), 0 = one per possible CPU");
 
 /*
+ * Freed handle slots each shard of a new pool keeps at hand (the handle
+ * table's magazine, see "Handle encoding"; at most AFM_ZT_MAG). 0 gives
+ * every freed slot back to its table page, so that handles are taken in
+ * address order and keep the locality of the writes that made them: after
+ * bulk frees the handle table empties page by page (the quick tree's
+ * remove steps: about a third fewer table pages, two thirds fewer after
+ * the last one), for slower allocation and free while the pool fits the
+ * caches (README, "Handle slot reuse").
+ */
+static unsigned int afm_zs_handle_mag = AFM_ZT_MAG;
+
+static int afm_zs_handle_mag_set(const char *val,
+				 const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, AFM_ZT_MAG);
+}
+
+static const struct kernel_param_ops afm_zs_handle_mag_ops = {
+	.set	= afm_zs_handle_mag_set,
+	.get	= param_get_uint,
+};
+module_param_cb(zspage_handle_mag, &afm_zs_handle_mag_ops, &afm_zs_handle_mag,
+		0644);
+MODULE_PARM_DESC(zspage_handle_mag,
+		 "zspage store: freed handle slots each shard of a new pool keeps at hand for the next allocations, 0 to 16 (default 16; 0: handles in address order, denser table after bulk frees, slower under churn)");
+
+/*
  * Extent alignment of a new pool (see "Placement"): a power of two, at
  * most AFM_ZS_MAX_ALIGN; anything else is refused with -EINVAL.
  */
@@ -446,7 +479,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->htab.max_pages = (ULONG_MAX >> (1 + shift)) / AFM_ZH_PER_PAGE;
 	zs->htab.lock = &zs->lock;
 	zs->htab.dshift = ilog2(AFM_ZT_PTRS);
-	zs->htab.mag_max = AFM_ZT_MAG;
+	zs->htab.mag_max = READ_ONCE(afm_zs_handle_mag);
 	zs->htab.pshift = ilog2(AFM_ZH_PER_PAGE);
 	zs->dtab.slot_size = sizeof(struct afm_zspage);
 	zs->dtab.per_page = AFM_ZD_PER_PAGE;
@@ -1881,6 +1914,35 @@ int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
+
+/**
+ * afm_zs_test_handle_mag() - freed handle slots kept at hand (KUnit hook)
+ * @pool: an empty zspage-store pool
+ * @nr: slots each shard's handle table keeps (0 to AFM_ZT_MAG), as the
+ *	zspage_handle_mag parameter sets for a new pool
+ *
+ * Context: process context; takes each shard's pool lock.
+ * Return: 0, or -EINVAL if @nr is out of range or the pool holds objects.
+ */
+int afm_zs_test_handle_mag(struct afm_pool *pool, unsigned int nr)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < set->nr; i++) {
+		zs = set->shard[i];
+		afm_zs_lock(zs);
+		if (nr <= AFM_ZT_MAG && !zs->htab.used && !zs->htab.mag_nr)
+			zs->htab.mag_max = nr;
+		else
+			ret = -EINVAL;
+		afm_zs_unlock(zs);
+	}
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_handle_mag);
 
 /**
  * afm_zs_test_small_dirs() - directories with few entries (KUnit hook)

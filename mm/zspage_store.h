@@ -177,6 +177,7 @@ unsigned int afm_zs_entry_bytes(void);
 unsigned int afm_zs_header_bytes(void);
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits);
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift);
+int afm_zs_test_handle_mag(struct afm_pool *pool, unsigned int nr);
 void afm_zs_set_shards(unsigned int nr);
 unsigned int afm_zs_get_shards(void);
 int afm_zs_set_align(unsigned int align);
