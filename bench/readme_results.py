@@ -122,6 +122,17 @@ SUMMARY = {
     "align": (("fio-tcg-a543431", "fio-tcg-align16"),
               ("quick-lz4-align1", "quick-lz4-align16"),
               ("churn-zram-lz4-3e75791", "churn-zram-lz4-align16")),
+    # Handle slot reuse (README "Handle slot reuse"): the same benchmark with
+    # the default and with afmalloc.zspage_handle_mag=0, alternating boots;
+    # keys: the parameter's value.
+    "handle_mag": {
+        "16": {"quick": ("quick-zstd-hmag16-1", "quick-zstd-hmag16-2"),
+               "speed": ("speed-uml-hmag16-1", "speed-uml-hmag16-2"),
+               "speed_large": ("speed-uml-large-hmag16",)},
+        "0": {"quick": ("quick-zstd-hmag0-1", "quick-zstd-hmag0-2"),
+              "speed": ("speed-uml-hmag0-1", "speed-uml-hmag0-2"),
+              "speed_large": ("speed-uml-large-hmag0",)},
+    },
 }
 
 # The zspage store's hole cache: runs whose kernel predates it are labelled.
@@ -155,7 +166,7 @@ COMMITTED_IN = {
 }
 
 BLOCK_RE = re.compile(r"<!-- generated: ([\w-]+) -->\n(.*?)<!-- end: \1 -->", re.S)
-BLOCKS = ("summary", "commands", "benchmark", "align")
+BLOCKS = ("summary", "commands", "benchmark", "align", "handle_mag")
 
 
 def fail(msg):
@@ -1327,7 +1338,9 @@ def least_everywhere():
     runs = boots = 0
     beaten = []
     for name in folders():
-        bs = [b for b in boot_steps(name) if any(r["alloc"] == AF for r in b)]
+        # Boots with afmalloc/zspage beside another allocator.
+        bs = [b for b in boot_steps(name) if any(r["alloc"] == AF for r in b)
+              and len({r["alloc"] for r in b}) > 1]
         runs += bool(bs)
         boots += len(bs)
         for k, rows in enumerate(bs, 1):
@@ -1591,6 +1604,65 @@ def align_block():
                 out.append(f"| {k} | {r1[k]} | {r16[k]} | {link(base)}, {link(a16)} |")
     if left:
         out += ["", "Not measured yet: " + "; ".join(left) + "."]
+    return "\n".join(out) + "\n"
+
+
+def table_pages(name, step):
+    """(handle table pages, handles) of afmalloc/zspage after @step (debugfs
+    "handles" row: handles, free slots, table pages, with directories)."""
+    path = os.path.join(rdir(name), "debugfs", f"afmalloc-zspage-r1-{step}.txt")
+    with open(path) as f:
+        for ln in f:
+            p = ln.split()
+            if p and p[0] == "handles":
+                return int(p[3]), int(p[1])
+    fail(f"no handles row in {path}")
+
+
+def handle_mag_block():
+    """README: the quick tree and the UML microbenchmark with the handle
+    table's magazine (the default) and without it."""
+    hm = SUMMARY["handle_mag"]
+    names = [n for v in hm.values() for ns in v.values() for n in ns]
+    if not all(os.path.isfile(os.path.join(rdir(n), "meta.json")) for n in names):
+        return "Not measured yet: " + ", ".join(names) + ".\n"
+    out = ["Each cell: the default (16 freed handle slots at hand per shard) / "
+           "`afmalloc.zspage_handle_mag=0`; the quick tree (zstd) with afmalloc/zspage "
+           "alone, one line per boot, boots alternating; the microbenchmark natively on "
+           "UML, one thread, afmalloc/zspage's allocate + write + free rate over "
+           "zsmalloc's in the same run, median of the per-run ratios of the boots (range).",
+           "", "| measure | default | zspage_handle_mag=0 | runs |", "|---|---|---|---|"]
+
+    def runs(key):
+        return ", ".join(link(n) for v in ("16", "0") for n in hm[v][key])
+
+    def per_boot(fn):
+        return ["<br>".join(fn(n) for n in hm[v]["quick"]) for v in ("16", "0")]
+
+    def ovh_of(step):
+        return lambda n: pct(ovh(steps(n), AF, step))
+
+    out.append("| quick tree: overhead after the untar | %s | %s | %s |"
+               % (*per_boot(ovh_of("untar")), runs("quick")))
+    out.append("| ... after the worst remove step | %s | %s | %s |"
+               % (*per_boot(lambda n: pct(max(ovh(steps(n), AF, s) for s in RM_STEPS))),
+                  runs("quick")))
+    out.append("| ... after removing the rest | %s | %s | %s |"
+               % (*per_boot(ovh_of("rm_all")), runs("quick")))
+    for step, what in (("rm_include", "the last remove step"), ("rm_all", "removing the rest")):
+        hs = {table_pages(n, step)[1] for v in hm.values() for n in v["quick"]}
+        out.append(f"| ... handle table pages after {what} ({'/'.join(map(str, sorted(hs)))} "
+                   "handles left) | %s | %s | %s |"
+                   % (*per_boot(lambda n, st=step: str(table_pages(n, st)[0])), runs("quick")))
+    for key, what in (("speed", "microbenchmark"), ("speed_large", "microbenchmark")):
+        cells = []
+        for v in ("16", "0"):
+            rs = [x for n in hm[v][key]
+                  for x in report.speed_ratios(rdir(n)).get((AF, "alloc-map", 1), [])]
+            cells.append(f"{xr(med(rs))} ({span(rs, xr)}; {len(rs)} runs)" if rs else "-")
+        ws = speed_ws(hm["16"][key][0])
+        out.append(f"| {what} ({ws_words(ws)}): allocate + write + free over zsmalloc | "
+                   f"{cells[0]} | {cells[1]} | {runs(key)} |")
     return "\n".join(out) + "\n"
 
 
@@ -1894,7 +1966,8 @@ def results_readme():
 
 def render_readme(text):
     blocks = {"summary": summary_block(summary_data()), "commands": commands_block(),
-              "benchmark": benchmark_block(), "align": align_block()}
+              "benchmark": benchmark_block(), "align": align_block(),
+              "handle_mag": handle_mag_block()}
     seen = [m.group(1) for m in BLOCK_RE.finditer(text)]
     missing = [b for b in BLOCKS if b not in seen]
     unknown = [b for b in seen if b not in BLOCKS]
