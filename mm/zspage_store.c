@@ -1884,6 +1884,39 @@ unsigned int afm_zs_entry_bytes(void)
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_entry_bytes);
 
+/*
+ * Apply @set to every shard of @pool, each under its pool lock: the KUnit
+ * hooks that change an empty pool's geometry. Return: 0, or -EINVAL if
+ * @set refused any shard.
+ */
+static int afm_zs_test_each(struct afm_pool *pool,
+			    bool (*set)(struct afm_zs_pool *zs, unsigned int v),
+			    unsigned int v)
+{
+	struct afm_zs_set *zset = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < zset->nr; i++) {
+		zs = zset->shard[i];
+		afm_zs_lock(zs);
+		if (!set(zs, v))
+			ret = -EINVAL;
+		afm_zs_unlock(zs);
+	}
+	return ret;
+}
+
+static bool afm_zs_idx_bits_set(struct afm_zs_pool *zs, unsigned int bits)
+{
+	lockdep_assert_held(&zs->lock);
+	if (!bits || bits > AFM_ZH_IDX_BITS || zs->objects)
+		return false;
+	zs->idx_bits = bits;
+	return true;
+}
+
 /**
  * afm_zs_test_set_idx_bits() - fewer handle bits in headers (KUnit hook)
  * @pool: an empty zspage-store pool
@@ -1897,21 +1930,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_entry_bytes);
  */
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
 {
-	struct afm_zs_set *set = pool->store;
-	struct afm_zs_pool *zs;
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < set->nr; i++) {
-		zs = set->shard[i];
-		afm_zs_lock(zs);
-		if (bits && bits <= AFM_ZH_IDX_BITS && !zs->objects)
-			zs->idx_bits = bits;
-		else
-			ret = -EINVAL;
-		afm_zs_unlock(zs);
-	}
-	return ret;
+	return afm_zs_test_each(pool, afm_zs_idx_bits_set, bits);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
 
@@ -1924,25 +1943,32 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
  * Context: process context; takes each shard's pool lock.
  * Return: 0, or -EINVAL if @nr is out of range or the pool holds objects.
  */
+static bool afm_zs_handle_mag_apply(struct afm_zs_pool *zs, unsigned int nr)
+{
+	lockdep_assert_held(&zs->lock);
+	if (nr > AFM_ZT_MAG || zs->htab.used || zs->htab.mag_nr)
+		return false;
+	zs->htab.mag_max = nr;
+	return true;
+}
+
 int afm_zs_test_handle_mag(struct afm_pool *pool, unsigned int nr)
 {
-	struct afm_zs_set *set = pool->store;
-	struct afm_zs_pool *zs;
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < set->nr; i++) {
-		zs = set->shard[i];
-		afm_zs_lock(zs);
-		if (nr <= AFM_ZT_MAG && !zs->htab.used && !zs->htab.mag_nr)
-			zs->htab.mag_max = nr;
-		else
-			ret = -EINVAL;
-		afm_zs_unlock(zs);
-	}
-	return ret;
+	return afm_zs_test_each(pool, afm_zs_handle_mag_apply, nr);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_handle_mag);
+
+static bool afm_zs_small_dirs_set(struct afm_zs_pool *zs, unsigned int shift)
+{
+	lockdep_assert_held(&zs->lock);
+	if (shift > ilog2(AFM_ZT_PTRS) || zs->htab.dirs || zs->dtab.dirs ||
+	    zs->rtab.dirs)
+		return false;
+	zs->htab.dshift = shift;
+	zs->dtab.dshift = shift;
+	zs->rtab.dshift = shift;
+	return true;
+}
 
 /**
  * afm_zs_test_small_dirs() - directories with few entries (KUnit hook)
@@ -1960,25 +1986,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_handle_mag);
  */
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift)
 {
-	struct afm_zs_set *set = pool->store;
-	struct afm_zs_pool *zs;
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < set->nr; i++) {
-		zs = set->shard[i];
-		afm_zs_lock(zs);
-		if (shift <= ilog2(AFM_ZT_PTRS) && !zs->htab.dirs &&
-		    !zs->dtab.dirs && !zs->rtab.dirs) {
-			zs->htab.dshift = shift;
-			zs->dtab.dshift = shift;
-			zs->rtab.dshift = shift;
-		} else {
-			ret = -EINVAL;
-		}
-		afm_zs_unlock(zs);
-	}
-	return ret;
+	return afm_zs_test_each(pool, afm_zs_small_dirs_set, shift);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_small_dirs);
 
