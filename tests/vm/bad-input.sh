@@ -42,9 +42,11 @@
 #     disksize refused with EBUSY, the file intact;
 #   - hot_remove garbage, negative, unknown id: refused;
 #   - every writable /sys/module/afmalloc/parameters/* (zswap_store,
-#     zspage_auto_permille, zspage_align, and the bools zspage_contig,
-#     zspage_compact_holes, zspage_short): garbage refused, old value kept
-#     (zspage_align: 0, 3, 24, 128 too); zswap_store
+#     zspage_auto_permille, zspage_align, zspage_handle_mag, and the bools
+#     zspage_contig, zspage_compact_holes, zspage_short): garbage refused,
+#     old value kept
+#     (zspage_align: 0, 3, 24, 128 too; zspage_handle_mag: 17, and 0
+#     taken and put back); zswap_store
 #     accepts "slab\n" and is put back; a parameter this script does not
 #     know must refuse "garbage" (review the test when one is added).
 # Where the kernel documents a refusal with a message, the message must
@@ -668,6 +670,17 @@ if [ -d $pdir ]; then
 			for v in garbage 0 3 24 128 -1 $'\n'; do
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
 			done ;;
+		zspage_handle_mag)
+			# 0 to 16 (param_set_uint_minmax()).
+			for v in garbage 17 -1 4294967296 $'\n' 1.5; do
+				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
+			done
+			readval "$p"
+			old=$val
+			refuse module-param "$p" 0 OK "reads back 0"
+			readval "$p"
+			[ "$val" = 0 ] || row module-param "read ${p#/sys/} after writing 0" 0 "$val" 0 FAIL
+			echo "$old" > "$p" ;;
 		zspage_contig|zspage_compact_holes|zspage_short)
 			# bool: only y/n/1/0/on/off (kstrtobool()) are taken.
 			for v in garbage 2 -1 x $'\n'; do
