@@ -1654,14 +1654,14 @@ def handle_mag_block():
         out.append(f"| ... handle table pages after {what} ({'/'.join(map(str, sorted(hs)))} "
                    "handles left) | %s | %s | %s |"
                    % (*per_boot(lambda n, st=step: str(table_pages(n, st)[0])), runs("quick")))
-    for key, what in (("speed", "microbenchmark"), ("speed_large", "microbenchmark")):
+    for key in ("speed", "speed_large"):
         cells = []
         for v in ("16", "0"):
             rs = [x for n in hm[v][key]
                   for x in report.speed_ratios(rdir(n)).get((AF, "alloc-map", 1), [])]
             cells.append(f"{xr(med(rs))} ({span(rs, xr)}; {len(rs)} runs)" if rs else "-")
         ws = speed_ws(hm["16"][key][0])
-        out.append(f"| {what} ({ws_words(ws)}): allocate + write + free over zsmalloc | "
+        out.append(f"| microbenchmark ({ws_words(ws)}): allocate + write + free over zsmalloc | "
                    f"{cells[0]} | {cells[1]} | {runs(key)} |")
     return "\n".join(out) + "\n"
 
