@@ -162,7 +162,7 @@ COMMITTED_IN = {
     "quick-lz4-4boots": "64c6d8e",
     "quick-lz4-after-d3bd6e7": "f001ae1",
     "zswap-stock": "23dfff9",
-    "zswap-time-tcg": "539f31e",
+    "zswap-time-tcg-539f31e": "539f31e",
 }
 
 BLOCK_RE = re.compile(r"<!-- generated: ([\w-]+) -->\n(.*?)<!-- end: \1 -->", re.S)
@@ -1208,7 +1208,8 @@ def summary_rows(d):
     wv = runs_verdict([1 / r for r in zt["wall"]])
     add("... wall time of the same runs (write, then verify: mostly swap-ins)",
         "1.00x", f"{xr(med(zt['wall']))} zsmalloc's time: shorter in {fast_w} of {nr} "
-        f"runs, but the verify phase longer in {slow_v} of {nr}", None, link(n),
+        + (f"runs, but the verify phase longer in {slow_v} of {nr}" if slow_v else
+           "runs, the verify phase too"), None, link(n),
         f"zswap wall time ({xr(med(zt['wall']))} zsmalloc's)",
         better={"slower": "**zsmalloc**", "faster": "afmalloc"}.get(
             wv, f"neither: single runs took {span(zt['walls'], lambda x: f'{x:.0f} s')}"))
