@@ -664,7 +664,7 @@ def untar_targets_line(d):
     """Issue 16's untar/remove target on the full-tree run, one line."""
     n = SUMMARY["full"]
     f = d["full"][AF]
-    head = (f"**Issue 16's untar/remove target, full tree, {link(n)}:** ")
+    head = f"**Issue 16's untar/remove target, full tree, {link(n)}:** "
     if before_index(n):
         return head + (f"not measured: that run's kernel ({run_source(n)[0]}) predates the "
                        f"redesign (the hole index, {HOLE_INDEX}).")
@@ -1268,7 +1268,7 @@ def churn_rows(n, c, add):
     lower = sum(x < z for x, z in zip(mean[AF], mean[ZS]))
     better = ("afmalloc" if lower == len(phases) else "**zsmalloc**" if lower == 0 else
               f"neither: afmalloc lower in {lower} of {len(phases)} phases")
-    add(f"Swap churn on {where}{pool}, {nr} runs in one boot{before(n)}{before_index(n)}: mean "
+    add(f"Swap churn on {where}{pool}, {nr} runs in one boot{before(n)}: mean "
         "overhead per phase "
         f"({' / '.join(phases)}), median of runs",
         " / ".join(cpct(x) for x in mean[ZS]), " / ".join(cpct(x) for x in mean[AF]), None,
