@@ -406,6 +406,7 @@ CHURN_CACHE = {}
 CHURN_PHASE_COLS = ("allocator", "run", "phase", "s", "pages/s", "fault p99 us",
                     "overhead mean", "max", "swap-outs", "swap-ins")
 CHURN_REST_COLS = ("allocator", "run", "after 5 s", "at the end", "end at s")
+CHURN_REST_MIB_COL = "compressed MiB at the end"
 # Read when the report has them (workload rows with swap-ins; samples with
 # the zspage store's holes and tails).
 CHURN_SWAPIN_COL = "swap-in p99 us"
@@ -461,9 +462,11 @@ def churn(name):
             c.setdefault(col + "/s", []).append(v / secs if v is not None and secs else None)
     rest, rest_at = {}, []
     for r in rt[0]:
-        c = rest.setdefault(r["allocator"], {"5": [], "60": []})
+        c = rest.setdefault(r["allocator"], {"5": [], "60": [], "mib": [], "run": []})
+        c["run"].append(int(r["run"]))
         c["5"].append(cnum(r["after 5 s"]))
         c["60"].append(cnum(r["at the end"]))
+        c["mib"].append(cnum(r.get(CHURN_REST_MIB_COL, "")))
         if cnum(r["end at s"]) is not None:
             rest_at.append(cnum(r["end at s"]))
     swapin = [per.get((a, "churn"), {}).get(CHURN_SWAPIN_COL) for a in (AF, ZS)]
@@ -473,6 +476,7 @@ def churn(name):
         if r["allocator"] != AF:
             continue
         c = parts.setdefault(r["phase"], {})
+        c.setdefault("run", []).append(int(r["run"]))
         for col in CHURN_PARTS_COLS[3:]:
             c.setdefault(col, []).append(cnum(r[col].rstrip("%")))
     # Pairs: each allocator runs alone, so samples are matched by run, phase
@@ -583,6 +587,25 @@ def rest_none(c):
                if c["meta"].get("target") == "zswap" else ""))
 
 
+def rest_parts(c):
+    """Where afmalloc/zspage's overhead at rest sits, in the runs with a
+    figure: its table pages and zspage tails (report.py's parts of the rest
+    phase, in % of the compressed bytes), and how much the pool stored."""
+    r, parts = c["rest"].get(AF, {}), c["parts"].get("rest", {})
+    runs = [n for n, x in zip(r.get("run", []), r.get("60", [])) if x is not None]
+    mib = [x for n, x in zip(r.get("run", []), r.get("mib", [])) if n in runs and x is not None]
+    by = {n: (t, tl) for n, t, tl in zip(parts.get("run", []), parts.get("tables", []),
+                                         parts.get("tails", []))}
+    if not runs or any(n not in by or None in by[n] for n in runs):
+        return ""
+    tab, tails = [by[n][0] for n in runs], [by[n][1] for n in runs]
+    return (f"; of it, in % of the compressed bytes, table pages (handles, descriptors, holes, "
+            f"directories) {span(tab, pct)} and zspage tails {span(tails, pct)}"
+            + (f", in a pool left storing {span(mib, lambda x: f'{x:.1f}')} MiB" if mib else "")
+            + " (a table page stays while any of its entries lives; each shard has its own "
+            "tables and open zspage)")
+
+
 def rest_label(c):
     """How the overhead '60 s into the rest' was read (see churn())."""
     if not c["rest_at"]:
@@ -647,7 +670,9 @@ def churn_targets(c):
                 "measured": (f"{span([100 * x for x in known], pct)} in {len(known)} of "
                              f"{len(r60)} runs"
                              + (f"; in the others {rest_none(c)}" if len(known) < len(r60)
-                                else "")) if known else "no sample in the rest"})
+                                else "")
+                             + (rest_parts(c) if max(known) > CHURN_REST else ""))
+                if known else "no sample in the rest"})
     tput = per_run_ratios(c, "churn", "pages/s")
     lat = per_run_ratios(c, "churn", c["lat"])
     out.append({"short": f"churn throughput at least 1.0x, {lat_label(c, True)} no worse",
