@@ -156,9 +156,12 @@ def zspage_parts(s_ph, s_run, ph):
     """Means over the samples s_ph of the zspage store's overhead and its
     parts, as fractions of the compressed bytes: [overhead, holes, tails,
     headers, tables, dead, rest, hole bytes on the lists / hole bytes],
-    then the objects placed in recorded holes during phase ph; None when
-    the samples lack the store's columns (other allocators, older runs)."""
+    then the objects placed in recorded holes during phase ph, then the
+    handle table's pages alone (of tables; None in runs sampled before
+    sample.py read them); None when the samples lack the store's columns
+    (other allocators, older runs)."""
     acc = [[] for _ in range(8)]
+    htab = []
     for r in s_ph:
         c, ov = num(r["compr_bytes"]), num(r["overhead_ratio"])
         v = [num(r.get(x)) for x in ("afm_hole_bytes", "afm_tail_bytes", "afm_objects",
@@ -172,9 +175,13 @@ def zspage_parts(s_ph, s_run, ph):
             acc[i].append(x)
         if holes:
             acc[7].append(rec / holes)
+        h = num(r.get("afm_htab_pages"))
+        if h is not None:
+            htab.append(h * PAGE / c)
     if not acc[0]:
         return None
-    return [statistics.mean(a) if a else None for a in acc] + [delta(s_run, ph, "afm_hole_reused")]
+    return ([statistics.mean(a) if a else None for a in acc]
+            + [delta(s_run, ph, "afm_hole_reused"), statistics.mean(htab) if htab else None])
 
 
 def report(d, out, plot):
@@ -274,7 +281,8 @@ def report(d, out, plot):
             parts = zspage_parts(s_ph, s_run, ph)
             if parts:
                 parts_rows.append("| %s | %d | %s | " % (k[0], k[1], ph) + " | ".join(
-                    fmt(v * 100 if v is not None and i < 8 else v, "%.2f%%" if i < 8 else "%.0f")
+                    fmt(v * 100 if v is not None and i != 8 else v,
+                        "%.0f" if i == 8 else "%.2f%%")
                     for i, v in enumerate(parts)) + " |")
         rest = sorted((r for r in s_run if r["phase"] == "rest" and stored(r, floor)
                        and num(r["phase_t_s"]) is not None),
@@ -316,6 +324,10 @@ def report(d, out, plot):
                   "| allocator | run | phase | busy ms per 1000 pages | of it user | idle "
                   "| context switches per 1000 pages |",
                   "|---|---|---|---:|---:|---:|---:|"] + cpu_rows
+    # The handle-table column only for runs sampled since sample.py reads it.
+    htab = any(not r.endswith(" | - |") for r in parts_rows)
+    if not htab:
+        parts_rows = [r[:-len(" - |")] for r in parts_rows]
     if parts_rows:
         lines += ["", "Where the zspage store's overhead sits: means over the phase's samples "
                   "(those counted above) of each part, in % of the compressed bytes; the parts "
@@ -326,10 +338,13 @@ def report(d, out, plot):
                   "compressed bytes the swap side counts, sampled at slightly different "
                   "moments). On lists: recorded holes' bytes in % of the hole bytes (what "
                   "allocation looks in); into holes: objects placed in recorded holes during "
-                  "the phase.", "",
+                  "the phase" + ("; of tables, handles: the handle table's pages alone."
+                                 if htab else "."), "",
                   "| allocator | run | phase | overhead mean | holes | tails | headers | tables "
-                  "| dead | rest | on lists | into holes |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + parts_rows
+                  "| dead | rest | on lists | into holes |" + (" of tables, handles |" if htab
+                                                               else ""),
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                  + ("---:|" if htab else "")] + parts_rows
     text = "\n".join(lines) + "\n"
     if out:
         with open(out, "w") as f:

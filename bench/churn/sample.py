@@ -114,6 +114,12 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                           the objects it moved: into holes of dense
                           zspages, to tails, and the zspages it made for
                           them ("dest" row, cumulative)
+  afm_htab_pages, afm_htab_dir_pages   handle table pages, and those plus
+                          the directory pages of the three tables
+                          ("handles" row)
+  afm_dtab_pages, afm_dtab_rtab_pages   descriptor table pages, and those
+                          plus the hole table's ("descs" row); with
+                          afm_htab_dir_pages they add up to meta_pages
 Counters from /proc/vmstat, /proc/stat, debugfs zswap/ and the block
 device are differences from the sampler's first reading; the others are
 the raw values (a fresh zram device, cgroup and afmalloc pool per run).
@@ -144,7 +150,8 @@ COLUMNS = (
     "afm_compact_us,afm_compact_bytes,afm_compact_walked,afm_compact_looked,"
     "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns,afm_rfrees,afm_donated,"
     "ctxt,cpu_busy_ms,cpu_idle_ms,cpu_user_ms,"
-    "afm_moved_hole,afm_moved_tail,afm_moved_new,compr_skew_bytes"
+    "afm_moved_hole,afm_moved_tail,afm_moved_new,compr_skew_bytes,"
+    "afm_htab_pages,afm_htab_dir_pages,afm_dtab_pages,afm_dtab_rtab_pages"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
@@ -225,7 +232,9 @@ def afm_stats(dirs):
             "cost": ("afm_compact_us", "afm_compact_bytes", "afm_compact_walked",
                      "afm_compact_looked"),
             "shards": ("afm_rfrees", None, "afm_donated", None),
-            "dest": ("afm_moved_hole", "afm_moved_tail", "afm_moved_new", None)}
+            "dest": ("afm_moved_hole", "afm_moved_tail", "afm_moved_new", None),
+            "handles": (None, None, "afm_htab_pages", "afm_htab_dir_pages"),
+            "descs": (None, None, "afm_dtab_pages", "afm_dtab_rtab_pages")}
     four_k = 0
     for d in dirs:
         p = keyed(os.path.join(d, "pool"))
