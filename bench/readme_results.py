@@ -703,6 +703,44 @@ def untar_targets_line(d):
     return head + "; ".join(parts) + "."
 
 
+def speed_targets_line(d):
+    """Issue 16's speed targets on the summary's microbenchmark (TCG) and fio
+    runs, one line: allocate + write + free at least 1.0x zsmalloc with 1
+    and with 2 threads (the guest's vCPUs), afmalloc's scaling from 1 to 2
+    threads at least zsmalloc's (per run: its 2-thread ratio over its
+    1-thread ratio), fio IOPS at least 1.0x in every shape; medians of the
+    per-run ratios, as the summary's rows."""
+    one, two = d["speed"].get("alloc-map 1"), d["speed"].get("alloc-map 2")
+    if not one or not two:
+        return ""
+
+    def x(r):
+        v = med(r)
+        return f"{v:.3f}x" if v < 1 and xr(v) == "1.00x" else xr(v)
+
+    def runs(r):
+        return {"slower": f"slower in all {len(r)} runs", "faster": f"faster in all {len(r)} runs",
+                "mixed": f"runs disagree, {len(r)} runs"}[runs_verdict(r)]
+
+    scale = [b / a for a, b in zip(one, two)]
+    t = [(med(one) >= 1, "allocate + write + free at least 1.0x zsmalloc with 1 thread "
+          f"({x(one)}, {runs(one)})"),
+         (med(two) >= 1, "allocate + write + free at least 1.0x zsmalloc with 2 threads, the "
+          f"guest's vCPUs ({x(two)}, {runs(two)})"),
+         (med(scale) >= 1, "scaling from 1 to 2 threads at least zsmalloc's (afmalloc's over "
+          f"zsmalloc's {x(scale)}, {runs(scale)})")]
+    fio = d.get("fio_iops", {})
+    if fio:
+        low = [f"{s} {x(r)}" for s, r in fio.items() if med(r) < 1]
+        t.append((not low, "fio IOPS at least 1.0x in every shape ("
+                  + (", ".join(low) if low else
+                     f"at least {xr(min(med(r) for r in fio.values()))}") + ")"))
+    parts = [w + " " + "; ".join(x for ok, x in t if ok is v)
+             for w, v in (("**missed:**", False), ("met:", True)) if any(ok is v for ok, _ in t)]
+    return (f"**Issue 16's speed targets, {link(SUMMARY['speed'])}, {link(SUMMARY['fio'])}:** "
+            + "; ".join(parts) + ".")
+
+
 def targets_line(n, c):
     """One line of issue 16's targets met and missed on a churn run."""
     t = churn_targets(c)
@@ -1400,6 +1438,7 @@ def summary_block(d):
     out += ["", "**Where zsmalloc is better:** " + ("; ".join(losses) if losses else
                                                     "nowhere in these runs") + "."]
     out += ["", untar_targets_line(d)]
+    out += [x for x in ("", speed_targets_line(d)) if speed_targets_line(d)]
     out += [x for n, c in d["churn"].items() if churn_ok(n, c) for x in ("", targets_line(n, c))]
     out += ["",
             "![afmalloc/zspage against zsmalloc: density, memory under fio, speed]"
