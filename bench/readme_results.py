@@ -716,7 +716,7 @@ def speed_targets_line(d):
 
     def x(r):
         v = med(r)
-        return f"{v:.3f}x" if v < 1 and xr(v) == "1.00x" else xr(v)
+        return (f"{v:.4f}".rstrip("0") + "x") if v < 1 and xr(v) == "1.00x" else xr(v)
 
     def runs(r):
         return {"slower": f"slower in all {len(r)} runs", "faster": f"faster in all {len(r)} runs",
