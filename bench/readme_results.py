@@ -1688,7 +1688,7 @@ def handle_mag_block():
     """README: the quick tree and the UML microbenchmark with the handle
     table's magazine (the default) and without it."""
     hm = SUMMARY["handle_mag"]
-    names = [n for v in hm.values() for ns in v.values() for n in ns]
+    names = [n for v in hm.values() for k, ns in v.items() if k != "churn" for n in ns]
     if not all(os.path.isfile(os.path.join(rdir(n), "meta.json")) for n in names):
         return "Not measured yet: " + ", ".join(names) + ".\n"
     out = ["Each cell: the default (16 freed handle slots at hand per shard) / "
@@ -1728,7 +1728,66 @@ def handle_mag_block():
         ws = speed_ws(hm["16"][key][0])
         out.append(f"| microbenchmark ({ws_words(ws)}): allocate + write + free over zsmalloc | "
                    f"{cells[0]} | {cells[1]} | {runs(key)} |")
+    out += handle_mag_churn(hm)
     return "\n".join(out) + "\n"
+
+
+def htab_at_rest(name):
+    """afmalloc/zspage's handle table pages and objects at the last rest
+    sample of each run of churn run @name: [(pages, objects)] (runs sampled
+    before sample.py read the table pages: none)."""
+    last = {}
+    for r in churn_report.load(os.path.join(rdir(name), "samples.csv")):
+        if r["alloc"] == AF and r["phase"] == "rest" and r.get("afm_htab_pages"):
+            last[r["run"]] = (int(r["afm_htab_pages"]), int(r["afm_objects"]))
+    return [last[k] for k in sorted(last, key=int)]
+
+
+def handle_mag_churn(hm):
+    """Rows of the handle_mag block for its swap-churn pair (SUMMARY key
+    "churn" of both settings), each run against zsmalloc in its own boot;
+    a line saying so while either run is missing."""
+    pair = [hm[v].get("churn", ()) for v in ("16", "0")]
+    if not all(pair):
+        return []
+    missing = [n for ns in pair for n in ns if not os.path.isfile(os.path.join(rdir(n), "meta.json"))]
+    if missing:
+        return ["", "Swap churn with either setting: not measured yet (" + ", ".join(missing) + ")."]
+    m = churn(pair[0][0])["meta"]
+    what = f"swap churn ({m.get('target', '?')}, {m.get('compressor', '?')})"
+    links = ", ".join(link(n) for ns in pair for n in ns)
+
+    def ph_ratio(n, c):
+        out = []
+        for ph in c["phases"]:
+            a = cmed(c["phase"].get((AF, ph), {}).get("overhead mean", []))
+            z = cmed(c["phase"].get((ZS, ph), {}).get("overhead mean", []))
+            if a is not None and z:
+                out.append(a / z)
+        return [max(out)] if out else []
+
+    rows = [("mean overhead in the churn phase, median of runs (range)",
+             lambda n, c: [100 * x for x in c["phase"].get((AF, "churn"), {})
+                           .get("overhead mean", []) if x is not None],
+             lambda v: f"{pct(med(v))} ({span(v, pct)})"),
+            ("afmalloc's mean overhead per phase over zsmalloc's in the same boot, the "
+             "highest phase", ph_ratio, lambda v: xr(max(v))),
+            ("overhead at the end of the rest, median of runs (range)",
+             lambda n, c: [100 * x for x in c["rest"].get(AF, {}).get("60", []) if x is not None],
+             lambda v: f"{pct(med(v))} ({span(v, pct)})"),
+            ("pages the workload touched per second in the churn phase, over zsmalloc's in "
+             "the same run, median of runs (range)",
+             lambda n, c: per_run_ratios(c, "churn", "pages/s"),
+             lambda v: f"{xr(med(v))} ({span(v, xr)})"),
+            ("handle table pages at the end of the rest, per run (handles)",
+             lambda n, c: [f"{p} ({h})" for p, h in htab_at_rest(n)],
+             lambda v: "<br>".join(v))]
+    out = []
+    for label, fn, fmt in rows:
+        a, b = ([x for n in ns for x in fn(n, churn(n))] for ns in pair)
+        if a and b:
+            out.append(f"| {what}: {label} | {fmt(a)} | {fmt(b)} | {links} |")
+    return out
 
 
 # --- bench/results/README.md ----------------------------------------------------
