@@ -3,7 +3,8 @@
  * KUnit tests of the slot tables (mm/zspage_table.c): a handle table that grows
  * past what a fixed top level held, and gives every page back; the free
  * slots a table keeps at hand (its magazine); handles in address order
- * without it.
+ * without it; directory pages shared by the three tables, counted before
+ * an allocation takes anything.
  */
 
 #include "zspage_test.h"
@@ -304,11 +305,62 @@ static void afm_zs_test_dir_pages(struct kunit *test)
 	afm_zs_free_all_empty(test, ts);
 }
 
+/*
+ * An allocation counts the pages it needs before it takes anything: here
+ * a new handle table page and its directory block, which the first
+ * directory page (one with a free block) was counted on to hold. The
+ * object then fills the last indexed hole exactly, which frees the hole
+ * table's last record, its page, its directory block and the directory
+ * page that held only that block; the handle must still get its table
+ * page and a directory block from what was counted. With one table page
+ * per directory (afm_zs_test_small_dirs(), shift 0) and no handle slots
+ * kept at hand: 15 handle table pages and a descriptor page fill two
+ * directory pages; a freed object's hole, once on the index, takes a hole
+ * table page and a block of a third directory page; the next object, of
+ * the same size, goes into that hole with a handle from a 16th table page.
+ */
+static void afm_zs_test_dir_hole_alloc(struct kunit *test)
+{
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 15 * per_page);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, 0), 0);
+	afm_zs_dir_fill(test, ts, 0, buf);
+
+	afm_free(ts->pool, ts->h[0]);
+	ts->h[0] = 0;
+	KUNIT_EXPECT_EQ(test, afm_zs_test_flush(ts->pool), 1);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.hole_pages, 1);
+	KUNIT_ASSERT_EQ(test, c.dir_pages, 3);
+	KUNIT_ASSERT_EQ(test, c.table_pages, 15);
+
+	ts->h[0] = afm_test_malloc(test, ts->pool, afm_zs_size_dir(0));
+	afm_zs_put_pattern(test, ts->pool, ts->h[0], 0, afm_zs_size_dir(0),
+			   buf, 0);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.hole_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 16);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 3);
+	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_dir,
+						0), 0);
+
+	afm_zs_free_all_empty(test, ts);
+}
+
 static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
 	KUNIT_CASE(afm_zs_test_table_magazine),
 	KUNIT_CASE(afm_zs_test_table_locality),
 	KUNIT_CASE(afm_zs_test_dir_pages),
+	KUNIT_CASE(afm_zs_test_dir_hole_alloc),
 	{}
 };
 

@@ -653,17 +653,16 @@ static struct afm_zs_pool *afm_zs_donor(struct afm_zs_set *set,
 /*
  * Finish an allocation of @size bytes in @z of @zs at data offset @off, an
  * extent of @ext bytes (in hole @hole, NULL if appended to the tail), with
- * a slot of handle table page @hpg (pages it needs from @sp): write the
- * headers and the entry, drop the pool lock. Return: the handle.
+ * handle table slot @idx (taken before the hole or the tail, see
+ * afm_zs_malloc()): write the headers and the entry, drop the pool lock.
+ * Return: the handle.
  */
 static __always_inline unsigned long
 afm_zs_commit(struct afm_zs_set *set, struct afm_zs_pool *zs,
 	      struct afm_zspage *z, struct afm_zs_hole *hole, unsigned int off,
-	      unsigned int ext, unsigned long hpg, struct afm_zs_spare *sp,
-	      size_t size)
+	      unsigned int ext, unsigned long idx, size_t size)
 	__releases(&zs->lock)
 {
-	unsigned long idx = afm_zt_take(zs, &zs->htab, hpg, sp);
 	struct afm_zs_cur c;
 
 	WRITE_ONCE(zs->last_alloc, jiffies);
@@ -690,7 +689,7 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 	struct afm_zs_hole hole;
 	unsigned int blocks = 0;
 	struct afm_zspage *z;
-	unsigned long hpg;
+	unsigned long hpg, idx;
 
 	afm_zs_spare_init(&sp);
 	if (!spin_trylock(&zs->lock))
@@ -700,16 +699,18 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 		goto none;
 	if (afm_zs_hole_find(zs, ext, &hole)) {
 		zs->st.donated++;
+		idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
 		ext = afm_zs_hole_take(zs, &hole, size, true);
 		return afm_zs_commit(set, zs, hole.z, &hole, hole.off, ext,
-				     hpg, &sp, size);
+				     idx, size);
 	}
 	z = afm_zs_fit(zs, ext);
 	if (!z)
 		goto none;
 	zs->st.donated++;
+	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
 	off = afm_zs_place(zs, z, size);
-	return afm_zs_commit(set, zs, z, NULL, off, ext, hpg, &sp, size);
+	return afm_zs_commit(set, zs, z, NULL, off, ext, idx, size);
 
 none:
 	afm_zs_unlock(zs);
@@ -733,7 +734,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 {
 	struct afm_zs_set *set = pool->store;
 	struct afm_zs_pool *zs = afm_zs_here(set);
-	unsigned long hpg, dpg = 0, rpg, handle;
+	unsigned long hpg, dpg = 0, rpg, handle, idx;
 	unsigned int meta, data, off, ext, order = AFM_ZS_ORDER, blocks;
 	struct afm_zs_spare sp __uninitialized;
 	struct afm_zs_pool *donor;
@@ -818,6 +819,13 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			goto nomem;
 	}
 
+	/*
+	 * Every slot and page counted above is taken before anything is given
+	 * back: taking a hole may free the hole table's last record and with
+	 * it a directory page, one whose free block afm_zs_dir_need() counted
+	 * on (KUnit afm_zs_test_dir_hole_alloc).
+	 */
+	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
 	if (in_hole) {
 		z = hole.z;
 		off = hole.off;
@@ -828,7 +836,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		off = afm_zs_place(zs, z, size);
 	}
 	handle = afm_zs_commit(set, zs, z, in_hole ? &hole : NULL, off, ext,
-			       hpg, &sp, size);
+			       idx, size);
 	afm_zs_spare_drain(&sp);
 	return handle;
 
