@@ -4,7 +4,8 @@
  * past what a fixed top level held, and gives every page back; the free
  * slots a table keeps at hand (its magazine); handles in address order
  * without it; directory pages shared by the three tables, counted before
- * an allocation takes anything.
+ * an allocation takes anything; the hole table's growth left to a malloc
+ * that does not need it.
  */
 
 #include "zspage_test.h"
@@ -355,12 +356,69 @@ static void afm_zs_test_dir_hole_alloc(struct kunit *test)
 	afm_zs_free_all_empty(test, ts);
 }
 
+/*
+ * A free takes a hole record without sleeping, so the hole table's top
+ * level, when a record needs a directory beyond it, waits for the next
+ * malloc to grow it. That malloc needs no record: if the growth fails, the
+ * malloc still succeeds (a later one tries again). With one table page per
+ * directory (afm_zs_test_small_dirs(), shift 0) the hole table's first
+ * top level holds one page of records: every other object freed leaves
+ * more holes than that, the last ones off the index.
+ */
+static void afm_zs_test_rtab_grow_fail(struct kunit *test)
+{
+	const unsigned int n = 2 * (PAGE_SIZE / 8) + 64;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long h;
+	unsigned int i;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+	}
+	for (i = 1; i < n - 1; i += 2) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_test_flush(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.hole_pages, 1);
+	KUNIT_ASSERT_LT(test, c.hole_recorded, c.hole_bytes);
+
+	/*
+	 * The growth fails (the first internal allocation from now on: the
+	 * malloc needs no page, it fills an indexed hole with a handle slot
+	 * freed above); the object is stored anyway.
+	 */
+	afm_set_fail_nth(ts->pool, 1);
+	h = afm_malloc(ts->pool, 100, GFP_KERNEL);
+	KUNIT_EXPECT_EQ(test, atomic_read(&ts->pool->fail_nth), 0);
+	afm_set_fail_nth(ts->pool, 0);
+	KUNIT_ASSERT_TRUE_MSG(test, afm_test_handle_ok(h), "afm_malloc(100) = %ld",
+			      (long)h);
+	ts->h[1] = h;
+	afm_zs_put_pattern(test, ts->pool, h, 1, 100, buf, 0);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_TRUE(test, !ts->h[i] ||
+				  afm_zs_check(test, ts->pool, ts->h[i], i, 100,
+					       buf, 0));
+	afm_zs_free_all_empty(test, ts);
+}
+
 static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
 	KUNIT_CASE(afm_zs_test_table_magazine),
 	KUNIT_CASE(afm_zs_test_table_locality),
 	KUNIT_CASE(afm_zs_test_dir_pages),
 	KUNIT_CASE(afm_zs_test_dir_hole_alloc),
+	KUNIT_CASE(afm_zs_test_rtab_grow_fail),
 	{}
 };
 

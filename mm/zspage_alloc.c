@@ -739,7 +739,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	struct afm_zs_spare sp __uninitialized;
 	struct afm_zs_pool *donor;
 	struct afm_zs_hole hole;
-	bool in_hole, asked = false;
+	bool in_hole, asked = false, grow_rtab = true;
 	struct afm_zspage *z;
 
 	afm_zs_spare_init(&sp);
@@ -755,16 +755,20 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 				goto nomem;
 			continue;
 		}
-		/* Frees take hole records without sleeping: grow here. */
-		if (unlikely(zs->rtab_short) &&
+		/*
+		 * Frees take hole records without sleeping: grow here. This
+		 * allocation needs no record: if the top level cannot grow
+		 * now, it goes on, and the next one tries again.
+		 */
+		if (unlikely(zs->rtab_short) && grow_rtab &&
 		    !afm_zt_find(&zs->rtab, &rpg)) {
-			zs->rtab_short = false;
 			if (afm_zt_short(&zs->rtab, rpg)) {
 				afm_zs_unlock(zs);
-				if (afm_zt_grow(zs, &zs->rtab, rpg, gfp))
-					goto nomem;
+				grow_rtab = !afm_zt_grow(zs, &zs->rtab, rpg,
+							 gfp);
 				continue;
 			}
+			zs->rtab_short = false;
 		}
 		blocks = 0;
 		meta = afm_zt_need(&zs->htab, hpg, &blocks);
