@@ -380,7 +380,8 @@ struct afm_zt_top {
  *	one, so that under churn neither touches the free list and counts of
  *	a table page (its struct page, its directory). Their table pages go
  *	on counting them as used (not in @used) until afm_zt_mag_drain():
- *	when @used drops to 0, at every compaction run, at teardown.
+ *	when @used drops to 0 and at every compaction run (teardown frees
+ *	the pages whatever their slots hold, afm_zt_destroy()).
  *
  * Everything is written under the pool lock; lookups of live slots are
  * lockless (the pages of live slots are not freed).

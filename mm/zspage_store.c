@@ -149,8 +149,9 @@
  * descriptors, hole records) share its directory pages, so that a shard
  * holding little pays one directory page, not three. Every directory and
  * table page is an order-0 page owned by the pool and counted in
- * afm_get_total_pages(). The top array (kmalloc, shown in aux_bytes: 16
- * bytes a directory, 48 KiB for 100 million handles in one shard) starts
+ * afm_get_total_pages(). The top array (kvzalloc: vmalloc'd only when
+ * large and the caller may sleep; shown in aux_bytes: 16 bytes a
+ * directory, 64 KiB for 100 million handles in one shard) starts
  * with AFM_ZT_TOP_MIN directories and is replaced by one twice as large
  * when allocation needs a directory beyond it (afm_zt_grow(), outside the
  * pool lock; lockless lookups read it under RCU), so the table has no
@@ -294,9 +295,9 @@
  * afm_get_total_pages() counts, exactly: zspage pages (including those of
  * empty zspages waiting for the deferred free), handle table pages,
  * descriptor table pages, hole table pages and the directory pages of the
- * three tables. Nothing is
- * allocated from a slab cache except the pool structure itself and the
- * compaction candidate array (aux_bytes).
+ * three tables. What else the store allocates is small and counted in
+ * aux_bytes, not in pages: the shard and set structures, each
+ * table's top array and the compaction candidate array.
  *
  * Locking, in nesting order
  * -------------------------
@@ -304,7 +305,10 @@
  *                                   automatic worker, shrinker: trylock).
  *   page lock (PG_locked)           taken by the migration core around
  *                                   isolate/migrate/putback; by the
- *                                   deferred free with lock_page().
+ *                                   deferred free with trylock_page()
+ *                                   under the exclusive gate, waiting
+ *                                   for it (wait_on_page_locked())
+ *                                   without the gate.
  *   afm_zs_pool.lock (spinlock)     one a shard, never two at once:
  *                                   tables, tail buckets, the hole index
  *                                   (heads, records, hole headers),
@@ -349,10 +353,11 @@
  * zspage trylocks the gate and then every page lock (as zsmalloc's
  * trylock_zspage()), clears __PageMovable under the page lock and drops its
  * page reference; if any trylock fails the zspage goes to a worker that
- * sleeps in lock_page(). A page isolated for migration when its zspage is
- * freed is then owned by the migration core, which frees it without
- * calling migrate_page (counted apart: a page migrated is one whose bytes
- * migrate_page moved to a new page).
+ * waits for the page lock without the gate (afm_zs_lock_page()). A page
+ * isolated for migration when its zspage is freed is then owned by the
+ * migration core, which frees it without calling migrate_page (counted
+ * apart: a page migrated is one whose bytes migrate_page moved to a new
+ * page).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt

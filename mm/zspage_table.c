@@ -6,7 +6,8 @@
  * that grows (see "Handle encoding" in zspage_store.c); a directory is a
  * block of an eighth of a page, and the blocks of a shard's three tables
  * share its directory pages. Pages for them are allocated ahead, outside
- * the pool lock, into a struct afm_zs_spare.
+ * the pool lock, into a struct afm_zs_spare (hole table pages for a free
+ * also under it, without sleeping: afm_zs_rec_new_page()).
  *
  * Locking: everything here is written under the pool lock (asserted where
  * it is taken for a slot); afm_zt_grow() allocates without it and swaps
@@ -199,6 +200,7 @@ int afm_zt_find_page(struct afm_zs_table *t, unsigned long *pgp)
 	unsigned long pg;
 	void *base;
 
+	lockdep_assert_held(t->lock);
 	if (t->cur != ULONG_MAX) {
 		base = afm_zt_page(t, t->cur);
 		if (base && virt_to_page(base)->index) {
@@ -280,6 +282,7 @@ unsigned int afm_zt_need_page(const struct afm_zs_table *t, unsigned long pg,
 {
 	unsigned long *dir = afm_zt_top(t)->dir[afm_zt_d(t, pg)].dir;
 
+	lockdep_assert_held(t->lock);
 	if (!dir) {
 		(*blocks)++;
 		return 1;
@@ -369,6 +372,7 @@ static void afm_zt_release(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	void *base = (void *)(ent & ~AFM_ZT_OPEN);
 	struct page *tp = virt_to_page(base);
 
+	lockdep_assert_held(t->lock);
 	memset(base + slot * t->slot_size, 0, t->slot_size);
 	afm_zt_link_set(base + slot * t->slot_size, tp->index);
 	tp->index = slot + 1;
@@ -414,6 +418,7 @@ void afm_zt_mag_drain(struct afm_zs_pool *zs, struct afm_zs_table *t)
 void afm_zt_put_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		     unsigned long idx)
 {
+	lockdep_assert_held(&zs->lock);
 	afm_zt_release(zs, t, idx);
 	if (!t->used)
 		afm_zt_mag_drain(zs, t);
