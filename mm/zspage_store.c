@@ -1939,15 +1939,6 @@ int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
 
-/**
- * afm_zs_test_handle_mag() - freed handle slots kept at hand (KUnit hook)
- * @pool: an empty zspage-store pool
- * @nr: slots each shard's handle table keeps (0 to AFM_ZT_MAG), as the
- *	zspage_handle_mag parameter sets for a new pool
- *
- * Context: process context; takes each shard's pool lock.
- * Return: 0, or -EINVAL if @nr is out of range or the pool holds objects.
- */
 static bool afm_zs_handle_mag_apply(struct afm_zs_pool *zs, unsigned int nr)
 {
 	lockdep_assert_held(&zs->lock);
@@ -1957,6 +1948,15 @@ static bool afm_zs_handle_mag_apply(struct afm_zs_pool *zs, unsigned int nr)
 	return true;
 }
 
+/**
+ * afm_zs_test_handle_mag() - freed handle slots kept at hand (KUnit hook)
+ * @pool: an empty zspage-store pool
+ * @nr: slots each shard's handle table keeps (0 to AFM_ZT_MAG), as the
+ *	zspage_handle_mag parameter sets for a new pool
+ *
+ * Context: process context; takes each shard's pool lock.
+ * Return: 0, or -EINVAL if @nr is out of range or the pool holds objects.
+ */
 int afm_zs_test_handle_mag(struct afm_pool *pool, unsigned int nr)
 {
 	return afm_zs_test_each(pool, afm_zs_handle_mag_apply, nr);

@@ -51,6 +51,8 @@
  * @moved_bytes: their bytes (copied once each).
  * @moved_hole: of @moved, objects moved into holes (not to tails).
  * @moved_new: zspages compaction made for the objects it moved.
+ * @deferred_frees: empty zspages whose pages could not all be locked at
+ *	once, left to the free worker (afm_zs_release()).
  * @walked: extents (objects and holes) compaction looked at in its
  *	victims: its work besides the copying, whatever the pool's size.
  * @looked: handle entries compaction looked at to find the owners of
