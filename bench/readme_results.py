@@ -1695,7 +1695,8 @@ def handle_mag_block():
            "`afmalloc.zspage_handle_mag=0`; the quick tree (zstd) with afmalloc/zspage "
            "alone, one line per boot, boots alternating; the microbenchmark natively on "
            "UML, one thread, afmalloc/zspage's allocate + write + free rate over "
-           "zsmalloc's in the same run, median of the per-run ratios of the boots (range).",
+           "zsmalloc's in the same run, median of the per-run ratios of the boots (range)"
+           + (churn_what(hm) if all(hm[v].get("churn") for v in ("16", "0")) else "."),
            "", "| measure | default | zspage_handle_mag=0 | runs |", "|---|---|---|---|"]
 
     def runs(key):
@@ -1741,6 +1742,16 @@ def htab_at_rest(name):
         if r["alloc"] == AF and r["phase"] == "rest" and r.get("afm_htab_pages"):
             last[r["run"]] = (int(r["afm_htab_pages"]), int(r["afm_objects"]))
     return [last[k] for k in sorted(last, key=int)]
+
+
+def churn_what(hm):
+    """The handle_mag block's words on its swap-churn pair."""
+    names = [n for v in ("16", "0") for n in hm[v]["churn"]]
+    if not all(os.path.isfile(os.path.join(rdir(n), "meta.json")) for n in names):
+        return "."
+    k = sorted({len(churn(n)["runs"]) for n in names})
+    return (f"; swap churn with each setting in its own boot ({'/'.join(map(str, k))} runs "
+            "each), against zsmalloc in the same boot.")
 
 
 def handle_mag_churn(hm):
