@@ -620,7 +620,7 @@ def lat_label(c, short=False):
         return "swap-in p99" if short else \
             ("swap-in p99 latency (faults during which the thread's major-fault count grew; "
              "the upper edge of its bucket in churn.c's histogram, eight buckets a power of "
-             "two: a ratio one bucket off 1.00x is 1.07x to 1.14x)")
+             "two: a ratio one bucket off 1.00x is 1.07x to 1.13x)")
     return "fault p99" if short else "fault p99 latency (first touches of at least 2.048 us)"
 
 
