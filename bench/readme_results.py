@@ -1442,7 +1442,8 @@ def summary_block(d):
     out += ["", "**Where zsmalloc is better:** " + ("; ".join(losses) if losses else
                                                     "nowhere in these runs") + "."]
     out += ["", untar_targets_line(d)]
-    out += [x for x in ("", speed_targets_line(d)) if speed_targets_line(d)]
+    speed = speed_targets_line(d)
+    out += ["", speed] if speed else []
     out += [x for n, c in d["churn"].items() if churn_ok(n, c) for x in ("", targets_line(n, c))]
     out += ["",
             "![afmalloc/zspage against zsmalloc: density, memory under fio, speed]"
