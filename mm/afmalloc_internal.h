@@ -237,6 +237,11 @@ static inline void afm_stat_pool_del(struct afm_pool *pool) { }
 #ifdef CONFIG_ZPOOL
 void afm_zpool_init(void);
 void afm_zpool_exit(void);
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+struct zpool_driver;
+enum afm_store_type afm_zpool_test_set_store(enum afm_store_type type);
+const struct zpool_driver *afm_zpool_test_driver(void);
+#endif
 #else
 static inline void afm_zpool_init(void) { }
 static inline void afm_zpool_exit(void) { }

@@ -23,7 +23,9 @@
  * slab; default zspage: it is the denser store in the benchmarks, its
  * pages are movable and it compacts itself, see include/linux/afmalloc.h).
  * Changing it affects pools created afterwards: zswap creates a pool when
- * zswap.zpool or zswap.compressor changes.
+ * zswap.zpool or zswap.compressor changes to a pair it has no pool for;
+ * when it still has a pool for the pair (an older pool that holds
+ * entries), it makes that one current again, whatever its store.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -35,23 +37,13 @@
 #include <linux/sysfs.h>
 #include <linux/zpool.h>
 
+#include <kunit/visibility.h>
+
 #include "afmalloc_internal.h"
 
 static const char *const afm_zpool_store_names[] = {
 	[AFM_STORE_SLAB]	= "slab",
 	[AFM_STORE_ZSPAGE]	= "zspage",
-};
-
-/*
- * Whether a store allocates movable (and possibly highmem) memory when
- * given __GFP_MOVABLE | __GFP_HIGHMEM. Every store accepts those flags:
- * the slab store drops them (slab pages are never movable), the zspage
- * store honours them (its pages are movable and only reached through
- * kmap_local_page()).
- */
-static const bool afm_zpool_store_movable[] = {
-	[AFM_STORE_SLAB]	= false,
-	[AFM_STORE_ZSPAGE]	= true,
 };
 
 /* Store of the zswap pools created from now on; see the file comment. */
@@ -87,6 +79,41 @@ module_param_cb(zswap_store, &afm_zswap_store_ops, &afm_zswap_store, 0644);
 MODULE_PARM_DESC(zswap_store,
 		 "store of new zswap pools: zspage (default) or slab");
 
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/**
+ * afm_zpool_test_set_store() - set the store of new zswap pools (KUnit)
+ * @type: the store, as the zswap_store parameter would set it.
+ *
+ * Context: process context.
+ * Return: the store it replaces.
+ */
+enum afm_store_type afm_zpool_test_set_store(enum afm_store_type type)
+{
+	enum afm_store_type old = READ_ONCE(afm_zswap_store);
+
+	WRITE_ONCE(afm_zswap_store, type);
+	return old;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zpool_test_set_store);
+
+/**
+ * afm_zpool_test_driver() - the zpool driver, as zpool calls it (KUnit)
+ *
+ * 6.12 exports zpool's driver registration but not its pool API (only
+ * built-in zswap calls it), so a test module calls the driver's
+ * operations the way zpool_create_pool(), zpool_malloc() and the others
+ * do: one indirect call each, with the same arguments.
+ *
+ * Context: any context.
+ * Return: afmalloc's zpool driver.
+ */
+const struct zpool_driver *afm_zpool_test_driver(void)
+{
+	return &afm_zpool_driver;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zpool_test_driver);
+#endif
+
 static void *afm_zpool_create(const char *name, gfp_t gfp)
 {
 	enum afm_store_type type = READ_ONCE(afm_zswap_store);
@@ -102,9 +129,6 @@ static void *afm_zpool_create(const char *name, gfp_t gfp)
 			name, afm_zpool_store_names[type], pool);
 		return NULL;
 	}
-	/* See afm_zpool_driver: the new pool becomes zswap's current one. */
-	WRITE_ONCE(afm_zpool_driver.malloc_support_movable,
-		   afm_zpool_store_movable[type]);
 	return pool;
 }
 
@@ -172,17 +196,15 @@ static u64 afm_zpool_total_pages(void *pool)
 
 /*
  * The flags are per driver, not per pool:
- * - malloc_support_movable: whether zswap passes __GFP_HIGHMEM |
- *   __GFP_MOVABLE to malloc. It follows the store of the pool created
- *   last (until then, the answer of the store zswap_store names when the
- *   driver registers: true for the default, zspage): zswap creates a
- *   pool only to make it current, and allocates only from its current
- *   pool, so the flag describes the pool zswap allocates from. When zswap
- *   goes back to an older pool of another store without creating one, or
- *   in the instant of a switch, a pool may see the other store's flags;
- *   that is harmless, as every store accepts them (see
- *   afm_zpool_store_movable): the slab store merely ignores them, the
- *   zspage store merely allocates unmovable pages.
+ * - malloc_support_movable: true, so that zswap passes __GFP_HIGHMEM |
+ *   __GFP_MOVABLE to malloc, whatever the store of the pool it allocates
+ *   from: the zspage store honours them (its pages are movable and only
+ *   reached through kmap_local_page()), the slab store drops them (slab
+ *   pages are never movable). A flag that followed the store of the pool
+ *   created last would lie once zswap went back to an older pool of the
+ *   other store without creating one (a compressor switched back), or
+ *   after a pool creation that zswap then failed: the zspage pool would
+ *   get unmovable pages (KUnit afm_zpool_test_movable).
  * - sleep_mapped: false, for every store. afm_map_object() returns with a
  *   per-CPU local lock held (preemption disabled) until
  *   afm_unmap_object(), as zs_map_object() does; zswap then copies out
@@ -195,7 +217,7 @@ static struct zpool_driver afm_zpool_driver = {
 	.owner			= THIS_MODULE,
 	.create			= afm_zpool_create,
 	.destroy		= afm_zpool_destroy,
-	/* .malloc_support_movable: set by afm_zpool_init() and create */
+	.malloc_support_movable	= true,
 	.malloc			= afm_zpool_malloc,
 	.free			= afm_zpool_free,
 	.sleep_mapped		= false,
@@ -214,9 +236,6 @@ MODULE_ALIAS("zpool-afmalloc");
  */
 void afm_zpool_init(void)
 {
-	/* zswap_store may have been set on the command line or by insmod. */
-	afm_zpool_driver.malloc_support_movable =
-		afm_zpool_store_movable[READ_ONCE(afm_zswap_store)];
 	zpool_register_driver(&afm_zpool_driver);
 }
 
