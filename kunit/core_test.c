@@ -42,6 +42,21 @@ static void afm_test_create_errors(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(p), -EEXIST);
 	if (!IS_ERR(p))
 		afm_destroy_pool(p);
+
+	/*
+	 * A built-in afmalloc whose init failed has no bounce buffers: no
+	 * pool of either store until it is ready.
+	 */
+	afm_test_set_ready(false);
+	p = afm_create_pool("kunit-notready", AFM_STORE_ZSPAGE);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(p), -ENODEV);
+	if (!IS_ERR(p))
+		afm_destroy_pool(p);
+	p = afm_create_pool("kunit-notready", AFM_STORE_SLAB);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(p), -ENODEV);
+	if (!IS_ERR(p))
+		afm_destroy_pool(p);
+	afm_test_set_ready(true);
 }
 
 static void afm_test_invalid_sizes(struct kunit *test)

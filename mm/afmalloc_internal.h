@@ -166,6 +166,7 @@ static inline bool afm_should_fail(struct afm_pool *pool)
 }
 
 void afm_set_fail_nth(struct afm_pool *pool, unsigned int nth);
+bool afm_test_set_ready(bool ready);
 
 /* Whether afm_should_fail() is counting down to a failure. */
 static inline bool afm_fail_armed(struct afm_pool *pool)

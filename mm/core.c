@@ -208,6 +208,14 @@ static DEFINE_PER_CPU(struct afm_map_area, afm_map_area) = {
 
 static enum cpuhp_state afm_cpuhp_state;
 
+/*
+ * Set once afm_init() has succeeded, never cleared while pools exist: a
+ * built-in afmalloc whose init failed stays in the kernel with its API
+ * exported but without the per-CPU bounce buffers, so afm_create_pool()
+ * refuses (-ENODEV) until then. KUnit clears it for a moment.
+ */
+static bool afm_ready;
+
 static bool afm_handle_ok(unsigned long handle)
 {
 	return handle && !IS_ERR_VALUE(handle);
@@ -223,6 +231,8 @@ struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type)
 		return ERR_PTR(-EINVAL);
 	if ((unsigned int)type >= ARRAY_SIZE(afm_stores))
 		return ERR_PTR(-EINVAL);
+	if (!READ_ONCE(afm_ready))
+		return ERR_PTR(-ENODEV);
 	ops = afm_stores[type];
 	if (!ops) {
 		pr_err("pool %s: the %s store is not implemented\n", name,
@@ -455,6 +465,22 @@ void afm_set_fail_nth(struct afm_pool *pool, unsigned int nth)
 	atomic_set(&pool->fail_nth, nth);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_set_fail_nth);
+
+/**
+ * afm_test_set_ready() - pretend afmalloc's initialisation failed or not
+ * @ready: false makes afm_create_pool() refuse as after a failed init.
+ *
+ * Context: process context; the caller restores true.
+ * Return: the previous state.
+ */
+bool afm_test_set_ready(bool ready)
+{
+	bool old = READ_ONCE(afm_ready);
+
+	WRITE_ONCE(afm_ready, ready);
+	return old;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_test_set_ready);
 #endif
 
 static int afm_cpu_prepare(unsigned int cpu)
@@ -491,6 +517,7 @@ static int __init afm_init(void)
 		return ret;
 	afm_cpuhp_state = ret;
 	afm_stat_init();
+	WRITE_ONCE(afm_ready, true);
 	afm_zpool_init();
 	return 0;
 }

@@ -106,8 +106,10 @@ struct afm_pool;
  *
  * Context: Process context, may sleep.
  * Return: the new pool, or an ERR_PTR(): -EINVAL for a bad name or type,
- * -EEXIST if a pool of that name exists, -ENOMEM. -EOPNOTSUPP when
- * afmalloc is not built (the stub below); both stores are implemented.
+ * -EEXIST if a pool of that name exists, -ENOMEM, -ENODEV if afmalloc's
+ * initialisation failed (built in, its initcall's error does not unload
+ * it). -EOPNOTSUPP when afmalloc is not built (the stub below); both
+ * stores are implemented.
  */
 struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type);
 
