@@ -26,9 +26,22 @@
  * the rest run takes them.
  */
 unsigned int afm_zs_auto_permille = 1;
-module_param_named(zspage_auto_permille, afm_zs_auto_permille, uint, 0644);
+
+/* At most 1000 (holes as many bytes as the live ones): -EINVAL beyond. */
+static int afm_zs_auto_permille_set(const char *val,
+				    const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, 1000);
+}
+
+static const struct kernel_param_ops afm_zs_auto_permille_ops = {
+	.set	= afm_zs_auto_permille_set,
+	.get	= param_get_uint,
+};
+module_param_cb(zspage_auto_permille, &afm_zs_auto_permille_ops,
+		&afm_zs_auto_permille, 0644);
 MODULE_PARM_DESC(zspage_auto_permille,
-		 "zspage store: holes (per mille of live bytes) that start automatic compaction, 0 = off");
+		 "zspage store: holes (per mille of live bytes, 0 to 1000) that start automatic compaction, 0 = off");
 
 /*
  * Compaction moves objects into holes of dense zspages when one fits

@@ -367,13 +367,24 @@
 /* Pool setup and queries */
 
 /*
- * Shards of a new pool: afm_zs_shards, or with 0 one per possible CPU; a
- * power of two, at most AFM_ZS_MAX_SHARDS.
+ * Shards of a new pool: afm_zs_shards rounded up to a power of two, or
+ * with 0 one per possible CPU, at most AFM_ZS_MAX_SHARDS; a larger value
+ * is refused (-EINVAL), not cut down behind the writer's back.
  */
 unsigned int afm_zs_shards;
-module_param_named(zspage_shards, afm_zs_shards, uint, 0644);
+
+static int afm_zs_shards_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, AFM_ZS_MAX_SHARDS);
+}
+
+static const struct kernel_param_ops afm_zs_shards_ops = {
+	.set	= afm_zs_shards_set,
+	.get	= param_get_uint,
+};
+module_param_cb(zspage_shards, &afm_zs_shards_ops, &afm_zs_shards, 0644);
 MODULE_PARM_DESC(zspage_shards,
-		 "zspage store: shards of a new pool (rounded up to a power of two, at most 64), 0 = one per possible CPU");
+		 "zspage store: shards of a new pool, 0 to 64 (rounded up to a power of two), 0 = one per possible CPU");
 
 /*
  * Freed handle slots each shard of a new pool keeps at hand (the handle

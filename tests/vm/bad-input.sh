@@ -21,7 +21,9 @@
 #     suffixes, case, spaces, 300 and 5000 characters); a valid name with
 #     one trailing newline is accepted; zram.default_allocator the same;
 #   - disksize garbage, "1garbage", zero, negative, 1P (no table that
-#     large): refused, the device stays uninitialised; mem_limit "-1", "x",
+#     large), 16E and 17179869185G (beyond 64 bits): refused, the device
+#     stays uninitialised; mem_limit 16E, 2^64 and such: ERANGE, the limit
+#     kept; mem_limit "-1", "x",
 #     newline, "garbage", "k", "1kgarbage": EINVAL (patches/0005: upstream
 #     6.12 took "garbage" as limit 0 and "1garbage" as 1 GiB), while "64M"
 #     and "0" with a newline are still accepted;
@@ -42,11 +44,12 @@
 #     disksize refused with EBUSY, the file intact;
 #   - hot_remove garbage, negative, unknown id: refused;
 #   - every writable /sys/module/afmalloc/parameters/* (zswap_store,
-#     zspage_auto_permille, zspage_align, zspage_handle_mag, and the bools
-#     zspage_contig, zspage_compact_holes, zspage_short): garbage refused,
-#     old value kept
+#     zspage_auto_permille, zspage_align, zspage_handle_mag, zspage_shards,
+#     and the bools zspage_contig, zspage_compact_holes, zspage_short):
+#     garbage refused, old value kept
 #     (zspage_align: 0, 3, 24, 128 too; zspage_handle_mag: 17, and 0
-#     taken and put back); zswap_store
+#     taken and put back; zspage_auto_permille: 1001; zspage_shards: 65
+#     and 1000, and 64 taken and put back); zswap_store
 #     accepts "slab\n" and is put back; a parameter this script does not
 #     know must refuse "garbage" (review the test when one is added).
 # Where the kernel documents a refusal with a message, the message must
@@ -357,6 +360,29 @@ for v in $'64M\n' $'0\n'; do
 done
 row mem-limit "write 64M, then 0, each with a newline, to ${z#/sys/}/mem_limit" "each accepted" \
 	"${obs[*]}" 0 $res
+# Sizes beyond 64 bits (memparse() wraps the number and the suffix's
+# shift: 16E was 0, no limit; 17179869185G a 1 GiB device): ERANGE, the
+# limit (mm_stat's fourth field) and the disk size unchanged (patches/0005).
+echo 64M > $z/mem_limit || die "mem_limit 64M on zram$id failed"
+obs=() res=pass
+for v in 16E 17179869184G 18446744073709551616 18446744073709551615; do
+	try $z/mem_limit "$v"
+	show "$v"
+	read -r _ _ _ lim _ < $z/mm_stat
+	obs+=("$shown: $got, limit $lim;")
+	[ "$got" = ERANGE ] && [ "$lim" = $((64 << 20)) ] || res=FAIL
+done
+for v in 16E 17179869185G; do
+	try $z/disksize "$v"
+	readval $z/disksize
+	show "$v"
+	obs+=("disksize $shown: $got, disksize $val;")
+	[ "$got" = ERANGE ] && [ "$val" = 0 ] || res=FAIL
+done
+row size-overflow "write 16E, 17179869184G, 2^64, 2^64-1 to ${z#/sys/}/mem_limit (set to 64M), 16E and 17179869185G to its disksize" \
+	"each refused (ERANGE), limit 64 MiB and disksize 0 kept (upstream 6.12 wrapped them: 16E no limit, 17179869185G a 1 GiB device)" \
+	"${obs[*]}" 0 $res
+echo 0 > $z/mem_limit
 hot_remove "$id"
 
 # ------------------------------------------------- hot_remove garbage
@@ -663,9 +689,22 @@ if [ -d $pdir ]; then
 			[ "$val" = slab ] || row module-param "read ${p#/sys/} after writing slab" slab "$val" 0 FAIL
 			echo "$old" > "$p" ;;
 		zspage_auto_permille)
-			for v in garbage -1 1.5 4294967296 $'\n' 0x; do
+			# 0 to 1000 (param_set_uint_minmax()).
+			for v in garbage -1 1.5 1001 4294967296 $'\n' 0x; do
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
 			done ;;
+		zspage_shards)
+			# 0 to 64, AFM_ZS_MAX_SHARDS (param_set_uint_minmax()):
+			# more is refused, not cut down to 64 unseen.
+			for v in garbage -1 65 1000 4294967296 $'\n' 1.5; do
+				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
+			done
+			readval "$p"
+			old=$val
+			refuse module-param "$p" 64 OK "reads back 64"
+			readval "$p"
+			[ "$val" = 64 ] || row module-param "read ${p#/sys/} after writing 64" 64 "$val" 0 FAIL
+			echo "$old" > "$p" ;;
 		zspage_align)
 			for v in garbage 0 3 24 128 -1 $'\n'; do
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
