@@ -431,6 +431,47 @@ static void afm_zs_test_shrinker(struct kunit *test)
 }
 
 /*
+ * A shrinker scan reports the pages its passes gave back, not the shard's
+ * drop in pages while it ran: frees that other CPUs left to the lock holder
+ * (here all the pool's objects, afm_zs_test_busy()) empty every zspage when
+ * the scan drains them, before it picks a victim. Those pages go back, but
+ * not by compaction: with no zspage left to pick, the scan makes no pass
+ * and reports SHRINK_STOP (it used to report the drained frees' pages,
+ * telling reclaim that compaction had freed them).
+ */
+static void afm_zs_test_shrinker_own(struct kunit *test)
+{
+	const unsigned int n = afm_zs_test_rfree_max(), size = 2000;
+	struct afm_zs_counters before, after;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts;
+	unsigned long pages, freed;
+	unsigned int i;
+
+	ts = afm_zs_set_filled(test, n, n, size, buf);
+	pages = afm_get_total_pages(ts->pool);
+	afm_zs_test_busy(ts->pool, true);
+	for (i = 0; i < n; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	freed = afm_zs_shrinker_scan(ts->pool, pages);
+	afm_zs_get_counters(ts->pool, &after);
+	afm_zs_test_busy(ts->pool, false);
+
+	KUNIT_EXPECT_EQ(test, before.rfree_waiting, n);
+	KUNIT_EXPECT_EQ(test, after.rfree_waiting, 0);
+	KUNIT_EXPECT_EQ(test, after.objects, 0);
+	/* The drained frees gave the zspages back... */
+	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages);
+	/* ...not compaction. */
+	KUNIT_EXPECT_EQ(test, after.passes, before.passes);
+	KUNIT_EXPECT_EQ(test, freed, SHRINK_STOP);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * A victim whose pages someone else has locked when compaction empties it
  * (the kernel's compaction trying to isolate them, memory-failure, a page
  * walker) is not freed at once: its zspage is queued for the free work.
@@ -720,6 +761,7 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_rest_compact),
 	KUNIT_CASE(afm_zs_test_rest_small),
 	KUNIT_CASE(afm_zs_test_shrinker),
+	KUNIT_CASE(afm_zs_test_shrinker_own),
 	KUNIT_CASE(afm_zs_test_compact_locked),
 	KUNIT_CASE_PARAM_ATTR(afm_zs_test_overwrite_auto, afm_zs_owa_gen_params,
 			      { .speed = KUNIT_SPEED_SLOW }),

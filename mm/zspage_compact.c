@@ -133,10 +133,10 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 	unsigned int nv = 0;
 
 	afm_zs_lock(zs);
+	zs->pass_pages = 0;
 	/* No victim with a deferred free; the hole lists up to date. */
 	afm_zs_rfree_drain(zs);
 	afm_zs_pend_flush(zs);
-	zs->victim_holes = 0;
 	for (n = AFM_ZS_NR_HLISTS - 1; n >= low; n--) {
 		while (sum < goal && nv < AFM_ZS_MAX_VICTIMS &&
 		       !list_empty(&zs->hlists[n])) {
@@ -147,7 +147,6 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 			afm_zs_hlist_update(zs, z);
 			afm_zs_unbucket(zs, z);
 			zs->victim_live += z->live;
-			zs->victim_holes += afm_zs_zholes(z);
 			sum += afm_zs_end(z) - z->live - z->objs * AFM_ZS_HDR -
 			       z->pad;
 			zs->cand[nv++] = z->id;
@@ -158,10 +157,36 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 	return nv;
 }
 
+/*
+ * Pages the shard holds, less those of the dead zspages queued for
+ * afm_zs_free_work() (a page another task had locked when its zspage was
+ * released, e.g. the kernel's compaction trying to isolate it): given back
+ * as far as a compaction pass is concerned, whenever the work runs. Pool
+ * lock held.
+ */
+static long afm_zs_kept_pages(struct afm_zs_pool *zs)
+{
+	lockdep_assert_held(&zs->lock);
+	return atomic_long_read(&zs->total_pages) - zs->dead_pages;
+}
+
+/*
+ * Credit the running pass with the pages the shard held before one of its
+ * own steps (@before, afm_zs_kept_pages()) less those it holds after it:
+ * zspages released or made, and the table pages that came or went with
+ * them. The pool lock is held across the step, so nothing else is
+ * counted. Pool lock held.
+ */
+static void afm_zs_pass_credit(struct afm_zs_pool *zs, long before)
+{
+	zs->pass_pages += before - afm_zs_kept_pages(zs);
+}
+
 /* Victim @z is empty: release it. Pool lock held. */
 static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 {
 	unsigned int i;
+	long before;
 
 	for (i = 0; i < zs->nr_cand; i++) {
 		if (zs->cand[i] == z->id) {
@@ -171,7 +196,9 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 	}
 	z->flags &= ~AFM_ZS_VICTIM;
 	zs->st.evacuated++;
+	before = afm_zs_kept_pages(zs);
 	afm_zs_release(zs, z);
+	afm_zs_pass_credit(zs, before);
 }
 
 /*
@@ -251,14 +278,15 @@ atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
 
 /*
  * The tail for compaction's object of @size bytes: the smallest that fits,
- * else that of a new zspage (its pages from @sp, refilled with @gfp).
- * Pool lock held; dropped to grow the descriptor table or refill @sp.
- * Return: 0 and *@dp; -EAGAIN when the lock was dropped (look again);
- * -ENOMEM when nothing could be had.
+ * else that of a new zspage (its pages from @sp, refilled with @gfp; then
+ * *@made is set). Pool lock held; dropped to grow the descriptor table or
+ * refill @sp, after crediting the pass with the pages since @before
+ * (afm_zs_pass_credit()). Return: 0 and *@dp; -EAGAIN when the lock was
+ * dropped (look again); -ENOMEM when nothing could be had.
  */
 static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
-			    struct afm_zs_spare *sp, gfp_t gfp,
-			    struct afm_zspage **dp)
+			    struct afm_zs_spare *sp, gfp_t gfp, long before,
+			    struct afm_zspage **dp, bool *made)
 {
 	unsigned int meta, blocks = 0;
 	unsigned long dpg;
@@ -270,6 +298,7 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 	if (afm_zt_find(&zs->dtab, &dpg))
 		return -ENOMEM;
 	if (afm_zt_short(&zs->dtab, dpg)) {
+		afm_zs_pass_credit(zs, before);
 		afm_zs_unlock(zs);
 		err = afm_zt_grow(zs, &zs->dtab, dpg, gfp);
 		afm_zs_lock(zs);
@@ -278,6 +307,7 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 	meta = afm_zt_need(&zs->dtab, dpg, &blocks);
 	meta += afm_zs_dir_need(zs, blocks);
 	if (sp->nr_meta < meta || sp->nr_data < AFM_ZS_PAGES) {
+		afm_zs_pass_credit(zs, before);
 		afm_zs_unlock(zs);
 		err = fatal_signal_pending(current) ? -EINTR :
 		      afm_zs_spare_fill(zs, sp, meta, AFM_ZS_PAGES, gfp);
@@ -285,7 +315,7 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 		return err ? -ENOMEM : -EAGAIN;
 	}
 	*dp = afm_zs_new(zs, dpg, sp, AFM_ZS_ORDER);
-	zs->st.moved_new++;
+	*made = true;
 	return 0;
 }
 
@@ -306,6 +336,8 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 	unsigned long idx;
 	unsigned int len;
 	atomic64_t *ent;
+	long before;
+	bool made;
 	int err;
 	s64 e;
 
@@ -325,19 +357,25 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			afm_zs_breathe(zs, budget);
 			continue;
 		}
+		/* The pages this object's move gives back or takes. */
+		before = afm_zs_kept_pages(zs);
 		d = NULL;
+		made = false;
 		if (!READ_ONCE(afm_zs_compact_holes) ||
 		    !afm_zs_hole_find_dense(zs, afm_zs_ext(zs, afm_ze_size(e)),
 					    min_holes, &hole)) {
-			err = afm_zs_dest_tail(zs, afm_ze_size(e), sp, gfp, &d);
+			err = afm_zs_dest_tail(zs, afm_ze_size(e), sp, gfp,
+					       before, &d, &made);
 			if (err == -EAGAIN)
 				continue;	/* read the extent again */
 			if (err)
 				return err;
 		}
-		if (!afm_zs_move(zs, ent, e, v, d, &hole, idx) && d &&
-		    !d->objs)
-			afm_zs_release(zs, d);
+		if (afm_zs_move(zs, ent, e, v, d, &hole, idx))
+			zs->st.moved_new += made;
+		else if (d && !d->objs)
+			afm_zs_release(zs, d);	/* pinned meanwhile */
+		afm_zs_pass_credit(zs, before);
 		*off += len;
 		*budget += 16;
 		afm_zs_breathe(zs, budget);
@@ -358,6 +396,7 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 {
 	struct afm_zs_spare sp = { };
 	unsigned int budget = 0, i, nv, off;
+	long before;
 	int err = 0;
 
 	lockdep_assert_held(&zs->pool->compact_lock);
@@ -365,9 +404,9 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 	nv = afm_zs_pick(zs, goal, min_holes);
 	if (!nv)
 		return 0;
-	zs->st.passes++;
 
 	afm_zs_lock(zs);
+	zs->st.passes++;
 	for (i = 0; i < zs->nr_cand && !err; i++) {
 		struct afm_zspage *v = afm_zs_desc(zs, zs->cand[i]);
 
@@ -390,7 +429,9 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 		zs->victim_live -= z->live;
 		if (!z->objs) {
 			zs->st.evacuated++;
+			before = afm_zs_kept_pages(zs);
 			afm_zs_release(zs, z);
+			afm_zs_pass_credit(zs, before);
 		} else {
 			afm_zs_rebucket(zs, z);
 			afm_zs_hlist_update(zs, z);
@@ -405,40 +446,30 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 }
 
 /*
- * Pages the shard holds, less those of the dead zspages queued for
- * afm_zs_free_work() (a page another task had locked when its zspage was
- * released, e.g. the kernel's compaction trying to isolate it): given back
- * as far as a compaction pass is concerned, whenever the work runs. Pool
- * lock held.
- */
-static long afm_zs_kept_pages(struct afm_zs_pool *zs)
-{
-	lockdep_assert_held(&zs->lock);
-	return atomic_long_read(&zs->total_pages) - zs->dead_pages;
-}
-
-/*
  * Compact zspages with at least @min_holes bytes of holes until holes drop
- * by @goal bytes (ULONG_MAX: as far as it goes) or a pass frees nothing.
- * Caller holds &afm_pool.compact_lock. Return: pages freed (those queued
- * to be freed included).
+ * by @goal bytes (ULONG_MAX: as far as it goes) or a pass gives back
+ * nothing. Caller holds &afm_pool.compact_lock. Return: pages given back
+ * (those queued to be freed included): the table pages of the slots kept
+ * at hand, and the data pages of the zspages the passes released less
+ * those of the zspages they made; not what frees and allocations on other
+ * CPUs did meanwhile.
  */
 static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 					 unsigned long goal,
 					 unsigned int min_holes, gfp_t gfp)
 {
-	unsigned long holes, done = 0;
+	unsigned long holes, done = 0, freed;
 	u64 t0 = ktime_get_ns();
-	long before, prev, now;
 	unsigned int pass;
+	long before, pages;
 
 	/* Slots kept at hand may hold table pages: give them back first. */
 	afm_zs_lock(zs);
 	before = afm_zs_kept_pages(zs);
 	afm_zt_mag_drain(zs, &zs->htab);
 	afm_zt_mag_drain(zs, &zs->rtab);
+	freed = max(before - afm_zs_kept_pages(zs), 0L);
 	afm_zs_unlock(zs);
-	prev = before;
 	for (pass = 0; pass < AFM_ZS_MAX_PASSES && done < goal; pass++) {
 		afm_zs_lock(zs);
 		holes = afm_zs_holes(zs);
@@ -446,22 +477,22 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 		if (!afm_zs_pass(zs, goal - done, min_holes, gfp))
 			break;
 		afm_zs_lock(zs);
-		now = afm_zs_kept_pages(zs);
-		if (now < prev && holes > afm_zs_holes(zs))
+		pages = zs->pass_pages;
+		if (pages > 0 && holes > afm_zs_holes(zs))
 			done += holes - afm_zs_holes(zs);
 		afm_zs_unlock(zs);
-		if (now >= prev)
+		if (pages <= 0)
 			break;
-		prev = now;
+		freed += pages;
 		if (fatal_signal_pending(current))
 			break;
 	}
+	/* Under the lock the statistics readers hold. */
 	afm_zs_lock(zs);
-	now = afm_zs_kept_pages(zs);
-	afm_zs_unlock(zs);
-	zs->st.freed += before > now ? before - now : 0;
+	zs->st.freed += freed;
 	zs->st.compact_ns += ktime_get_ns() - t0;
-	return before > now ? before - now : 0;
+	afm_zs_unlock(zs);
+	return freed;
 }
 
 /* Compaction allocates destination zspages only without reclaim. */
@@ -573,8 +604,10 @@ unsigned long afm_zs_scan(struct afm_zs_pool *zs,
 		return SHRINK_STOP;
 	freed = afm_zs_compact_goal(zs, nr_pages << PAGE_SHIFT,
 				    AFM_ZS_MIN_HOLES, AFM_ZS_COMPACT_GFP);
+	afm_zs_lock(zs);
 	zs->st.shrink_scans++;
 	zs->st.shrink_freed += freed;
+	afm_zs_unlock(zs);
 	mutex_unlock(&zs->pool->compact_lock);
 	return freed ? freed : SHRINK_STOP;
 }

@@ -462,7 +462,10 @@ struct afm_zs_pend {
  * @data_pages: pages of the zspages in @zspages.
  * @dead_pages: pages of those in @dead_zspages.
  * @victim_live: live bytes left in the victims of the running pass.
- * @victim_holes: hole bytes of its victims when they were picked.
+ * @pass_pages: pages the running pass gave back so far: those of the
+ *	zspages it released less those of the zspages it made, with the
+ *	table pages that went or came with them and with its moves (what it
+ *	did itself, not what frees and allocations did meanwhile).
  * @hlists: hole lists: live, non-victim zspages with at least
  *	AFM_ZS_MIN_HOLES bytes of holes, by hole bytes (list n: n to n + 1
  *	times AFM_ZS_MIN_HOLES); compaction takes its victims from the top.
@@ -513,7 +516,8 @@ struct afm_zs_pend {
  *	only in KUnit (afm_zs_test_set_idx_bits()), so that handles that
  *	share header bits are tested without 2^26 objects.
  * @st: statistics, see afm_zs_class_stats(); counters written under @lock
- *	or &afm_pool.compact_lock, migration counters and @st.blocks
+ *	(compaction's also under &afm_pool.compact_lock), migration counters
+ *	and @st.blocks
  *	(counted where pages are allocated, without it) atomic. @st.migrated
  *	counts only pages whose contents moved to a new page; an isolated
  *	page put back counts in @st.putback, one whose zspage was freed
@@ -552,7 +556,7 @@ struct afm_zs_pool {
 	unsigned long data_pages;
 	unsigned long dead_pages;
 	unsigned long victim_live;
-	unsigned long victim_holes;
+	long pass_pages;
 	struct list_head hlists[AFM_ZS_NR_HLISTS];
 	u64 hlist_map;
 	unsigned long hlist_count[AFM_ZS_NR_HLISTS];
