@@ -68,7 +68,9 @@ static noinline u32 afm_zs_rec_new_page(struct afm_zs_pool *zs,
 	}
 	meta = afm_zt_need(&zs->rtab, pg, &blocks);
 	meta += afm_zs_dir_need(zs, blocks);
-	if (afm_zs_spare_fill(zs, &sp, meta, 0, GFP_NOWAIT | __GFP_NOWARN)) {
+	/* A record is optional: never from the reserves (free in reclaim). */
+	if (afm_zs_spare_fill(zs, &sp, meta, 0,
+			      GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC)) {
 		afm_zs_spare_drain(&sp);
 		return 0;
 	}

@@ -217,9 +217,10 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	lockdep_assert_held(&zs->lock);
 
 	/*
-	 * Pinners spin while LOCK is set: hold it with preemption off (also
-	 * on PREEMPT_RT); no reader runs in interrupt context (afmalloc.h), so
-	 * none can spin on it from under us on this CPU.
+	 * Pinners spin while LOCK is set: hold it with preemption off; no
+	 * reader runs in interrupt context (afmalloc.h), so none can spin on
+	 * it from under us on this CPU. (Table pages afm_zs_hole_put() gives
+	 * back are freed in here: one reason for Kconfig's !PREEMPT_RT.)
 	 */
 	preempt_disable();
 	if (!atomic64_try_cmpxchg_acquire(ent, &e, e | AFM_ZE_LOCK)) {
@@ -495,9 +496,14 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 	return freed;
 }
 
-/* Compaction allocates destination zspages only without reclaim. */
-#define AFM_ZS_COMPACT_GFP	(GFP_NOWAIT | __GFP_NOWARN | __GFP_HIGHMEM | \
-				 __GFP_MOVABLE)
+/*
+ * Compaction allocates destination zspages only without reclaim, and never
+ * from the reserves: the shrinker runs in reclaim (PF_MEMALLOC), where the
+ * page allocator would otherwise ignore the watermarks, and a pass whose
+ * victims keep a pinned object gives nothing back for what it took.
+ */
+#define AFM_ZS_COMPACT_GFP	(GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC | \
+				 __GFP_HIGHMEM | __GFP_MOVABLE)
 
 void afm_zs_compact(struct afm_pool *pool)
 {

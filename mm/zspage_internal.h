@@ -1165,13 +1165,16 @@ static inline struct page *afm_zs_page(const struct afm_zspage *z, unsigned int 
  * there back to back: its pages are a run and none can be highmem (no
  * CONFIG_HIGHMEM); else NULL, and its bytes are reached page by page
  * (kmap_local_page()). Not with tag-based KASAN either: each page has its
- * own tag, so one pointer cannot reach them all. Caller holds the zspage
- * gate or the pool lock, which keeps the answer true until it lets go.
+ * own tag, so one pointer cannot reach them all; nor with KMSAN: pages
+ * allocated one by one have their own metadata pages, which an access
+ * across them would read as one. Caller holds the zspage gate or the pool
+ * lock, which keeps the answer true until it lets go.
  */
 static inline u8 *afm_zs_lin(const struct afm_zspage *z)
 {
 	if (IS_ENABLED(CONFIG_HIGHMEM) || IS_ENABLED(CONFIG_KASAN_SW_TAGS) ||
-	    IS_ENABLED(CONFIG_KASAN_HW_TAGS) || !READ_ONCE(z->run))
+	    IS_ENABLED(CONFIG_KASAN_HW_TAGS) || IS_ENABLED(CONFIG_KMSAN) ||
+	    !READ_ONCE(z->run))
 		return NULL;
 	return page_address(READ_ONCE(z->first));
 }
