@@ -725,6 +725,12 @@ static void afm_zs_test_classes(struct kunit *test)
 
 	KUNIT_EXPECT_GT(test, huge, PAGE_SIZE - 64);
 	KUNIT_EXPECT_LE(test, huge, PAGE_SIZE);
+	/* The figures in afm_huge_class_size()'s kernel-doc and the map. */
+	if (PAGE_SIZE == 4096 && afm_zs_get_align() == 1) {
+		KUNIT_EXPECT_EQ(test, huge, 4075);
+		KUNIT_EXPECT_EQ(test, afm_lookup_class_index(ts->pool, PAGE_SIZE),
+				4118);
+	}
 	for (size = 1; size <= PAGE_SIZE; size++) {
 		idx = afm_lookup_class_index(ts->pool, size);
 		KUNIT_EXPECT_GE(test, idx, prev);

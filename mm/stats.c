@@ -21,14 +21,20 @@
  * @AFM_POOL_OBJECTS: live objects.
  * @AFM_POOL_STORED_BYTES: sum of the sizes of live objects, as passed to
  *	afm_malloc() (what zram calls compr_data_size).
- * @AFM_POOL_PAGES: pages held, afm_get_total_pages(): every page of every
- *	slab (data and descriptors) holding a live object, plus PAGE_SIZE
- *	chunks.
- * @AFM_POOL_META_BYTES: bytes of those pages held by descriptor slabs,
- *	plus the descriptor-slab bitmaps (kmalloc'ed, not in @AFM_POOL_PAGES).
- * @AFM_POOL_AUX_BYTES: bytes of the slab tracker's xarray nodes (from the
- *	shared radix_tree_node cache, not in @AFM_POOL_PAGES), counted by
- *	walking the tracker when the file is read.
+ * @AFM_POOL_PAGES: pages held, afm_get_total_pages(). Slab store: every
+ *	page of every slab (data and descriptors) holding a live object,
+ *	plus PAGE_SIZE chunks. Zspage store: zspage pages and the pages of
+ *	its tables (handles, descriptors, hole records) and their
+ *	directories.
+ * @AFM_POOL_META_BYTES: bytes of metadata. Slab store: those pages held
+ *	by descriptor slabs, plus the descriptor-slab bitmaps (kmalloc'ed,
+ *	not in @AFM_POOL_PAGES). Zspage store: its table and directory pages
+ *	(in @AFM_POOL_PAGES).
+ * @AFM_POOL_AUX_BYTES: bytes outside @AFM_POOL_PAGES. Slab store: the
+ *	slab tracker's xarray nodes (from the shared radix_tree_node cache),
+ *	counted by walking the tracker when the file is read. Zspage store:
+ *	the shard structures, the tables' top arrays and the compaction
+ *	candidate arrays.
  * @AFM_POOL_COMPACTIONS: afm_compact() runs.
  * @AFM_POOL_PAGES_COMPACTED: pages those runs freed (pages held before
  *	minus after each run).
@@ -59,13 +65,16 @@ static const char *const afm_pool_stat_names[NR_AFM_POOL_STATS] = {
 };
 
 /*
- * Columns of afmalloc/<pool>/classes, after the class name (the chunk size
- * in bytes for chunk classes, "desc<n>" for descriptors of n chunks); see
- * &enum afm_class_stat:
+ * Columns of afmalloc/<pool>/classes, after the class name. Slab store
+ * (the chunk size in bytes for chunk classes, "desc<n>" for descriptors of
+ * n chunks); see &enum afm_class_stat:
  *   objs    live chunks (or descriptors) of the class
  *   direct  of which whole objects behind direct handles (never moved)
  *   slabs   slabs holding at least one of them (PAGE_SIZE class: pages)
  *   pages   pages of those slabs
+ * The zspage store fills the same four columns with its own rows: zspages
+ * by fill, then its tables and counters ("Counter rows" in
+ * zspage_store.c says what each column means in each row).
  */
 static const char *const afm_class_stat_names[NR_AFM_CLASS_STATS] = {
 	[AFM_CLASS_OBJS]	= "objs",

@@ -230,7 +230,8 @@
  * waste. The table and directory pages themselves, and up to a few bytes
  * per zspage of tails too small for any object, come on top.
  * afm_huge_class_size() is the smallest size whose footprint reaches
- * PAGE_SIZE (4073).
+ * PAGE_SIZE (4075 with zspage_align 1; a page stored uncompressed, as
+ * zram does from there, has a footprint of 4118).
  *
  * Compaction
  * ----------
@@ -714,7 +715,8 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *   descs    descriptors in use / free descriptor slots / descriptor
  *            pages / descriptor + hole table pages
  *   free     hole bytes / tail bytes / dead zspages waiting for the
- *            deferred free / hole bytes in pages (the shrinker's count)
+ *            deferred free / hole bytes in pages (all holes; the
+ *            shrinker counts only those of the hole lists' zspages)
  *   migrate  pages migrated (contents moved to a new page) / migrations
  *            refused (-EAGAIN, zspage busy) / pages isolated / isolated
  *            pages put back

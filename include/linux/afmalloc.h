@@ -72,8 +72,8 @@ enum afm_mapmode {
  * @stored_bytes: sum of the sizes passed to afm_malloc() of live objects.
  * @meta_bytes: bytes of metadata. Slab store: descriptor slabs (counted in
  *	afm_get_total_pages()) plus descriptor bitmaps (allocated outside
- *	it). Zspage store: handle table, descriptor table and directory pages,
- *	all counted in afm_get_total_pages().
+ *	it). Zspage store: handle table, descriptor table, hole table and
+ *	directory pages, all counted in afm_get_total_pages().
  *
  * @pages_compacted and @compactions count afm_compact() calls only; the
  * zspage store's automatic and shrinker-driven compaction is shown in
@@ -277,8 +277,9 @@ size_t afm_obj_size(struct afm_pool *pool, unsigned long handle);
  * afm_compact() gives them back.
  * Zspage store: every page the pool holds: zspage pages (including those
  * of emptied zspages waiting for their deferred free), handle table,
- * descriptor table and directory pages. Only the pool structure and the
- * compaction candidate array are allocated outside them.
+ * descriptor table, hole table and directory pages. Only the shard
+ * structures, the tables' top arrays and the compaction candidate arrays
+ * are allocated outside them (debugfs aux_bytes).
  *
  * Context: Any context; lockless.
  * Return: the number of pages.
@@ -333,12 +334,15 @@ void afm_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats);
  * afm_huge_class_size() - size from which objects cost a page or more
  * @pool: the pool
  *
- * An object of this size or larger takes at least PAGE_SIZE bytes of pool
- * memory, so a caller gains nothing by storing it compressed (zram then
- * stores the page uncompressed, as with zs_huge_class_size()). With 4 KiB
- * pages it is 4033 for the slab store and a little higher for the zspage
- * store (an object costs its size, an 8-byte handle table entry and a
- * share of its zspage's descriptor; see zspage_store.c).
+ * An object of this size or larger costs at least PAGE_SIZE bytes of pool
+ * memory, as one in zsmalloc's huge class does; zram then stores the page
+ * uncompressed (as with zs_huge_class_size()), so that reading it is a
+ * copy, not a decompression. With 4 KiB pages it is 4033 for the slab
+ * store, where the uncompressed page costs no more than the object would,
+ * and 4075 for the zspage store with its default alignment (an object
+ * costs its size, a 5-byte header, an 8-byte handle table entry and a
+ * share of its zspage's descriptor; see zspage_store.c), where the
+ * uncompressed page costs up to 22 bytes more than the object would.
  *
  * Context: Any context.
  * Return: the size in bytes.
