@@ -221,6 +221,19 @@ refuse() {
 	row "$t" "write $shown to ${f#/sys/}" "$exp" "$obs" 0 $res
 }
 
+# takes FILE VALUE READBACK: VALUE written to module parameter FILE is taken
+# and reads back as READBACK; the old value is put back.
+takes() {
+	local f=$1 v=$2 want=$3 old
+	readval "$f"
+	old=$val
+	refuse module-param "$f" "$v" OK "reads back $want"
+	readval "$f"
+	[ "$val" = "$want" ] ||
+		row module-param "read ${f#/sys/} after writing $v" "$want" "$val" 0 FAIL
+	echo "$old" > "$f"
+}
+
 # shows ALLOCFILE NAME: whether NAME is the selected (bracketed) allocator.
 shows() {
 	readval "$1"
@@ -699,12 +712,7 @@ if [ -d $pdir ]; then
 			for v in garbage -1 65 1000 4294967296 $'\n' 1.5; do
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
 			done
-			readval "$p"
-			old=$val
-			refuse module-param "$p" 64 OK "reads back 64"
-			readval "$p"
-			[ "$val" = 64 ] || row module-param "read ${p#/sys/} after writing 64" 64 "$val" 0 FAIL
-			echo "$old" > "$p" ;;
+			takes "$p" 64 64 ;;
 		zspage_align)
 			for v in garbage 0 3 24 128 -1 $'\n'; do
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
@@ -714,23 +722,13 @@ if [ -d $pdir ]; then
 			for v in garbage 17 -1 4294967296 $'\n' 1.5; do
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
 			done
-			readval "$p"
-			old=$val
-			refuse module-param "$p" 0 OK "reads back 0"
-			readval "$p"
-			[ "$val" = 0 ] || row module-param "read ${p#/sys/} after writing 0" 0 "$val" 0 FAIL
-			echo "$old" > "$p" ;;
+			takes "$p" 0 0 ;;
 		zspage_contig|zspage_compact_holes|zspage_short)
 			# bool: only y/n/1/0/on/off (kstrtobool()) are taken.
 			for v in garbage 2 -1 x $'\n'; do
 				refuse module-param "$p" "$v" EINVAL
 			done
-			readval "$p"
-			old=$val
-			refuse module-param "$p" n OK "reads back N"
-			readval "$p"
-			[ "$val" = N ] || row module-param "read ${p#/sys/} after writing n" N "$val" 0 FAIL
-			echo "$old" > "$p" ;;
+			takes "$p" n N ;;
 		*)
 			refuse module-param "$p" garbage 'EINVAL|ERANGE' "parameter not known to this test" ;;
 		esac
