@@ -32,7 +32,7 @@
  *	(in @AFM_POOL_PAGES).
  * @AFM_POOL_AUX_BYTES: bytes outside @AFM_POOL_PAGES. Slab store: the
  *	slab tracker's xarray nodes (from the shared radix_tree_node cache),
- *	counted by walking the tracker when the file is read. Zspage store:
+ *	counted where slabs enter and leave the tracker. Zspage store:
  *	the shard structures, the tables' top arrays and the compaction
  *	candidate arrays.
  * @AFM_POOL_COMPACTIONS: afm_compact() runs.
