@@ -144,7 +144,7 @@ HOLE_CACHE = "ed98775"
 # have none): the commit their kernel was built from, as the message of the
 # commit that added them (91b7b9c) states.
 KERNEL_SOURCE = {
-    "full-lz4-2boots": "dc6c7fd",       # its boots ran f398b05 and dc6c7fd
+    "full-lz4-2boots-dc6c7fd": "dc6c7fd",  # its boots ran f398b05 and dc6c7fd
     "quick-lz4-10rounds-dc6c7fd": "dc6c7fd",
     "quick-lz4-hole-cache": "ed98775",
     # meta.json says a77a66c: the same tree as 75cb817, the commit in the
