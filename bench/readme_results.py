@@ -129,7 +129,7 @@ SUMMARY = {
         "16": {"quick": ("quick-zstd-hmag16-1", "quick-zstd-hmag16-2"),
                "speed": ("speed-uml-hmag16-1", "speed-uml-hmag16-2"),
                "speed_large": ("speed-uml-large-hmag16",),
-               "churn": ("churn-zram-lz4",)},
+               "churn": ("churn-zram-lz4-631dd32",)},
         "0": {"quick": ("quick-zstd-hmag0-1", "quick-zstd-hmag0-2"),
               "speed": ("speed-uml-hmag0-1", "speed-uml-hmag0-2"),
               "speed_large": ("speed-uml-large-hmag0",),
