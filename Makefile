@@ -147,10 +147,13 @@ check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
 # its default mode: 1201 s this way (0834c7f); 1269 s with KUnit beside the
 # VM tests instead (5a531b6), which it slowed (debug suite 309 -> 607 s:
 # the emulated guest loses more than nice 19 suggests).
+# On failure the timing table and what each failed step said (timed.sh
+# --failures) come last, so that a log cut to its end names the failure.
 check: timings-begin readme-check script-tests setup
 	@$(TOP)/scripts/beside.sh $(AFMALLOC_CACHE)/timings/kunit-beside.out \
 		$(MAKE) --no-print-directory SETUP_DONE=1 kunit -- \
-		$(MAKE) --no-print-directory SETUP_DONE=1 vm-test-debug vm-test-stock
+		$(MAKE) --no-print-directory SETUP_DONE=1 vm-test-debug vm-test-stock || \
+		{ $(TIMED) --report; $(TIMED) --failures; echo "make check: FAILED"; exit 1; }
 	@$(TIMED) --report
 	@echo "make check: all passed"
 
@@ -166,7 +169,8 @@ readme-check:
 # The workbench scripts' own tests (tests/scripts/, bash only, a second).
 script-tests:
 	$(TIMED) script-tests bash -c '$(TOP)/tests/scripts/shared-cache.sh && \
-		$(TOP)/tests/scripts/vm-run-boot.sh && $(TOP)/tests/scripts/beside.sh'
+		$(TOP)/tests/scripts/vm-run-boot.sh && $(TOP)/tests/scripts/beside.sh && \
+		$(TOP)/tests/scripts/timed.sh'
 
 readme:
 	python3 $(TOP)/bench/readme_results.py

@@ -8,6 +8,12 @@
 #                            (wall clock since --begin: steps may overlap,
 #                            make check's KUnit step goes beside the debug
 #                            kernel's build), and append it ("# finished")
+#   timed.sh --failures      for each step of the record that failed: its
+#                            log's path and the last 25 lines of it that
+#                            say FAIL (or name a splat's first/CPU/RIP
+#                            line), so that the end of a CI log names what
+#                            failed even when later output (make check's
+#                            KUnit step, printed last) pushed it up
 # With AFMALLOC_TIMINGS set, the step's output (stdout and stderr, merged
 # into stdout) is also kept in NAME.log in AFMALLOC_TIMINGS_LOGS (default
 # $(dirname AFMALLOC_TIMINGS)/logs), which --begin empties; the exit status
@@ -39,8 +45,19 @@ case "${1:-}" in
 		END { printf "  %-28s %6d s  (%s, %s, %s)\n", "total", now - t0, when, rev, mach }' "$f"
 	printf '# finished\t%s\n' "$now" >> "$f"
 	exit 0 ;;
+--failures)
+	[ -n "$f" ] && [ -s "$f" ] || exit 0
+	awk -F'\t' '!/^#/ && $3 != 0 { print $1 "\t" $3 }' "$f" |
+	while IFS=$'\t' read -r name rc; do
+		log=$logs/${name//\//_}.log
+		echo "timed.sh: step $name FAILED (status $rc); its output: $log"
+		[ -f "$log" ] || continue
+		grep -E 'FAIL|^\[afmalloc\] (first|CPU|RIP|the script|the guest|VM )' "$log" |
+			grep -v '^\[afmalloc\] ---- the script' | tail -n 25 | sed 's/^/  /'
+	done
+	exit 0 ;;
 esac
-[ $# -ge 2 ] || { echo "usage: $0 --begin | --report | NAME CMD [ARG...]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 --begin | --report | --failures | NAME CMD [ARG...]" >&2; exit 2; }
 name=$1; shift
 t0=$(date +%s)
 if [ -n "$f" ]; then

@@ -248,7 +248,14 @@ splat_summary() {
 	local f=$1 n
 	# awk on the file, no pipes: this runs under errexit and pipefail, where
 	# a grep that finds nothing, or one that stops early, would end the script.
-	n=$(awk -v re="$AFMALLOC_SPLAT_RE|Kernel panic|double fault" '$0 ~ re { print NR; exit }' "$f")
+	# An afmalloc WARNING inside a KUnit case's expected-warnings bracket
+	# (kunit/afm_test.h) is what that case tests, not a failure: skipped,
+	# as tests/vm/kunit-guest.sh allows it.
+	n=$(awk -v re="$AFMALLOC_SPLAT_RE|Kernel panic|double fault" '
+		/afmalloc-kunit: expected warnings begin/ { inside = 1; next }
+		/afmalloc-kunit: expected warnings end/ { inside = 0; next }
+		inside && /WARNING: .* at mm\/afmalloc\// { next }
+		$0 ~ re { print NR; exit }' "$f")
 	if [ -z "$n" ]; then
 		echo "[afmalloc] no kernel splat in the guest console ($f)"
 	else
@@ -266,6 +273,20 @@ splat_summary() {
 	else
 		echo "[afmalloc] the guest died before the script started (no \"guest up\" line)"
 	fi
+}
+
+# script_failures LOG: the lines in which the script (a test suite) said
+# what failed ("FAIL" in capitals: debug-suite's summary, kunit-guest's and
+# each test's own failure lines), the last 20, so that the end of the
+# output names the failing test, not only the kernel's first splat.
+script_failures() {
+	local f=$1
+	awk '/FAIL/ && !/^\[afmalloc\] (first|----)/ { l[++k] = $0 }
+		END {
+			if (!k) { print "[afmalloc] no line of the script says FAIL"; exit }
+			print "[afmalloc] ---- the script'"'"'s FAIL lines (last 20 of " k ") ----"
+			for (i = (k > 20 ? k - 19 : 1); i <= k; i++) print "[afmalloc] " l[i]
+		}' "$f"
 }
 
 set +e
@@ -302,7 +323,8 @@ done_run() {
 		{ echo "[afmalloc] ---- last 60 lines of the guest console ($logf) ----"
 		  tail -n 60 "$logf"
 		  echo "[afmalloc] ---- end of the guest console tail ----"
-		  splat_summary "$logf" || true; } >&2
+		  splat_summary "$logf" || true
+		  script_failures "$logf"; } >&2
 		log "$2"
 	fi
 	if [ -s "$run/dmesg" ]; then

@@ -19,6 +19,10 @@
 #    124, the output says there is no splat and ends with the timeout.
 # 6. --boot-retries with a value that is not a number: refused with a
 #    clear error before any boot.
+# 7. A script that fails (status 1) after a KUnit case's expected warning
+#    (inside its bracket) and a later real splat: the summary names the
+#    real splat, not the expected one, and the output's last lines carry
+#    the script's FAIL lines (the failing step's name).
 #
 # Needs root (vm-run.sh refuses to run without it); skips otherwise.
 # Prints "ok" lines, exits non-zero on the first failure.
@@ -73,6 +77,19 @@ pass) echo "[afmalloc] guest up in 1.0 s (stub)"
       echo 0 > "$run/rc" ;;
 late) echo "[afmalloc] guest up in 1.0 s (stub)"
       oops ;;
+fail) echo "[afmalloc] guest up in 1.0 s (stub)"
+      echo "[   40.000000] afmalloc-kunit: expected warnings begin (afm_test_bad_free)"
+      echo "[   40.100000] WARNING: CPU: 1 PID: 252 at mm/afmalloc/mm/slab_store.c:818 afm_slab_free+0x1ad/0x1f0"
+      echo "[   40.100100] RIP: 0010:afm_slab_free+0x1ad/0x1f0"
+      echo "[   40.200000] afmalloc-kunit: expected warnings end"
+      echo "kunit-guest: KUnit: 10 suites, 109 cases: 109 passed, 0 failed, 0 skipped"
+      echo "[   90.000000] WARNING: CPU: 0 PID: 300 at mm/zswap.c:100 zswap_store+0x10/0x20"
+      echo "[   90.000100] RIP: 0010:zswap_store+0x10/0x20"
+      echo "debug-suite: zswap: kernel splat in dmesg (above)"
+      for i in $(seq 1 80); do echo "filler line $i"; done
+      echo "  zswap              5 s  FAILED (99)"
+      echo "debug-suite: FAIL: zswap"
+      echo 1 > "$run/rc" ;;
 hang) echo "[afmalloc] guest up in 1.0 s (stub)"
       echo "[   30.000000] clocksource: Switched to clocksource tsc"
       exit 124 ;;
@@ -146,3 +163,15 @@ vmrun "pass" --boot-retries x
 [ ! -e "$t/boots" ] || fail "6: --boot-retries x booted the guest"
 has "error: --boot-retries must be a number, not 'x'" || fail "6: no clear error: $(cat "$t/out")"
 ok "--boot-retries x is refused before any boot"
+
+# 7.
+vmrun "fail"
+[ "$(cat "$t/rc")" = 1 ] || fail "7: a failing script: status $(cat "$t/rc"), not 1"
+has "[afmalloc] first: [   90.000000] WARNING: CPU: 0 PID: 300 at mm/zswap.c" ||
+	fail "7: the summary does not name the splat outside the bracket: $(grep first: "$t/out")"
+has "first: [   40.100000]" && fail "7: the summary names the expected warning inside its bracket"
+tail -n 5 "$t/out" > "$t/end"
+grep -qF "debug-suite: FAIL: zswap" "$t/end" || fail "7: the output's last lines do not name the failed step: $(cat "$t/end")"
+tail -n 1 "$t/out" | grep -qF "the script failed in the guest (status 1)" ||
+	fail "7: the output does not end with the script's status: $(tail -n 2 "$t/out")"
+ok "a failing script: the expected warning is passed over, its FAIL lines end the output"
