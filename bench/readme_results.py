@@ -487,7 +487,7 @@ def churn(name):
     # as churn.c's "exit" rows are for: an exit comes when the refill after
     # the one before is done, at each allocator's own pace.
     # Held: every sample; overhead ratio: samples report.py counts (stored()).
-    held, ratio, raw, peak, exits = {}, {}, {}, {}, {}
+    held, ratio, raw, peak, exits, since = {}, {}, {}, {}, {}, {}
     for r in progress:
         if r["kind"] == "exit" and churn_report.num(r["phase_t_s"]) is not None:
             exits.setdefault((r["run"], r["alloc"]), []).append(
@@ -508,6 +508,8 @@ def churn(name):
             if r["phase"] == "exit" and ex:
                 i = bisect.bisect_right(ex, t) - 1
                 k = (r["run"], r["phase"], (i, int(t - ex[i]) if i >= 0 else int(t)))
+                if i >= 0:
+                    since.setdefault(r["alloc"], {})[k] = t - ex[i]
             held.setdefault(r["alloc"], {})[k] = h
             raw.setdefault(r["alloc"], {})[k] = churn_report.num(r["overhead_ratio"])
             if churn_report.stored(r, 0.01 * peak[churn_report.key(r)]):
@@ -525,7 +527,14 @@ def churn(name):
             # that second), every sample's ratio counting (ratio_worse()).
             loss = [held[AF][k] - held[ZS][k] for k in ks if held[AF][k] > held[ZS][k]
                     and ratio_worse(raw[AF][k], raw[ZS][k])]
+            # Ratio pairs afmalloc loses at the first sample after an exit
+            # (its frees then still coming in): the seconds since the exit
+            # of both samples, afmalloc's then zsmalloc's.
+            rexit = [(since[AF][k], since[ZS][k]) for k in rk
+                     if ratio[AF][k] > ratio[ZS][k] and isinstance(k[2], tuple) and k[2][1] == 0
+                     and k in since.get(AF, {}) and k in since.get(ZS, {})]
             pairs[ph] = Pairs(
+                rexit=rexit,
                 n=len(ks), more=sum(x > 0 for x in diff), less=sum(x < 0 for x in diff),
                 most_mib=max([x for x in diff if x > 0], default=0) * churn_report.PAGE / 2**20,
                 rn=len(rk), rmore=sum(ratio[AF][k] > ratio[ZS][k] for k in rk),
@@ -545,9 +554,11 @@ def churn(name):
 # samples counted by report.py), afmalloc's higher / lower; afmalloc holding
 # more pages at a higher ratio (loss pairs, by at most loss_pages), and
 # zsmalloc doing so (zloss).
+# rexit: of the rmore pairs, those at the first sample after an exit, each
+# as (afmalloc's seconds since the exit, zsmalloc's).
 Pairs = collections.namedtuple(
-    "Pairs", "n more less most_mib rn rmore rless loss loss_pages zloss",
-    defaults=(0,) * 10)
+    "Pairs", "n more less most_mib rn rmore rless loss loss_pages zloss rexit",
+    defaults=(0,) * 10 + ((),))
 
 
 def ratio_worse(a, z):
@@ -626,6 +637,29 @@ def lat_label(c, short=False):
     return "fault p99" if short else "fault p99 latency (first touches of at least 2.048 us)"
 
 
+def rexit_text(p):
+    """Where the pairs with afmalloc's higher ratio lie when some are at the
+    first sample after an exit: the exit's frees come in over a fraction of
+    a second, and a sample taken later into them sees more of them freed
+    before compaction has given their pages back."""
+    if not p.rexit:
+        return ""
+    later = [(a, z) for a, z in p.rexit if a > z]
+    n = len(p.rexit)
+    out = f" ({n} of them at the first sample after a process exit"
+    if later:
+        each = ("taken" if n == 1 else "each taken") if len(later) == n else \
+            f"{len(later)} taken"
+        out += (f", {each} later into the exit than the zsmalloc sample paired with it: "
+                f"{span([a for a, _ in later], sec2)} s after it against "
+                f"{span([z for _, z in later], sec2)} s")
+    return out + ")"
+
+
+def sec2(x):
+    return f"{x:.2f}"
+
+
 def churn_targets(c):
     """Issue 16's targets for afmalloc/zspage on a churn run, each a dict:
     short (a few words), what (the target), met (True, False, None: not
@@ -642,8 +676,8 @@ def churn_targets(c):
                         "second; for pages held the ratios of all samples, however little "
                         "they store, nothing stored the highest)",
                 "met": None if not n else loss == 0 and rmore == 0,
-                "measured": f"a higher overhead ratio in {frac(rmore, rn)} of the pairs; more "
-                            f"pages held at a higher ratio in {frac(loss, n)}"
+                "measured": f"a higher overhead ratio in {frac(rmore, rn)} of the pairs"
+                + rexit_text(p) + f"; more pages held at a higher ratio in {frac(loss, n)}"
                 + (f", by up to {p.loss_pages:.0f} pages (in the {worst} "
                    "phase)" if loss else "")
                 + f"; more pages held at all in {frac(more, n)}"
