@@ -215,6 +215,59 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 }
 
 /*
+ * A page migration waiting for a shard's pool lock (it only ever tries it)
+ * makes a compaction pass let go of the lock after every move, so that a
+ * long pass does not make migration fail for as long as it runs; with none
+ * waiting the pass keeps it for its usual stretch. The waiting migration is
+ * the hook's count, the state afm_zs_migrate_lock() leaves while it tries
+ * again: nothing here depends on timing.
+ */
+static void afm_zs_test_compact_yields(struct kunit *test)
+{
+	struct afm_zs_counters b, a;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i;
+	int shards;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 2000);
+	shards = afm_zs_test_alloc_shard(ts->pool, 0);
+	afm_zs_quiet(ts);
+	afm_zs_fragment(test, ts, buf);
+
+	/* None waiting: no early let-go, however many moves. */
+	afm_zs_get_counters(ts->pool, &b);
+	afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_ASSERT_GT(test, a.moved, b.moved);
+	KUNIT_EXPECT_EQ(test, a.migrate_yields, b.migrate_yields);
+
+	/* Half of the survivors go: holes again, in the zspages they left. */
+	for (i = 4; i < ts->n; i += 8) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_test_migrate_wait(ts->pool, 1);
+	afm_zs_get_counters(ts->pool, &b);
+	KUNIT_EXPECT_EQ(test, b.migrate_waiting, shards);
+	afm_compact(ts->pool);
+	afm_zs_get_counters(ts->pool, &a);
+	afm_zs_test_migrate_wait(ts->pool, -1);
+	KUNIT_ASSERT_GT(test, a.moved, b.moved);
+	/* Every move is followed by a let-go (the last maybe not). */
+	KUNIT_EXPECT_GE(test, a.migrate_yields - b.migrate_yields,
+			a.moved - b.moved - 1);
+	kunit_info(test, "%lu moves, %lu times the lock let go for a waiting migration\n",
+		   a.moved - b.moved, a.migrate_yields - b.migrate_yields);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrate_waiting, 0);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * Automatic compaction: a free that takes holes past the trigger queues a
  * worker that gives pages back without any afm_compact() call; with the
  * trigger off, frees queue nothing.
@@ -763,6 +816,7 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_shrinker),
 	KUNIT_CASE(afm_zs_test_shrinker_own),
 	KUNIT_CASE(afm_zs_test_compact_locked),
+	KUNIT_CASE(afm_zs_test_compact_yields),
 	KUNIT_CASE_PARAM_ATTR(afm_zs_test_overwrite_auto, afm_zs_owa_gen_params,
 			      { .speed = KUNIT_SPEED_SLOW }),
 	{}

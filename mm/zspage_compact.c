@@ -101,19 +101,42 @@ int afm_zs_want_auto(struct afm_zs_pool *zs)
 /* Compaction */
 
 /*
+ * Leave the pool lock free for the page migrations that wait for it (see
+ * @migrate_wait, which a migration leaves once it has the lock or gives
+ * up): until none waits, at most AFM_ZG_TRIES times, preemptible.
+ * Migration only ever tries the lock, so without this the walk would take
+ * it back before any try could land.
+ */
+static void afm_zs_yield_migration(struct afm_zs_pool *zs)
+{
+	unsigned int i;
+
+	for (i = 0; i < AFM_ZG_TRIES && atomic_read(&zs->migrate_wait) > 0; i++)
+		cpu_relax();
+}
+
+/*
  * Drop the pool lock during a walk: every 256 entries looked at (a move
- * counts 16), or sooner when someone waits for the lock or the CPU. Bounds
- * the time spent with the lock held, and lets RCU see a quiescent state on
- * non-preemptible kernels.
+ * counts 16), or sooner when someone waits for the lock or the CPU, or a
+ * page migration waits for it (then also long enough for it to get it).
+ * Bounds the time spent with the lock held, and lets RCU see a quiescent
+ * state on non-preemptible kernels.
  */
 static bool afm_zs_breathe(struct afm_zs_pool *zs, unsigned int *budget)
 {
+	bool mig = atomic_read(&zs->migrate_wait) > 0;
+
 	if (*budget < 256 &&
-	    (*budget < 16 || (!need_resched() && !spin_is_contended(&zs->lock))))
+	    (*budget < 16 || (!need_resched() && !mig &&
+			      !spin_is_contended(&zs->lock))))
 		return false;
 	*budget = 0;
+	if (mig)
+		zs->st.migrate_yields++;
 	afm_zs_unlock(zs);
 	cond_resched();
+	if (mig)
+		afm_zs_yield_migration(zs);
 	afm_zs_lock(zs);
 	return true;
 }

@@ -497,6 +497,12 @@ struct afm_zs_pend {
  *	(cmpxchg from 0) and returns; slots are taken (xchg to 0) only under
  *	the pool lock, by afm_zs_rfree_drain(). Atomic, see "Frees that find
  *	the lock held" in zspage_alloc.c.
+ * @migrate_wait: page migrations spinning for @lock, having got their
+ *	zspage's gate (afm_zs_migrate_lock() in a synchronous mode): a
+ *	compaction pass that sees one lets go of the lock at its next step,
+ *	after at most one move, and leaves it free until someone takes it
+ *	(afm_zs_breathe()), so that a long pass does not make migration give
+ *	up. Atomic, no lock.
  * @rfree_work: drains @rfree when no allocation or free comes to do it,
  *	AFM_ZS_RFREE_DELAY after a free put the first handle there.
  * @free_work: frees the zspages of @dead.
@@ -570,6 +576,7 @@ struct afm_zs_pool {
 	/* Written by every CPU that frees into the shard: lines of their own. */
 	atomic_t rfree_nr ____cacheline_aligned_in_smp;
 	atomic_long_t rfree[AFM_ZS_RFREE];
+	atomic_t migrate_wait;
 	unsigned long last_alloc ____cacheline_aligned_in_smp;
 	bool late_force;
 	bool dying;
@@ -613,6 +620,7 @@ struct afm_zs_pool {
 		unsigned long auto_freed;
 		unsigned long shrink_scans;
 		unsigned long shrink_freed;
+		unsigned long migrate_yields;
 	} st;
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
 	unsigned int test_quiet;

@@ -9,7 +9,10 @@
  * malloc, free and compaction, whose header accesses and copies take no
  * gate), both with trylocks (a bounded number of attempts for synchronous
  * migration), and returns -EAGAIN when the zspage stays busy: it never
- * waits with preemption off.
+ * waits with preemption off. A synchronous migration that got the gate
+ * but not the pool lock says so in the shard's @migrate_wait while it
+ * tries again, and a compaction pass holding the lock then lets go of it
+ * after its current move (afm_zs_breathe()).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -42,22 +45,33 @@ static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
 /*
  * The exclusive gate of @z and its pool lock, without waiting for either:
  * once, or with @wait up to AFM_ZG_TRIES times, preemptible between
- * attempts. Return: true if both are held (afm_zs_migrate_unlock()).
+ * attempts; from the first time the gate was had but not the lock, counted
+ * in @zs->migrate_wait. Return: true if both are held
+ * (afm_zs_migrate_unlock()).
  */
 static bool afm_zs_migrate_lock(struct afm_zspage *z, struct afm_zs_pool *zs,
 				bool wait)
 {
 	unsigned int tries = wait ? AFM_ZG_TRIES : 1;
+	bool waiting = false, got = false;
 
 	while (tries--) {
 		if (afm_zg_lock(z, false)) {
-			if (spin_trylock(&zs->lock))
-				return true;
+			if (spin_trylock(&zs->lock)) {
+				got = true;
+				break;
+			}
 			afm_zg_unlock(z);
+			if (wait && !waiting) {
+				waiting = true;
+				atomic_inc(&zs->migrate_wait);
+			}
 		}
 		cpu_relax();
 	}
-	return false;
+	if (waiting)
+		atomic_dec(&zs->migrate_wait);
+	return got;
 }
 
 static void afm_zs_migrate_unlock(struct afm_zspage *z, struct afm_zs_pool *zs)

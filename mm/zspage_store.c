@@ -319,7 +319,9 @@
  *                                   no zspage gate. Not taken by map,
  *                                   read or write; migration takes it
  *                                   after the exclusive gate, with a
- *                                   trylock.
+ *                                   trylock, and a compaction pass lets
+ *                                   go of it after its current move when
+ *                                   one waits (afm_zs_pool.migrate_wait).
  *                                   Never taken in interrupt context (no
  *                                   caller allocates or frees there), so
  *                                   taken with spin_lock(); free may also
@@ -349,7 +351,13 @@
  * ones. Migration never waits for a lock: it takes the gate exclusively
  * and then the pool lock, each with a trylock, once (MIGRATE_ASYNC) or up
  * to AFM_ZG_TRIES times, preemptible between attempts, and returns -EAGAIN
- * when the zspage stays busy; accessors never wait for a migrator that has
+ * when the zspage stays busy; since it only tries, a migration that has
+ * the gate and tries the pool lock again counts itself in the shard's
+ * migrate_wait, and a compaction pass seeing it lets go of the lock after
+ * its current move and leaves it free until someone takes it (a long pass
+ * would otherwise take it back between two of those tries, and migrating
+ * the shard's other pages, for CMA or memory offlining, would fail for as
+ * long as it runs); accessors never wait for a migrator that has
  * not got both, malloc and free never meet the gate. Freeing a
  * zspage trylocks the gate and then every page lock (as zsmalloc's
  * trylock_zspage()), clears __PageMovable under the page lock and drops its
@@ -987,6 +995,8 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->blocks = atomic_long_read(&zs->st.blocks);
 	c->rfreed = zs->st.rfrees;
 	c->rfree_waiting = max(atomic_read(&zs->rfree_nr), 0);
+	c->migrate_yields = zs->st.migrate_yields;
+	c->migrate_waiting = max(atomic_read(&zs->migrate_wait), 0);
 }
 
 /* Add @src to @dst, field by field (all unsigned long). */
@@ -2101,6 +2111,27 @@ void afm_zs_test_busy(struct afm_pool *pool, bool busy)
 	WRITE_ONCE(set->test_busy, busy);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_busy);
+
+/**
+ * afm_zs_test_migrate_wait() - count a page migration as waiting for every
+ * shard's pool lock, or stop counting it (KUnit hook)
+ * @pool: a zspage-store pool
+ * @delta: 1 (one more waits) or -1 (one fewer)
+ *
+ * What afm_zs_migrate_lock() does while it tries the lock again, without
+ * a migration: compaction passes then let go of the lock after every move.
+ *
+ * Context: any context.
+ */
+void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++)
+		atomic_add(delta, &set->shard[i]->migrate_wait);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_migrate_wait);
 
 /**
  * afm_zs_header_bytes() - bytes of an object's header (KUnit hook)

@@ -72,6 +72,9 @@
  *	holder, who freed them (see "Frees that find the lock held" in
  *	zspage_alloc.c).
  * @rfree_waiting: such frees not freed yet (live in every other count).
+ * @migrate_yields: times a compaction pass let go of the pool lock early
+ *	for a page migration waiting for it.
+ * @migrate_waiting: page migrations waiting for the pool lock now.
  */
 struct afm_zs_counters {
 	unsigned long objects;
@@ -113,6 +116,8 @@ struct afm_zs_counters {
 	unsigned long blocks;
 	unsigned long rfreed;
 	unsigned long rfree_waiting;
+	unsigned long migrate_yields;
+	unsigned long migrate_waiting;
 };
 
 /**
@@ -186,6 +191,7 @@ int afm_zs_set_align(unsigned int align);
 unsigned int afm_zs_get_align(void);
 int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard);
 void afm_zs_test_busy(struct afm_pool *pool, bool busy);
+void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta);
 bool afm_zs_test_set_contig(bool on);
 bool afm_zs_test_set_short(bool on);
 
