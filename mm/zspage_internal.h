@@ -373,7 +373,8 @@ struct afm_zt_top {
  * @dshift: log2 of the table pages a directory points to (AFM_ZT_PTRS;
  *	fewer only in KUnit, afm_zs_test_small_dirs()).
  * @mag_max: capacity of @mag in use: AFM_ZT_MAG, or 0 (no magazine).
- * @pshift: log2 of @per_page, a power of two in tables with a magazine.
+ * @pshift: log2 of @per_page, a power of two in every table (slots of 8,
+ *	16 or 64 bytes in a page).
  * @mag_nr: slots in @mag.
  * @mag: free slots kept at hand, last freed first: afm_zt_put() pushes a
  *	freed slot (cleared) here while there is room and afm_zt_take() pops

@@ -471,6 +471,8 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	BUILD_BUG_ON(AFM_ZE_ID_BITS < 1);
 	BUILD_BUG_ON(AFM_ZS_NR_BUCKETS >= AFM_ZS_NO_BUCKET);
 	BUILD_BUG_ON(AFM_ZS_NR_HLISTS > 64);
+	BUILD_BUG_ON(!is_power_of_2(AFM_ZH_PER_PAGE) || !is_power_of_2(AFM_ZD_PER_PAGE) ||
+		     !is_power_of_2(AFM_ZR_PER_PAGE));
 	/* An indexed hole holds its header and its record number. */
 	BUILD_BUG_ON(AFM_ZS_HOLE_MIN < AFM_ZS_HOLE_HDR);
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
@@ -515,6 +517,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 			     AFM_ZD_PER_PAGE;
 	zs->dtab.lock = &zs->lock;
 	zs->dtab.dshift = ilog2(AFM_ZT_PTRS);
+	zs->dtab.pshift = ilog2(AFM_ZD_PER_PAGE);
 	zs->rtab.slot_size = sizeof(struct afm_zs_hrec);
 	zs->rtab.per_page = AFM_ZR_PER_PAGE;
 	zs->rtab.open_free = AFM_ZR_PER_PAGE / 4;

@@ -354,7 +354,7 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		de->open--;
 	}
 	t->used++;
-	return pg * t->per_page + slot;
+	return (pg << t->pshift) + slot;
 }
 
 /*
@@ -364,7 +364,7 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 static void afm_zt_release(struct afm_zs_pool *zs, struct afm_zs_table *t,
 			   unsigned long idx)
 {
-	unsigned long pg = idx / t->per_page, slot = idx % t->per_page;
+	unsigned long pg = idx >> t->pshift, slot = idx & (t->per_page - 1);
 	struct afm_zt_top *top = afm_zt_top(t);
 	struct afm_zt_dent *de = &top->dir[afm_zt_d(t, pg)];
 	unsigned long *dir = de->dir;
