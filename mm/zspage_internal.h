@@ -501,9 +501,9 @@ struct afm_zs_pend {
  * @migrate_wait: page migrations spinning for @lock, having got their
  *	zspage's gate (afm_zs_migrate_lock() in a synchronous mode): a
  *	compaction pass that sees one lets go of the lock at its next step,
- *	after at most one move, and leaves it free until someone takes it
- *	(afm_zs_breathe()), so that a long pass does not make migration give
- *	up. Atomic, no lock.
+ *	after at most one move, and leaves it free until none waits (at most
+ *	AFM_ZG_TRIES spins; afm_zs_breathe()), so that a long pass does not
+ *	make migration give up. Atomic, no lock.
  * @rfree_work: drains @rfree when no allocation or free comes to do it,
  *	AFM_ZS_RFREE_DELAY after a free put the first handle there.
  * @free_work: frees the zspages of @dead.

@@ -354,7 +354,7 @@
  * when the zspage stays busy; since it only tries, a migration that has
  * the gate and tries the pool lock again counts itself in the shard's
  * migrate_wait, and a compaction pass seeing it lets go of the lock after
- * its current move and leaves it free until someone takes it (a long pass
+ * its current move and leaves it free until none waits (a long pass
  * would otherwise take it back between two of those tries, and migrating
  * the shard's other pages, for CMA or memory offlining, would fail for as
  * long as it runs); accessors never wait for a migrator that has
