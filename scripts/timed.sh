@@ -10,8 +10,9 @@
 #                            kernel's build), and append it ("# finished")
 #   timed.sh --failures      for each step of the record that failed: its
 #                            log's path and the last 25 lines of it that
-#                            say FAIL (or name a splat's first/CPU/RIP
-#                            line), so that the end of a CI log names what
+#                            say FAIL, or vm-run.sh's lines naming the first
+#                            splat and how the guest ended, so that the end
+#                            of a CI log names what
 #                            failed even when later output (make check's
 #                            KUnit step, printed last) pushed it up
 # With AFMALLOC_TIMINGS set, the step's output (stdout and stderr, merged
@@ -52,7 +53,7 @@ case "${1:-}" in
 		log=$logs/${name//\//_}.log
 		echo "timed.sh: step $name FAILED (status $rc); its output: $log"
 		[ -f "$log" ] || continue
-		grep -E 'FAIL|^\[afmalloc\] (first|CPU|RIP|the script|the guest|VM )' "$log" |
+		grep -E 'FAIL|^\[afmalloc\] (first|the script|the guest|VM )' "$log" |
 			grep -v '^\[afmalloc\] ---- the script' | tail -n 25 | sed 's/^/  /'
 	done
 	exit 0 ;;

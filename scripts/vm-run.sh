@@ -21,8 +21,10 @@
 # guest lived to the end. The terminal shows the script's output (all of
 # the console with --console); on failure, the console's last lines, then
 # the first kernel splat in it from its first line, then a short summary
-# (the splat's first, CPU and RIP lines, clocksource changes): a CI log
-# that keeps only the end of the output still says what happened.
+# (the splat's first, CPU and RIP lines, clocksource changes), then the
+# lines in which the script said FAIL: a CI log that keeps only the end of
+# the output still says what happened. A KUnit case's expected warning
+# (inside its bracket) is not taken for the first splat.
 #
 # A guest that dies before the script starts (no "guest up" line: in the
 # kernel's boot or in early user space, before any test ran) is booted once

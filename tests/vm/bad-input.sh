@@ -258,7 +258,7 @@ forget() {
 # on a device this script does not hold open. udev's probe (blkid, run for
 # a new device and, through its inotify watch on block devices, for one
 # closed after a write) holds the device open for a moment, and either
-# then fails with EBUSY (seen once in ten runs of the debug suite: a
+# then fails with EBUSY (seen once in twelve runs of the debug suite: a
 # hot_remove 3 s after the hot_add). So wait for udev's queue (udevadm
 # settle) first and after each EBUSY, up to 10 times; $busy_retries says
 # how many were needed. A device that stays busy still fails.
@@ -277,7 +277,7 @@ idle_try() {
 		try "$1" "$2"
 	done
 	if [ $busy_retries -gt 0 ] && [ "$got" = OK ]; then
-		say "$1: EBUSY $busy_retries time(s), then accepted (udev's probe had the device open)"
+		say "$1: EBUSY $busy_retries time(s), then accepted (most likely udev's probe had the device open)"
 	elif [ $busy_retries -gt 0 ]; then
 		say "$1: still $got after $busy_retries retries"
 	fi
