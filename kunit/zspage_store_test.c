@@ -610,6 +610,89 @@ static void afm_zs_test_shards(struct kunit *test)
 }
 
 /*
+ * Active shards: a pool of eight starts allocating in one. Objects
+ * allocated as eight CPUs (afm_zs_test_alloc_cpu()) all go to shard 0,
+ * whose tables and zspages alone hold pages (one directory and one handle
+ * table page, not eight); the active shards double after
+ * afm_zs_test_grow_after() allocations found their lock held within
+ * AFM_ZS_GROW_WINDOW (one fewer, or a window that ends between them, is
+ * not enough), then CPU c allocates in shard c % 2, then c % 4, up to all
+ * eight, and no further; objects of every shard read back byte for byte
+ * and freeing them gives back every page.
+ */
+static void afm_zs_test_shards_grow(struct kunit *test)
+{
+	const unsigned int nr = 8, per = 16, rounds = 4, n = rounds * nr * per;
+	unsigned long old = afm_zs_get_shards(), now = jiffies, window;
+	unsigned int i, k, r, grow = afm_zs_test_grow_after(&window), want;
+	unsigned int size;
+	struct afm_zs_obj_info info;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	KUNIT_ASSERT_GT(test, grow, 1);
+	afm_zs_permille(test, 0);
+	afm_zs_set_shards(nr);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_shards,
+						  (void *)old));
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, -1), nr);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.shards_active, 1);
+
+	for (r = 0, i = 0; r < rounds; r++) {
+		want = 1U << r;
+		for (k = 0; k < nr * per; k++, i++) {
+			afm_zs_test_alloc_cpu(ts->pool, k % nr);
+			size = 200 + (i * 53) % 1500;
+			ts->h[i] = afm_test_malloc(test, ts->pool, size);
+			afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size,
+					   buf, i);
+			KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i],
+							      &info), 0);
+			KUNIT_EXPECT_EQ(test, info.shard, (k % nr) % want);
+		}
+		afm_zs_get_counters(ts->pool, &c);
+		KUNIT_EXPECT_EQ(test, c.shards_active, want);
+		if (!r) {
+			/* One shard's metadata, not one a CPU. */
+			KUNIT_EXPECT_EQ(test, c.dir_pages, 1);
+			KUNIT_EXPECT_EQ(test, c.table_pages, 1);
+		}
+		if (r + 1 == rounds)
+			break;
+		if (!r) {
+			/* A window that ends between the waits starts anew. */
+			KUNIT_EXPECT_EQ(test, afm_zs_test_contended(ts->pool,
+								    grow - 1,
+								    now), 1);
+			now += window + 1;
+		}
+		KUNIT_EXPECT_EQ(test, afm_zs_test_contended(ts->pool, grow - 1,
+							    now), want);
+		KUNIT_EXPECT_EQ(test, afm_zs_test_contended(ts->pool, 1, now),
+				2 * want);
+	}
+	/* All eight active: more waits change nothing. */
+	KUNIT_EXPECT_EQ(test, afm_zs_test_contended(ts->pool, 2 * grow, now),
+			nr);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < n; i++) {
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, 200 + (i * 53) % 1500,
+						     buf, i & 1));
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_test_alloc_cpu(ts->pool, -1);
+	afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
+/*
  * Donors: holes left in a shard whose CPUs stopped allocating are reused.
  * Shard 0 of a pool of two fills and frees every other object, so that it
  * holds far more than AFM_ZS_DONOR_ON bytes of indexed holes; allocations
@@ -1131,8 +1214,12 @@ static void afm_zs_test_stress(struct kunit *test)
 	afm_zs_put_pattern(test, ts->pool, st->own, AFM_ZS_STRESS_OWN_SEED,
 			   AFM_ZS_STRESS_OWN_SIZE, buf, 0);
 	st->deadline = jiffies + secs * HZ;
-	/* The workers allocate in the shards of their CPUs. */
+	/*
+	 * The workers allocate in the shards of their CPUs, every shard
+	 * active (as contention would make it), so that frees cross them.
+	 */
 	afm_zs_test_alloc_shard(ts->pool, -1);
+	afm_zs_test_contended(ts->pool, UINT_MAX, jiffies);
 
 	for (i = 0; i < want; i++) {
 		if (i < AFM_ZS_STRESS_WORKERS) {
@@ -1487,6 +1574,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_density),
 	KUNIT_CASE(afm_zs_test_bad_handles),
 	KUNIT_CASE(afm_zs_test_shards),
+	KUNIT_CASE(afm_zs_test_shards_grow),
 	KUNIT_CASE(afm_zs_test_donor),
 	KUNIT_CASE(afm_zs_test_donor_tail),
 	KUNIT_CASE(afm_zs_test_gfp),

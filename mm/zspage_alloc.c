@@ -719,17 +719,137 @@ none:
 	return 0;
 }
 
+/*
+ * Active shards
+ * -------------
+ * A pool allocates in the first &afm_zs_set.active of its shards, CPU c
+ * in shard c & (active - 1), starting with one: each shard allocated from
+ * holds table pages and an open zspage's tail of its own (a few pages;
+ * with 64 shards a pool storing little would pay a few MiB whatever it
+ * stores), and a pool that few CPUs use at a time (a phone's zram, zswap
+ * at low pressure, a small zram device on a large server) does not need
+ * more. An allocation that finds its shard's lock held counts itself
+ * (afm_zs_contended()); AFM_ZS_GROW_AFTER of them within
+ * AFM_ZS_GROW_WINDOW double the active shards, up to all of them. They
+ * never shrink: the objects of a shard stay where they are (their handles
+ * name it), and its holes and tails are lent to the others (donors). The
+ * count is approximate under races (a window's reset may be lost); the
+ * doubling itself is a cmpxchg() from the value read, so it happens once.
+ */
+
+/*
+ * An allocation found its shard's lock held at jiffies @now: count it, and
+ * double the active shards after AFM_ZS_GROW_AFTER such within
+ * AFM_ZS_GROW_WINDOW. Return: the active shards after.
+ */
+static noinline unsigned int afm_zs_contended(struct afm_zs_set *set,
+					      unsigned long now)
+{
+	unsigned int a = READ_ONCE(set->active);
+
+	if (a >= set->nr)
+		return a;
+	if (time_after(now, READ_ONCE(set->contended_since) +
+			    AFM_ZS_GROW_WINDOW)) {
+		WRITE_ONCE(set->contended_since, now);
+		atomic_set(&set->contended, 0);
+	}
+	if (atomic_inc_return(&set->contended) < AFM_ZS_GROW_AFTER)
+		return a;
+	if (cmpxchg(&set->active, a, 2 * a) == a) {
+		atomic_set(&set->contended, 0);
+		WRITE_ONCE(set->contended_since, now);
+		return 2 * a;
+	}
+	return READ_ONCE(set->active);
+}
+
+/* Take @zs's lock for an allocation, counting a wait for it. */
+static __always_inline void afm_zs_lock_alloc(struct afm_zs_set *set,
+					      struct afm_zs_pool *zs)
+	__acquires(&zs->lock)
+{
+	if (likely(spin_trylock(&zs->lock)))
+		return;
+	afm_zs_contended(set, jiffies);
+	afm_zs_lock(zs);
+}
+
 /* The shard for an allocation on this CPU. */
 static struct afm_zs_pool *afm_zs_here(struct afm_zs_set *set)
 {
+	unsigned int cpu = raw_smp_processor_id();
+
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
 	int t = READ_ONCE(set->test_shard);
 
 	if (t >= 0)
 		return set->shard[t];
+	t = READ_ONCE(set->test_cpu);
+	if (t >= 0)
+		cpu = t;
 #endif
-	return set->shard[raw_smp_processor_id() & (set->nr - 1)];
+	return set->shard[cpu & (READ_ONCE(set->active) - 1)];
 }
+
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/**
+ * afm_zs_test_alloc_cpu() - choose new objects' shard as if on another CPU
+ *	(KUnit hook)
+ * @pool: a zspage-store pool
+ * @cpu: the CPU number to choose for, or -1 for the current CPU's
+ *
+ * Lets a test on one CPU allocate as CPUs that share no shard would, with
+ * the active shards (see "Active shards") deciding where each goes;
+ * afm_zs_test_alloc_shard(), when set, comes first.
+ *
+ * Context: any context.
+ */
+void afm_zs_test_alloc_cpu(struct afm_pool *pool, int cpu)
+{
+	struct afm_zs_set *set = pool->store;
+
+	WRITE_ONCE(set->test_cpu, max(cpu, -1));
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_alloc_cpu);
+
+/**
+ * afm_zs_test_contended() - count allocations that found their shard's
+ *	lock held (KUnit hook)
+ * @pool: a zspage-store pool
+ * @n: how many (fewer once every shard is active)
+ * @now: the jiffies they count at
+ *
+ * Context: any context.
+ * Return: the active shards after them.
+ */
+unsigned int afm_zs_test_contended(struct afm_pool *pool, unsigned int n,
+				   unsigned long now)
+{
+	struct afm_zs_set *set = pool->store;
+
+	while (n-- && READ_ONCE(set->active) < set->nr)
+		afm_zs_contended(set, now);
+	return READ_ONCE(set->active);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_contended);
+
+/**
+ * afm_zs_test_grow_after() - AFM_ZS_GROW_AFTER and AFM_ZS_GROW_WINDOW
+ *	(KUnit hook)
+ * @window: set to AFM_ZS_GROW_WINDOW
+ *
+ * Context: any context.
+ * Return: the waits for a shard's lock, within *@window jiffies, that
+ * double the active shards.
+ */
+unsigned int afm_zs_test_grow_after(unsigned long *window)
+{
+	*window = AFM_ZS_GROW_WINDOW;
+	return AFM_ZS_GROW_AFTER;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_grow_after);
+#endif /* CONFIG_AFMALLOC_KUNIT_TEST */
 
 unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 			    gfp_t gfp)
@@ -746,7 +866,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 
 	afm_zs_spare_init(&sp);
 	for (;;) {
-		afm_zs_lock(zs);
+		afm_zs_lock_alloc(set, zs);
 		if (unlikely(atomic_read(&zs->rfree_nr) > 0))
 			afm_zs_rfree_drain(zs);
 		if (afm_zt_find(&zs->htab, &hpg))

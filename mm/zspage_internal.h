@@ -630,17 +630,39 @@ struct afm_zs_pool {
 
 /*
  * Shards (see "Shards" in zspage_store.c): at most AFM_ZS_MAX_SHARDS, two
- * CPUs a shard on 128 CPUs, enough to make contention rare; each costs a
- * struct afm_zs_pool, its table pages and the tail of its open zspage.
+ * CPUs a shard on 128 CPUs, enough to make contention rare; each shard
+ * allocated from costs its table pages and the tail of its open zspage
+ * (every shard: a struct afm_zs_pool).
  */
 #define AFM_ZS_MAX_SHARDS	64U
+/*
+ * Allocation takes more shards (&afm_zs_set.active doubles) once
+ * AFM_ZS_GROW_AFTER allocations within AFM_ZS_GROW_WINDOW of each other
+ * found their shard's lock held: a few microseconds of spinning a second
+ * are cheaper than a shard's pages, so a pool used by few CPUs at a time
+ * stays in few shards, and contention opens more at once (64 waits take
+ * well under a millisecond when two CPUs allocate without pause).
+ */
+#define AFM_ZS_GROW_AFTER	64
+#define AFM_ZS_GROW_WINDOW	HZ
 
 /**
  * struct afm_zs_set - the zspage store of a pool: independent shards
  * @nr: number of shards, a power of two.
  * @shift: log2 of @nr: a handle is (shard handle << @shift) | shard.
+ * @active: shards allocation takes, a power of two, 1 to @nr: CPU c
+ *	allocates in shard c & (@active - 1) (frees, maps and compaction
+ *	go to the shard a handle names, any of the @nr). Only grows
+ *	(afm_zs_contended(): cmpxchg() from the value read, so a doubling
+ *	happens once); read with READ_ONCE(), without a lock.
+ * @contended: allocations that found their shard's lock held since
+ *	@contended_since (atomic; reset when the window or @active moves on).
+ * @contended_since: jiffies the current window of @contended began; read
+ *	and written without a lock (a lost reset only shifts a window).
  * @test_shard: KUnit hook (afm_zs_test_alloc_shard()): the shard new
  *	objects go to, -1 for the current CPU's.
+ * @test_cpu: KUnit hook (afm_zs_test_alloc_cpu()): the CPU number the
+ *	shard of a new object is chosen for, -1 for the current CPU.
  * @test_busy: KUnit hook (afm_zs_test_busy()): frees act as if they
  *	found the pool lock held.
  * @donors: shards whose indexed holes other shards' allocations may
@@ -651,7 +673,11 @@ struct afm_zs_pool {
 struct afm_zs_set {
 	unsigned int nr;
 	unsigned int shift;
+	unsigned int active;
+	atomic_t contended;
+	unsigned long contended_since;
 	int test_shard;
+	int test_cpu;
 	bool test_busy;
 	DECLARE_BITMAP(donors, AFM_ZS_MAX_SHARDS);
 	struct afm_zs_pool *shard[];

@@ -115,16 +115,20 @@
  * CPU rounded up to a power of two (module parameter zspage_shards). Each
  * has its own lock, tables, zspages, hole index, tails, compaction state,
  * workers and shrinker; everything below describes one shard. Allocation
- * takes the shard of the CPU it runs on; free, map, read and write the
- * shard the handle names; so CPUs that allocate and free their own objects
- * never share a lock or a cache line, and a free from another CPU only
+ * takes the shard of the CPU it runs on among the active ones (a new pool
+ * allocates in one; allocations that find their shard's lock held double
+ * them, up to all: "Active shards" in zspage_alloc.c), so that a pool
+ * few CPUs use at a time pays for few shards; free, map, read and write
+ * the shard the handle names; so CPUs that allocate and free their own
+ * objects (once their shards are active) never share a lock or a cache
+ * line, and a free from another CPU only
  * meets that shard's allocations: when it finds the lock held it leaves
  * the handle to the holder instead of waiting (afm_zs_pool.rfree, "Frees
  * that find the lock held" in zspage_alloc.c). Objects never move between
  * shards.
  * Pool-wide queries (pages, statistics, afm_compact()) visit every shard.
- * The price: each shard's own open zspage tail and table pages (a few
- * pages a shard). Free space is not stranded in a shard whose CPUs
+ * The price: each active shard's own open zspage tail and table pages (a
+ * few pages a shard). Free space is not stranded in a shard whose CPUs
  * stopped allocating (a task that moved to another CPU, frees from
  * elsewhere): a shard with at least AFM_ZS_DONOR_ON bytes of indexed holes
  * and tails together is a donor (a bit in struct afm_zs_set), and an
@@ -576,7 +580,10 @@ static int afm_zs_create(struct afm_pool *pool)
 		return -ENOMEM;
 	set->nr = n;
 	set->shift = ilog2(n);
+	set->active = 1;
+	set->contended_since = jiffies;
 	set->test_shard = -1;
+	set->test_cpu = -1;
 	pool->store = set;
 	for (i = 0; i < n; i++) {
 		set->shard[i] = afm_zs_shard_create(pool, i, set->shift,
@@ -747,7 +754,8 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *            back (the compact row)
  *   shards   frees that found the pool lock held and were left to its
  *            holder / such frees waiting now / objects allocated by a
- *            donor shard for another / 0
+ *            donor shard for another / shards allocation takes now
+ *            ("Active shards" in zspage_alloc.c)
  *   dest     where compaction put the objects it moved: into holes of
  *            dense zspages / to tails / zspages it made for them / 0
  */
@@ -878,6 +886,8 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 		strscpy(name, names[class - AFM_ZS_GROUPS], 16);
 	for (i = 0; i < set->nr; i++)
 		afm_zs_shard_class_stats(set->shard[i], class, val);
+	if (class == AFM_ZS_ROW_SHARDS)
+		val[3] = READ_ONCE(set->active);
 }
 
 static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
@@ -1035,6 +1045,7 @@ void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 		afm_zs_unlock(set->shard[i]);
 		afm_zs_add_counters(c, &one);
 	}
+	c->shards_active = READ_ONCE(set->active);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
 

@@ -75,6 +75,8 @@
  * @migrate_yields: times a compaction pass let go of the pool lock early
  *	for a page migration waiting for it.
  * @migrate_waiting: page migrations waiting for the pool lock now.
+ * @shards_active: shards allocation takes now (struct afm_zs_set: the
+ *	pool's, not a sum).
  */
 struct afm_zs_counters {
 	unsigned long objects;
@@ -118,6 +120,7 @@ struct afm_zs_counters {
 	unsigned long rfree_waiting;
 	unsigned long migrate_yields;
 	unsigned long migrate_waiting;
+	unsigned long shards_active;
 };
 
 /**
@@ -190,6 +193,10 @@ unsigned int afm_zs_get_shards(void);
 int afm_zs_set_align(unsigned int align);
 unsigned int afm_zs_get_align(void);
 int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard);
+void afm_zs_test_alloc_cpu(struct afm_pool *pool, int cpu);
+unsigned int afm_zs_test_contended(struct afm_pool *pool, unsigned int n,
+				   unsigned long now);
+unsigned int afm_zs_test_grow_after(unsigned long *window);
 void afm_zs_test_busy(struct afm_pool *pool, bool busy);
 void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta);
 bool afm_zs_test_set_contig(bool on);

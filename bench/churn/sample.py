@@ -120,6 +120,8 @@ What is counted (every count in pages of 4 KiB unless _bytes):
   afm_dtab_pages, afm_dtab_rtab_pages   descriptor table pages, and those
                           plus the hole table's ("descs" row); with
                           afm_htab_dir_pages they add up to meta_pages
+  afm_shards_active   shards allocation takes now ("shards" row; summed
+                          over pools, as every afm_ column: zswap's pools)
 Counters from /proc/vmstat, /proc/stat, debugfs zswap/ and the block
 device are differences from the sampler's first reading; the others are
 the raw values (a fresh zram device, cgroup and afmalloc pool per run).
@@ -151,7 +153,8 @@ COLUMNS = (
     "cpu_alloc_ns,cpu_free_ns,cpu_compact_ns,afm_rfrees,afm_donated,"
     "ctxt,cpu_busy_ms,cpu_idle_ms,cpu_user_ms,"
     "afm_moved_hole,afm_moved_tail,afm_moved_new,compr_skew_bytes,"
-    "afm_htab_pages,afm_htab_dir_pages,afm_dtab_pages,afm_dtab_rtab_pages"
+    "afm_htab_pages,afm_htab_dir_pages,afm_dtab_pages,afm_dtab_rtab_pages,"
+    "afm_shards_active"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
@@ -231,7 +234,7 @@ def afm_stats(dirs):
             "runs": ("afm_zspages_run", "afm_zspages_chain", None, None),
             "cost": ("afm_compact_us", "afm_compact_bytes", "afm_compact_walked",
                      "afm_compact_looked"),
-            "shards": ("afm_rfrees", None, "afm_donated", None),
+            "shards": ("afm_rfrees", None, "afm_donated", "afm_shards_active"),
             "dest": ("afm_moved_hole", "afm_moved_tail", "afm_moved_new", None),
             "handles": (None, None, "afm_htab_pages", "afm_htab_dir_pages"),
             "descs": (None, None, "afm_dtab_pages", "afm_dtab_rtab_pages")}
