@@ -609,6 +609,11 @@ static void afm_zs_test_shards(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
 }
 
+static void afm_zs_restore_shards_grow(void *data)
+{
+	afm_zs_test_set_shards_grow((uintptr_t)data);
+}
+
 /*
  * Active shards: a pool of eight starts allocating in one. Objects
  * allocated as eight CPUs (afm_zs_test_alloc_cpu()) all go to shard 0,
@@ -618,7 +623,8 @@ static void afm_zs_test_shards(struct kunit *test)
  * AFM_ZS_GROW_WINDOW (one fewer, or a window that ends between them, is
  * not enough), then CPU c allocates in shard c % 2, then c % 4, up to all
  * eight, and no further; objects of every shard read back byte for byte
- * and freeing them gives back every page.
+ * and freeing them gives back every page. With zspage_shards_grow=N a new
+ * pool allocates in all eight from the start, CPU c in shard c.
  */
 static void afm_zs_test_shards_grow(struct kunit *test)
 {
@@ -690,6 +696,25 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 	afm_zs_test_alloc_cpu(ts->pool, -1);
 	afm_zs_flush_work(ts->pool);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+
+	/* zspage_shards_grow=N: every shard of a new pool from the start. */
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_shards_grow,
+						  (void *)(uintptr_t)
+						  afm_zs_test_set_shards_grow(false)));
+	ts = afm_zs_set(test, nr);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, -1), nr);
+	for (k = 0; k < nr; k++) {
+		afm_zs_test_alloc_cpu(ts->pool, k);
+		ts->h[k] = afm_test_malloc(test, ts->pool, 1000);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[k], &info),
+				0);
+		KUNIT_EXPECT_EQ(test, info.shard, k);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.shards_active, nr);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, nr);
 }
 
 /*

@@ -400,6 +400,17 @@ MODULE_PARM_DESC(zspage_shards,
 		 "zspage store: shards of a new pool, 0 to 64 (rounded up to a power of two), 0 = one per possible CPU");
 
 /*
+ * A new pool allocates in one shard and takes more as its allocations
+ * wait for a shard's lock ("Active shards" in zspage_alloc.c); N makes
+ * every shard of a new pool active from the start (as before the active
+ * shards), to compare the two.
+ */
+static bool afm_zs_shards_grow = true;
+module_param_named(zspage_shards_grow, afm_zs_shards_grow, bool, 0644);
+MODULE_PARM_DESC(zspage_shards_grow,
+		 "zspage store: a new pool allocates in one shard and doubles them when allocations wait for a shard's lock (default Y); N: in every shard from the start");
+
+/*
  * Freed handle slots each shard of a new pool keeps at hand (the handle
  * table's magazine, see "Handle encoding"; at most AFM_ZT_MAG). 0 gives
  * every freed slot back to its table page, so that handles are taken in
@@ -580,7 +591,7 @@ static int afm_zs_create(struct afm_pool *pool)
 		return -ENOMEM;
 	set->nr = n;
 	set->shift = ilog2(n);
-	set->active = 1;
+	set->active = READ_ONCE(afm_zs_shards_grow) ? 1 : n;
 	set->contended_since = jiffies;
 	set->test_shard = -1;
 	set->test_cpu = -1;
@@ -2031,6 +2042,23 @@ int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift)
 	return afm_zs_test_each(pool, afm_zs_small_dirs_set, shift);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_small_dirs);
+
+/**
+ * afm_zs_test_set_shards_grow() - set the zspage_shards_grow parameter
+ *	(KUnit hook)
+ * @on: its new value
+ *
+ * Context: any; a pool created meanwhile sees either value.
+ * Return: its old value.
+ */
+bool afm_zs_test_set_shards_grow(bool on)
+{
+	bool old = READ_ONCE(afm_zs_shards_grow);
+
+	WRITE_ONCE(afm_zs_shards_grow, on);
+	return old;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_shards_grow);
 
 /**
  * afm_zs_set_shards() - set the shards of new pools (KUnit hook)

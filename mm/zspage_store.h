@@ -201,5 +201,6 @@ void afm_zs_test_busy(struct afm_pool *pool, bool busy);
 void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta);
 bool afm_zs_test_set_contig(bool on);
 bool afm_zs_test_set_short(bool on);
+bool afm_zs_test_set_shards_grow(bool on);
 
 #endif /* _MM_AFMALLOC_ZSPAGE_STORE_H */
