@@ -16,6 +16,7 @@
 #                  WORKING_SET as for bench-speed)
 #   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
 #   make bench-churn  swap churn on zram or zswap (CHURN_TARGET), every page checked
+#   make bench-smallpool  a small zram device written from every vCPU of an 8-vCPU guest
 #   make vm-test   the in-VM tests on the lean guest kernel, quick dataset
 #   make module    afmalloc.ko against KDIR (default: the running kernel)
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
@@ -50,7 +51,7 @@ TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit guest guest-debug guest-kasan vm-test vm-test-zswap \
 	vm-test-stock vm-test-debug vm-test-kasan check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
-	bench-zswap-time bench-speed-uml bench-churn vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
+	bench-zswap-time bench-speed-uml bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
 
 all: help
 
@@ -209,6 +210,11 @@ vm-test-churn: guest
 # fio on one zram device per allocator in one boot (~10 min under TCG, host alone).
 bench-fio: setup
 	$(TOP)/bench/fio/run.sh $(if $(OUT),--out $(OUT))
+
+# A small zram device written from every vCPU of a many-vCPU guest
+# (CPUS, default 8): what a pool that stores little costs in shards.
+bench-smallpool: setup
+	$(TOP)/bench/smallpool/run.sh $(if $(CPUS),--cpus $(CPUS)) $(if $(OUT),--out $(OUT))
 
 # zswap wall time, afmalloc vs zsmalloc switched at run time in one boot (~8 min under TCG).
 bench-zswap-time: setup

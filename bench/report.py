@@ -507,11 +507,65 @@ def zswap_time(run_dir):
     return "\n".join(out) + "\n"
 
 
+def smallpool(run_dir):
+    """Markdown table of a bench/smallpool/run.sh run (smallpool.csv, meta.json).
+
+    Per write mode and allocator: medians over the rounds of the compressed
+    bytes, every byte the allocator holds (metadata slab caches included),
+    the overhead (held beyond the compressed bytes, in % of them) and, for
+    afmalloc, the shards it allocated in. '' without the CSV.
+    """
+    import statistics
+    path = os.path.join(run_dir, "smallpool.csv")
+    if not os.path.isfile(path):
+        return ""
+    rows = read_csv(run_dir, "smallpool.csv")
+    meta = load_meta(run_dir)
+    cpus = rows[0]["cpus"] if rows else "?"
+
+    def label(r):
+        if r["alloc"] == "zsmalloc":
+            return "zsmalloc"
+        return r["alloc"] + ("" if r["grow"] == "Y" else " (zspage_shards_grow=N)")
+
+    out = ["## A small zram device written from every CPU", ""]
+    if meta:
+        out += [_run_line(meta, ("kernel", "accelerator", "guest_cpus", "guest_memory",
+                                 "boot_args", "rounds", "kib_per_cpu", "comp", "data",
+                                 "date", "config_sha256", "source")), ""]
+    out += _host_note(meta)
+    out += [f"Each of the {cpus} CPUs writes {meta.get('kib_per_cpu', '?')} KiB of real data "
+            "to its own part of a new 64 MiB zram device (lz4): seq, one CPU after the "
+            "other; par, all at once. Held: every page the allocator holds, its "
+            "metadata slab caches included; overhead: held beyond the compressed bytes, "
+            f"in % of them; medians of {len({r['round'] for r in rows})} round(s). "
+            "afmalloc/zspage allocates in one shard of a new pool and doubles them when "
+            "allocations wait for a shard's lock; with zspage_shards_grow=N every shard "
+            "(one per CPU) is active from the start.", ""]
+    head = ["mode", "allocator", "compressed KiB", "held KiB", "overhead", "shards active"]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for mode in ("seq", "par"):
+        labels = list(dict.fromkeys(label(r) for r in rows if r["mode"] == mode))
+        for lab in labels:
+            sel = [r for r in rows if r["mode"] == mode and label(r) == lab]
+            comp = statistics.median(int(r["compr_data_size"]) for r in sel)
+            held = statistics.median(int(r["held_bytes"]) for r in sel)
+            over = statistics.median(100 * (int(r["held_bytes"]) / int(r["compr_data_size"]) - 1)
+                                     for r in sel)
+            act = sorted({r["shards_active"] for r in sel if r["shards_active"]}, key=int)
+            out.append(f"| {mode} | {lab} | {comp / 1024:,.0f} | {held / 1024:,.0f} | "
+                       f"{over:.1f}% | {', '.join(act) if act else '-'} |")
+    if meta.get("command"):
+        out += ["", f"Reproduce: `{meta['command']}`"]
+    return "\n".join(out) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir")
     ap.add_argument("--out")
-    ap.add_argument("--kind", choices=("untar-remove", "speed", "fio", "zswap-time"),
+    ap.add_argument("--kind", choices=("untar-remove", "speed", "fio", "zswap-time",
+                                       "smallpool"),
                     default="untar-remove",
                     help="which benchmark's results RUN_DIR holds (default untar-remove)")
     args = ap.parse_args()
@@ -519,7 +573,8 @@ def main():
         rows, meta = load(args.run_dir)
         text = report(rows, meta) + fragmentation(args.run_dir)
     else:
-        text = {"speed": speed, "fio": fio, "zswap-time": zswap_time}[args.kind](args.run_dir)
+        text = {"speed": speed, "fio": fio, "zswap-time": zswap_time,
+                "smallpool": smallpool}[args.kind](args.run_dir)
     sys.stdout.write(text)
     if args.out:
         with open(args.out, "w") as f:

@@ -89,40 +89,9 @@ config_dev() {
 	echo "$comp" > "$sys/comp_algorithm" || die "$1: compressor '$comp' refused"
 	echo "$size" > "$sys/disksize" || die "cannot initialise $1 on '$2' (see dmesg)"
 }
-# slabs: the pages of every device's own slab caches (/proc/slabinfo; the
-# boot has slab_nomerge, so that they are not merged with others) into
-# the array slab, by device: zsmalloc's zs_handle-<dev> and zspage-<dev>,
-# afmalloc's afm-<dev>-*. One awk for all devices.
-declare -A slab
-slabs() {
-	local d p
-	slab=()
-	while read -r d p; do
-		slab[$d]=$p
-	done < <(awk 'NR > 2 { n = $1; sub(/^(zs_handle|zspage)-/, "", n); sub(/^afm-/, "", n);
-		sub(/-.*/, "", n); if (n ~ /^zram[0-9]+$/ && n != $1) p[n] += $15 * $6 }
-		END { for (n in p) print n, p[n] }' /proc/slabinfo)
-}
-# held ALLOC DEV USED: every byte the allocator holds, counted as
-# bench/untar-remove.sh counts it, into $held (and its slab pages into
-# $meta): zsmalloc and afmalloc/zspage: mem_used_total (USED) + their slab
-# caches (zsmalloc does not count its own); afmalloc/slab: its slab caches
-# + its whole-page chunks (debugfs classes row "4096"). Call slabs first.
-held() {
-	local big=0 c
-	meta=${slab[$2]:-0}
-	case "$1" in
-	afmalloc/slab)
-		if [ -r "/sys/kernel/debug/afmalloc/$2/classes" ]; then
-			while read -r -a c; do
-				[ "${c[0]}" != 4096 ] || big=${c[4]}
-			done < "/sys/kernel/debug/afmalloc/$2/classes"
-		fi
-		held=$(((meta + big) * pagesize)) ;;
-	*) held=$(($3 + meta * pagesize)) ;;
-	esac
-}
-pagesize=$(getconf PAGESIZE)
+# slabs, held: every page each device's allocator holds (see there).
+# shellcheck source=../lib/zram-held.sh
+. "$here/../lib/zram-held.sh"
 # sampler: once a second, one row per device of mm_samples.csv (t_s, the
 # job running (run, allocator, shape; "-" between jobs), alloc, dev,
 # compr_data_size, mem_used_total, mem_used_max, slab_pages, held_bytes),
