@@ -510,6 +510,28 @@ static void afm_zs_restore_shards(void *data)
 }
 
 /*
+ * A new pool of @shards shards (zspage_shards, put back with the test)
+ * with @n handle slots, kept from the kernel (afm_zs_quiet()), automatic
+ * compaction off.
+ */
+static struct afm_test_set *afm_zs_set_sharded(struct kunit *test,
+					       unsigned int shards,
+					       unsigned int n)
+{
+	unsigned long old = afm_zs_get_shards();
+	struct afm_test_set *ts;
+
+	afm_zs_permille(test, 0);
+	afm_zs_set_shards(shards);
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_shards,
+						  (void *)old));
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	return ts;
+}
+
+/*
  * Shards: a pool of four (zspage_shards=4) gets objects in the shard the
  * allocation names (one CPU here: afm_zs_test_alloc_shard() names each in
  * turn); each shard packs its own zspages and handle table, handles of
@@ -521,7 +543,7 @@ static void afm_zs_restore_shards(void *data)
 static void afm_zs_test_shards(struct kunit *test)
 {
 	const unsigned int nr = 4, per = 256, n = nr * per;
-	unsigned long old = afm_zs_get_shards(), h;
+	unsigned long h;
 	unsigned int i, seen = 0, *sizes;
 	struct afm_zs_counters before, c;
 	struct afm_zs_obj_info info;
@@ -530,13 +552,7 @@ static void afm_zs_test_shards(struct kunit *test)
 
 	sizes = kunit_kcalloc(test, n, sizeof(*sizes), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, sizes);
-	afm_zs_permille(test, 0);
-	afm_zs_set_shards(3);
-	KUNIT_ASSERT_EQ(test, 0,
-			kunit_add_action_or_reset(test, afm_zs_restore_shards,
-						  (void *)old));
-	ts = afm_zs_set(test, n);
-	afm_zs_quiet(ts);
+	ts = afm_zs_set_sharded(test, 3, n);
 	/* 3 is rounded up to 4. */
 	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, -1), nr);
 	KUNIT_EXPECT_EQ(test, afm_zs_test_alloc_shard(ts->pool, nr), -EINVAL);
@@ -629,7 +645,7 @@ static void afm_zs_restore_shards_grow(void *data)
 static void afm_zs_test_shards_grow(struct kunit *test)
 {
 	const unsigned int nr = 8, per = 16, rounds = 4, n = rounds * nr * per;
-	unsigned long old = afm_zs_get_shards(), now = jiffies, window;
+	unsigned long now = jiffies, window;
 	unsigned int i, k, r, grow = afm_zs_test_grow_after(&window), want;
 	unsigned int size;
 	struct afm_zs_obj_info info;
@@ -638,13 +654,7 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 
 	KUNIT_ASSERT_GT(test, grow, 1);
-	afm_zs_permille(test, 0);
-	afm_zs_set_shards(nr);
-	KUNIT_ASSERT_EQ(test, 0,
-			kunit_add_action_or_reset(test, afm_zs_restore_shards,
-						  (void *)old));
-	ts = afm_zs_set(test, n);
-	afm_zs_quiet(ts);
+	ts = afm_zs_set_sharded(test, nr, n);
 	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, -1), nr);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.shards_active, 1);
@@ -730,20 +740,13 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 static void afm_zs_test_donor(struct kunit *test)
 {
 	const unsigned int n = 256, size = 1000;
-	unsigned long old = afm_zs_get_shards();
 	unsigned int i, donated = 0, own = 0;
 	struct afm_zs_counters before, c;
 	struct afm_zs_obj_info info;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
 
-	afm_zs_permille(test, 0);
-	afm_zs_set_shards(2);
-	KUNIT_ASSERT_EQ(test, 0,
-			kunit_add_action_or_reset(test, afm_zs_restore_shards,
-						  (void *)old));
-	ts = afm_zs_set(test, 2 * n);
-	afm_zs_quiet(ts);
+	ts = afm_zs_set_sharded(test, 2, 2 * n);
 	for (i = 0; i < n; i++) {
 		ts->h[i] = afm_test_malloc(test, ts->pool, size);
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
@@ -1537,7 +1540,6 @@ static void afm_zs_test_destroy_vs_shrinker(struct kunit *test)
 static void afm_zs_test_donor_tail(struct kunit *test)
 {
 	const unsigned int n = 256, size = 1000;
-	unsigned long old = afm_zs_get_shards();
 	struct afm_zs_counters before, c;
 	struct afm_zs_obj_info info;
 	void *buf = afm_zs_buf(test);
@@ -1545,13 +1547,7 @@ static void afm_zs_test_donor_tail(struct kunit *test)
 	unsigned int i;
 	int k;
 
-	afm_zs_permille(test, 0);
-	afm_zs_set_shards(2);
-	KUNIT_ASSERT_EQ(test, 0,
-			kunit_add_action_or_reset(test, afm_zs_restore_shards,
-						  (void *)old));
-	ts = afm_zs_set(test, n + 8);
-	afm_zs_quiet(ts);
+	ts = afm_zs_set_sharded(test, 2, n + 8);
 	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 0), 2);
 	for (i = 0; i < n; i++) {
 		ts->h[i] = afm_test_malloc(test, ts->pool, size);
