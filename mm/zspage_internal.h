@@ -637,11 +637,11 @@ struct afm_zs_pool {
 #define AFM_ZS_MAX_SHARDS	64U
 /*
  * Allocation takes more shards (&afm_zs_set.active doubles) once
- * AFM_ZS_GROW_AFTER allocations within AFM_ZS_GROW_WINDOW of each other
- * found their shard's lock held: a few microseconds of spinning a second
- * are cheaper than a shard's pages, so a pool used by few CPUs at a time
- * stays in few shards, and contention opens more at once (64 waits take
- * well under a millisecond when two CPUs allocate without pause).
+ * AFM_ZS_GROW_AFTER allocations within one AFM_ZS_GROW_WINDOW found their
+ * shard's lock held: a few waits a second cost less than a shard's pages,
+ * so a pool used by few CPUs at a time stays in few shards, and steady
+ * contention opens more soon (the churn benchmark's pools open both of
+ * the guest's shards within the first seconds of the fill).
  */
 #define AFM_ZS_GROW_AFTER	64
 #define AFM_ZS_GROW_WINDOW	HZ
