@@ -726,15 +726,16 @@ none:
  * in shard c & (active - 1), starting with one: each shard allocated from
  * holds table pages and an open zspage's tail of its own (a few pages:
  * about 35 KiB a shard in bench/smallpool's run on 8 vCPUs, so on 64
- * shards a pool storing little would pay a MiB or two), and a pool that few CPUs use at a time (a phone's zram, zswap
- * at low pressure, a small zram device on a large server) does not need
- * more. An allocation that finds its shard's lock held counts itself
- * (afm_zs_contended()); AFM_ZS_GROW_AFTER of them within
- * AFM_ZS_GROW_WINDOW double the active shards, up to all of them. They
- * never shrink: the objects of a shard stay where they are (their handles
- * name it), and its holes and tails are lent to the others (donors). The
- * count is approximate under races (a window's reset may be lost); the
- * doubling itself is a cmpxchg() from the value read, so it happens once.
+ * shards a pool storing little would pay a MiB or two), and a pool that
+ * few CPUs use at a time (a phone's zram, zswap at low pressure, a small
+ * zram device on a large server) does not need more. An allocation that
+ * finds its shard's lock held counts itself (afm_zs_contended());
+ * AFM_ZS_GROW_AFTER of them within AFM_ZS_GROW_WINDOW double the active
+ * shards, up to all of them. They never shrink: the objects of a shard
+ * stay where they are (their handles name it), and its holes and tails
+ * are lent to the others (donors). The count is approximate under races
+ * (a window's reset may be lost); the doubling itself is a cmpxchg() from
+ * the value read, so it happens once.
  */
 
 /*
