@@ -1087,19 +1087,16 @@ def summary_data():
             for m in ("hugetlb after", "highalloc_pct")}
     # A small pool written from many CPUs: overhead, and afmalloc's shards.
     name = SUMMARY["smallpool"]
-    if os.path.isfile(os.path.join(rdir(name), "smallpool.csv")):
-        sp = report.read_csv(rdir(name), "smallpool.csv")
-        pick = {"zs": lambda r: r["alloc"] == ZS,
-                "af": lambda r: r["alloc"] == AF and r["grow"] == "Y",
-                "all": lambda r: r["alloc"] == AF and r["grow"] == "N"}
-        d["smallpool"] = {"cpus": sp[0]["cpus"], "rounds": len({r["round"] for r in sp})}
+    sp = report.smallpool_medians(rdir(name))
+    if sp:
+        rounds = report.read_csv(rdir(name), "smallpool.csv")
+        d["smallpool"] = {"cpus": rounds[0]["cpus"],
+                          "rounds": len({r["round"] for r in rounds})}
         for mode in ("seq", "par"):
-            for key, sel in pick.items():
-                rs = [r for r in sp if r["mode"] == mode and sel(r)]
-                d["smallpool"][(mode, key)] = (
-                    med([100 * (int(r["held_bytes"]) / int(r["compr_data_size"]) - 1)
-                         for r in rs]),
-                    sorted({int(r["shards_active"]) for r in rs if r["shards_active"]}))
+            for key, (alloc, grow) in (("zs", (ZS, "Y")), ("af", (AF, "Y")),
+                                       ("all", (AF, "N"))):
+                _, _, over, act = sp[(mode, alloc, grow)]
+                d["smallpool"][(mode, key)] = (over, act)
     else:
         print(f"readme_results: note: no {rdir(name)}/smallpool.csv: the summary has no row "
               "for it", file=sys.stderr)
@@ -1325,8 +1322,8 @@ def summary_rows(d):
         kib = run_meta(n).get("kib_per_cpu", "?")
 
         def shards(lst):
-            return "-".join(str(x) for x in lst[:1] + lst[1:][-1:]) + \
-                (" shard" if lst == [1] else " shards")
+            n = str(lst[0]) if len(lst) == 1 else f"{lst[0]}-{lst[-1]}"
+            return n + (" shard" if lst == [1] else " shards")
         zs_o = [sp[(m, "zs")][0] for m in ("seq", "par")]
         af_o = [sp[(m, "af")][0] for m in ("seq", "par")]
         al_o = [sp[(m, "all")][0] for m in ("seq", "par")]

@@ -507,26 +507,38 @@ def zswap_time(run_dir):
     return "\n".join(out) + "\n"
 
 
-def smallpool(run_dir):
-    """Markdown table of a bench/smallpool/run.sh run (smallpool.csv, meta.json).
+def smallpool_medians(run_dir):
+    """Medians over the rounds of a bench/smallpool/run.sh run (smallpool.csv).
 
-    Per write mode and allocator: medians over the rounds of the compressed
-    bytes, every byte the allocator holds (metadata slab caches included),
-    the overhead (held beyond the compressed bytes, in % of them) and, for
-    afmalloc, the shards it allocated in. '' without the CSV.
+    {(mode, alloc, grow): (compressed bytes, bytes held, overhead %,
+    sorted shards active)}, in the CSV's order; overhead: held beyond the
+    compressed bytes, in % of them. {} without the CSV.
     """
     import statistics
-    path = os.path.join(run_dir, "smallpool.csv")
-    if not os.path.isfile(path):
+    if not os.path.isfile(os.path.join(run_dir, "smallpool.csv")):
+        return {}
+    rows = read_csv(run_dir, "smallpool.csv")
+    out = {}
+    for key in dict.fromkeys((r["mode"], r["alloc"], r["grow"]) for r in rows):
+        sel = [r for r in rows if (r["mode"], r["alloc"], r["grow"]) == key]
+        out[key] = (statistics.median(int(r["compr_data_size"]) for r in sel),
+                    statistics.median(int(r["held_bytes"]) for r in sel),
+                    statistics.median(100 * (int(r["held_bytes"]) / int(r["compr_data_size"]) - 1)
+                                      for r in sel),
+                    sorted({int(r["shards_active"]) for r in sel if r["shards_active"]}))
+    return out
+
+
+def smallpool(run_dir):
+    """Markdown table of a bench/smallpool/run.sh run (smallpool.csv, meta.json):
+    per write mode and allocator, smallpool_medians(). '' without the CSV.
+    """
+    med = smallpool_medians(run_dir)
+    if not med:
         return ""
     rows = read_csv(run_dir, "smallpool.csv")
     meta = load_meta(run_dir)
     cpus = rows[0]["cpus"] if rows else "?"
-
-    def label(r):
-        if r["alloc"] == "zsmalloc":
-            return "zsmalloc"
-        return r["alloc"] + ("" if r["grow"] == "Y" else " (zspage_shards_grow=N)")
 
     out = ["## A small zram device written from every CPU", ""]
     if meta:
@@ -545,16 +557,13 @@ def smallpool(run_dir):
     head = ["mode", "allocator", "compressed KiB", "held KiB", "overhead", "shards active"]
     out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for mode in ("seq", "par"):
-        labels = list(dict.fromkeys(label(r) for r in rows if r["mode"] == mode))
-        for lab in labels:
-            sel = [r for r in rows if r["mode"] == mode and label(r) == lab]
-            comp = statistics.median(int(r["compr_data_size"]) for r in sel)
-            held = statistics.median(int(r["held_bytes"]) for r in sel)
-            over = statistics.median(100 * (int(r["held_bytes"]) / int(r["compr_data_size"]) - 1)
-                                     for r in sel)
-            act = sorted({r["shards_active"] for r in sel if r["shards_active"]}, key=int)
+        for (m, alloc, grow), (comp, held, over, act) in med.items():
+            if m != mode:
+                continue
+            lab = alloc if alloc == "zsmalloc" or grow == "Y" else \
+                f"{alloc} (zspage_shards_grow=N)"
             out.append(f"| {mode} | {lab} | {comp / 1024:,.0f} | {held / 1024:,.0f} | "
-                       f"{over:.1f}% | {', '.join(act) if act else '-'} |")
+                       f"{over:.1f}% | {', '.join(map(str, act)) if act else '-'} |")
     if meta.get("command"):
         out += ["", f"Reproduce: `{meta['command']}`"]
     return "\n".join(out) + "\n"
