@@ -639,13 +639,15 @@ static void afm_zs_restore_shards_grow(void *data)
  * AFM_ZS_GROW_WINDOW (one fewer, or a window that ends between them, is
  * not enough), then CPU c allocates in shard c % 2, then c % 4, up to all
  * eight, and no further; objects of every shard read back byte for byte
- * and freeing them gives back every page. With zspage_shards_grow=N a new
- * pool allocates in all eight from the start, CPU c in shard c.
+ * and freeing them gives back every page. A shard is created when it
+ * becomes active (the pool's structures grow with it); until then a handle
+ * that names it is a bad handle. With zspage_shards_grow=N a new pool
+ * allocates in all eight from the start, CPU c in shard c.
  */
 static void afm_zs_test_shards_grow(struct kunit *test)
 {
 	const unsigned int nr = 8, per = 16, rounds = 4, n = rounds * nr * per;
-	unsigned long now = jiffies, window;
+	unsigned long now = jiffies, window, aux, misuses;
 	unsigned int i, k, r, grow = afm_zs_test_grow_after(&window), want;
 	unsigned int size;
 	struct afm_zs_obj_info info;
@@ -658,6 +660,16 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, -1), nr);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.shards_active, 1);
+	/* The other shards are created when they become active. */
+	KUNIT_EXPECT_EQ(test, c.shards_created, 1);
+	aux = ts->pool->ops->aux_bytes(ts->pool);
+	/* A handle naming a shard not created: refused, as any bad one. */
+	afm_test_expect_warnings(test);
+	misuses = afm_test_misuse_count();
+	afm_free(ts->pool, nr - 1);
+	KUNIT_EXPECT_NULL(test, afm_map_object(ts->pool, nr + 1, AFM_MM_RO));
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, nr + 2), 0);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 2);
 
 	for (r = 0, i = 0; r < rounds; r++) {
 		want = 1U << r;
@@ -673,6 +685,10 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 		}
 		afm_zs_get_counters(ts->pool, &c);
 		KUNIT_EXPECT_EQ(test, c.shards_active, want);
+		KUNIT_EXPECT_EQ(test, c.shards_created, want);
+		/* Each created shard's structures: more than one's alone. */
+		KUNIT_EXPECT_GE(test, ts->pool->ops->aux_bytes(ts->pool),
+				want * aux / 2);
 		if (!r) {
 			/* One shard's metadata, not one a CPU. */
 			KUNIT_EXPECT_EQ(test, c.dir_pages, 1);
@@ -724,6 +740,7 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 	}
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.shards_active, nr);
+	KUNIT_EXPECT_EQ(test, c.shards_created, nr);
 	KUNIT_EXPECT_EQ(test, c.dir_pages, nr);
 }
 

@@ -649,7 +649,7 @@ static struct afm_zs_pool *afm_zs_donor(struct afm_zs_set *set,
 	d = find_next_bit(set->donors, set->nr, zs->nr + 1);
 	if (d >= set->nr)
 		d = find_first_bit(set->donors, zs->nr);
-	return d < set->nr && d != zs->nr ? set->shard[d] : NULL;
+	return d < set->nr && d != zs->nr ? READ_ONCE(set->shard[d]) : NULL;
 }
 
 /*
@@ -734,35 +734,40 @@ none:
  * shards, up to all of them. They never shrink: the objects of a shard
  * stay where they are (their handles name it), and its holes and tails
  * are lent to the others (donors). The count is approximate under races
- * (a window's reset may be lost); the doubling itself is a cmpxchg() from
- * the value read, so it happens once.
+ * (a window's reset may be lost); the allocation that makes it reach
+ * AFM_ZS_GROW_AFTER starts a new window and queues &afm_zs_set.grow_work,
+ * which doubles the active shards once (under &afm_zs_set.grow_lock).
+ *
+ * A shard is created when it first becomes active, not with the pool: its
+ * struct afm_zs_pool (about 8 KiB), candidate array, table tops and
+ * shrinker are then paid by the shards a pool uses, not by every possible
+ * CPU's. Allocation may not sleep, so the work creates them (GFP_KERNEL)
+ * and publishes each (&afm_zs_set.created, then &afm_zs_set.active, with
+ * release; afm_zs_here() reads active with acquire); until it has run,
+ * allocations go on in the shards already active. A shard that cannot be
+ * had for memory leaves the active shards as they were.
  */
 
 /*
  * An allocation found its shard's lock held at jiffies @now: count it, and
- * double the active shards after AFM_ZS_GROW_AFTER such within
- * AFM_ZS_GROW_WINDOW. Return: the active shards after.
+ * queue the doubling of the active shards once AFM_ZS_GROW_AFTER such fell
+ * within AFM_ZS_GROW_WINDOW.
  */
-static noinline unsigned int afm_zs_contended(struct afm_zs_set *set,
-					      unsigned long now)
+static noinline void afm_zs_contended(struct afm_zs_set *set,
+				      unsigned long now)
 {
-	unsigned int a = READ_ONCE(set->active);
-
-	if (a >= set->nr)
-		return a;
+	if (READ_ONCE(set->active) >= set->nr)
+		return;
 	if (time_after(now, READ_ONCE(set->contended_since) +
 			    AFM_ZS_GROW_WINDOW)) {
 		WRITE_ONCE(set->contended_since, now);
 		atomic_set(&set->contended, 0);
 	}
-	if (atomic_inc_return(&set->contended) < AFM_ZS_GROW_AFTER)
-		return a;
-	if (cmpxchg(&set->active, a, 2 * a) == a) {
-		atomic_set(&set->contended, 0);
-		WRITE_ONCE(set->contended_since, now);
-		return 2 * a;
-	}
-	return READ_ONCE(set->active);
+	if (atomic_inc_return(&set->contended) != AFM_ZS_GROW_AFTER)
+		return;
+	atomic_set(&set->contended, 0);
+	WRITE_ONCE(set->contended_since, now);
+	queue_work(system_unbound_wq, &set->grow_work);
 }
 
 /* Take @zs's lock for an allocation, counting a wait for it. */
@@ -790,7 +795,8 @@ static struct afm_zs_pool *afm_zs_here(struct afm_zs_set *set)
 	if (t >= 0)
 		cpu = t;
 #endif
-	return set->shard[cpu & (READ_ONCE(set->active) - 1)];
+	/* Acquire: the shards active names exist (afm_zs_grow_work()). */
+	return set->shard[cpu & (smp_load_acquire(&set->active) - 1)];
 }
 
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
@@ -821,7 +827,9 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_alloc_cpu);
  * @n: how many (fewer once every shard is active)
  * @now: the jiffies they count at
  *
- * Context: any context.
+ * The doubling they queue is waited for after each.
+ *
+ * Context: process context; may sleep.
  * Return: the active shards after them.
  */
 unsigned int afm_zs_test_contended(struct afm_pool *pool, unsigned int n,
@@ -829,8 +837,10 @@ unsigned int afm_zs_test_contended(struct afm_pool *pool, unsigned int n,
 {
 	struct afm_zs_set *set = pool->store;
 
-	while (n-- && READ_ONCE(set->active) < set->nr)
+	while (n-- && READ_ONCE(set->active) < set->nr) {
 		afm_zs_contended(set, now);
+		flush_work(&set->grow_work);
+	}
 	return READ_ONCE(set->active);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_contended);

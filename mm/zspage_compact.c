@@ -533,7 +533,7 @@ void afm_zs_compact(struct afm_pool *pool)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++) {
+	for (i = 0; i < afm_zs_created(set); i++) {
 		afm_zs_compact_goal(set->shard[i], ULONG_MAX, AFM_ZS_MIN_HOLES,
 				    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
 		if (fatal_signal_pending(current))

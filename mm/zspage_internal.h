@@ -631,8 +631,9 @@ struct afm_zs_pool {
 /*
  * Shards (see "Shards" in zspage_store.c): at most AFM_ZS_MAX_SHARDS, two
  * CPUs a shard on 128 CPUs, enough to make contention rare; each shard
- * allocated from costs its table pages and the tail of its open zspage
- * (every shard: a struct afm_zs_pool).
+ * allocated from costs its table pages and the tail of its open zspage,
+ * and each created (a shard is created when it first becomes active) its
+ * struct afm_zs_pool, candidate array and shrinker.
  */
 #define AFM_ZS_MAX_SHARDS	64U
 /*
@@ -652,13 +653,23 @@ struct afm_zs_pool {
  * @shift: log2 of @nr: a handle is (shard handle << @shift) | shard.
  * @active: shards allocation takes, a power of two, 1 to @nr: CPU c
  *	allocates in shard c & (@active - 1) (frees, maps and compaction
- *	go to the shard a handle names, any of the @nr). Only grows
- *	(afm_zs_contended(): cmpxchg() from the value read, so a doubling
- *	happens once); read with READ_ONCE(), without a lock.
+ *	go to the shard a handle names, any of the @created). Only grows,
+ *	under @grow_lock (afm_zs_grow_work(), with release once the shards
+ *	are created); read without a lock, with smp_load_acquire() where
+ *	it picks a shard.
  * @contended: allocations that found their shard's lock held since
  *	@contended_since (atomic; reset when the window or @active moves on).
  * @contended_since: jiffies the current window of @contended began; read
  *	and written without a lock (a lost reset only shifts a window).
+ * @created: shards that exist, 1 to @nr: &afm_zs_set.shard[0] to
+ *	[@created - 1] (see "Active shards" in zspage_alloc.c); at least
+ *	@active. Only grows, under @grow_lock: the shards are written before
+ *	it (smp_store_release()); read with afm_zs_created().
+ * @pool: the pool, for shards created later.
+ * @align: zspage_align of the pool's creation, for shards created later.
+ * @grow_lock: serialises the creation of shards (afm_zs_grow()).
+ * @grow_work: creates the next shards and activates them, queued by an
+ *	allocation (afm_zs_contended()) that may not sleep.
  * @test_shard: KUnit hook (afm_zs_test_alloc_shard()): the shard new
  *	objects go to, -1 for the current CPU's.
  * @test_cpu: KUnit hook (afm_zs_test_alloc_cpu()): the CPU number the
@@ -668,7 +679,8 @@ struct afm_zs_pool {
  * @donors: shards whose indexed holes other shards' allocations may
  *	take (AFM_ZS_DONOR_ON); a shard sets and clears its own bit, under
  *	its lock, with atomic bit operations; read without any lock.
- * @shard: the shards. Set at creation, never changed.
+ * @shard: the shards, @created of them; NULL beyond. A shard, once
+ *	created, stays until the pool is destroyed.
  */
 struct afm_zs_set {
 	unsigned int nr;
@@ -676,12 +688,27 @@ struct afm_zs_set {
 	unsigned int active;
 	atomic_t contended;
 	unsigned long contended_since;
+	unsigned int created;
+	struct afm_pool *pool;
+	unsigned int align;
+	struct mutex grow_lock;		/* creating shards, raising @active */
+	struct work_struct grow_work;
 	int test_shard;
 	int test_cpu;
 	bool test_busy;
 	DECLARE_BITMAP(donors, AFM_ZS_MAX_SHARDS);
 	struct afm_zs_pool *shard[];
 };
+
+/*
+ * Shards that exist: &afm_zs_set.shard[0] to [afm_zs_created() - 1] are
+ * set and stay (acquire: pairs with afm_zs_grow()'s release).
+ */
+static inline unsigned int afm_zs_created(struct afm_zs_set *set)
+{
+	/* Pairs with afm_zs_grow()'s smp_store_release(). */
+	return smp_load_acquire(&set->created);
+}
 
 /*
  * A shard with at least AFM_ZS_DONOR_ON bytes of indexed holes and tails
@@ -730,9 +757,14 @@ static __always_inline struct afm_zs_pool *afm_zs_of(struct afm_pool *pool,
 						     unsigned long *handle)
 {
 	struct afm_zs_set *set = pool->store;
-	struct afm_zs_pool *zs = set->shard[*handle & (set->nr - 1)];
+	struct afm_zs_pool *zs = READ_ONCE(set->shard[*handle & (set->nr - 1)]);
 
 	*handle >>= set->shift;
+	if (unlikely(!zs)) {
+		/* A bad handle: none beyond afm_zs_created(). */
+		*handle = ULONG_MAX >> set->shift;
+		zs = set->shard[0];
+	}
 	return zs;
 }
 

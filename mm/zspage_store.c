@@ -117,8 +117,9 @@
  * workers and shrinker; everything below describes one shard. Allocation
  * takes the shard of the CPU it runs on among the active ones (a new pool
  * allocates in one; allocations that find their shard's lock held double
- * them, up to all: "Active shards" in zspage_alloc.c), so that a pool
- * few CPUs use at a time pays for few shards; free, map, read and write
+ * them, up to all, each created when it first becomes active: "Active
+ * shards" in zspage_alloc.c), so that a pool few CPUs use at a time pays
+ * for few shards; free, map, read and write
  * the shard the handle names; so CPUs that allocate and free their own
  * objects (once their shards are active) never share a lock or a cache
  * line, and a free from another CPU only
@@ -126,7 +127,8 @@
  * the handle to the holder instead of waiting (afm_zs_pool.rfree, "Frees
  * that find the lock held" in zspage_alloc.c). Objects never move between
  * shards.
- * Pool-wide queries (pages, statistics, afm_compact()) visit every shard.
+ * Pool-wide queries (pages, statistics, afm_compact()) visit every shard
+ * created.
  * The price: each active shard's own open zspage tail and table pages (a
  * few pages a shard). Free space is not stranded in a shard whose CPUs
  * stopped allocating (a task that moved to another CPU, frees from
@@ -306,6 +308,12 @@
  *
  * Locking, in nesting order
  * -------------------------
+ *   afm_zs_set.grow_lock (mutex)    creating shards and raising the
+ *                                   active ones (the grow work, pool
+ *                                   creation, a KUnit hook); takes the
+ *                                   first shard's pool lock to copy its
+ *                                   settings. Nothing that allocates or
+ *                                   frees takes it.
  *   afm_pool.compact_lock (mutex)   one compaction pass at a time (manual,
  *                                   automatic worker, shrinker: trylock).
  *   page lock (PG_locked)           taken by the migration core around
@@ -474,11 +482,16 @@ MODULE_PARM_DESC(zspage_align,
 
 static void afm_zs_shard_destroy(struct afm_zs_pool *zs);
 
-/* Shard @nr of @pool, or NULL. */
+/*
+ * Shard @nr of @pool, or NULL; a shard created after the first (@first)
+ * takes the settings the first was given (its handle magazine, and what
+ * KUnit hooks set on an empty pool).
+ */
 static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 					       unsigned int nr,
 					       unsigned int shift,
-					       unsigned int align)
+					       unsigned int align,
+					       struct afm_zs_pool *first)
 {
 	struct afm_zs_pool *zs;
 	unsigned int b;
@@ -543,6 +556,18 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->rtab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->rtab.mag_max = AFM_ZT_MAG;
 	zs->rtab.pshift = ilog2(AFM_ZR_PER_PAGE);
+	if (first) {
+		afm_zs_lock(first);
+		zs->idx_bits = first->idx_bits;
+		zs->htab.mag_max = first->htab.mag_max;
+		zs->htab.dshift = first->htab.dshift;
+		zs->dtab.dshift = first->dtab.dshift;
+		zs->rtab.dshift = first->rtab.dshift;
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+		zs->test_quiet = READ_ONCE(first->test_quiet);
+#endif
+		afm_zs_unlock(first);
+	}
 	if (afm_zt_init(&zs->htab) || afm_zt_init(&zs->dtab) ||
 	    afm_zt_init(&zs->rtab))
 		goto fail;
@@ -577,10 +602,51 @@ fail:
 	return NULL;
 }
 
+/*
+ * Create the shards of @set up to @n (see "Active shards" in
+ * zspage_alloc.c). Process context, &afm_zs_set.grow_lock held.
+ * Return: the shards that exist after, @n unless memory ran out.
+ */
+static unsigned int afm_zs_grow(struct afm_zs_set *set, unsigned int n)
+{
+	struct afm_zs_pool *zs;
+	unsigned int i;
+
+	lockdep_assert_held(&set->grow_lock);
+	for (i = set->created; i < min(n, set->nr); i++) {
+		zs = afm_zs_shard_create(set->pool, i, set->shift, set->align,
+					 i ? set->shard[0] : NULL);
+		if (!zs)
+			break;
+		WRITE_ONCE(set->shard[i], zs);
+		/* The shard before the count that makes it visible. */
+		smp_store_release(&set->created, i + 1);
+	}
+	return set->created;
+}
+
+/*
+ * Double the active shards (queued by afm_zs_contended()), creating the
+ * new ones first; a shard that cannot be had for memory leaves the active
+ * shards as they were (the next AFM_ZS_GROW_AFTER waits try again).
+ */
+static void afm_zs_grow_work(struct work_struct *work)
+{
+	struct afm_zs_set *set = container_of(work, struct afm_zs_set,
+					      grow_work);
+	unsigned int want;
+
+	mutex_lock(&set->grow_lock);
+	want = min(2 * set->active, set->nr);
+	if (afm_zs_grow(set, want) >= want)
+		/* The shards before the count that lets allocation take them. */
+		smp_store_release(&set->active, want);
+	mutex_unlock(&set->grow_lock);
+}
+
 static int afm_zs_create(struct afm_pool *pool)
 {
 	unsigned int want = READ_ONCE(afm_zs_shards), n, i;
-	unsigned int align = READ_ONCE(afm_zs_align);
 	struct afm_zs_set *set;
 
 	if (!want)
@@ -593,21 +659,25 @@ static int afm_zs_create(struct afm_pool *pool)
 	set->shift = ilog2(n);
 	set->active = READ_ONCE(afm_zs_shards_grow) ? 1 : n;
 	set->contended_since = jiffies;
+	set->pool = pool;
+	set->align = READ_ONCE(afm_zs_align);
+	mutex_init(&set->grow_lock);
+	INIT_WORK(&set->grow_work, afm_zs_grow_work);
 	set->test_shard = -1;
 	set->test_cpu = -1;
 	pool->store = set;
-	for (i = 0; i < n; i++) {
-		set->shard[i] = afm_zs_shard_create(pool, i, set->shift,
-						    align);
-		if (!set->shard[i])
-			goto fail;
-	}
+	mutex_lock(&set->grow_lock);
+	i = afm_zs_grow(set, set->active);
+	mutex_unlock(&set->grow_lock);
+	if (i < set->active)
+		goto fail;
 	return 0;
 
 fail:
 	while (i--)
 		afm_zs_shard_destroy(set->shard[i]);
 	pool->store = NULL;
+	mutex_destroy(&set->grow_lock);
 	kfree(set);
 	return -ENOMEM;
 }
@@ -617,8 +687,11 @@ static void afm_zs_destroy(struct afm_pool *pool)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++)
+	/* No shard is created after this. */
+	cancel_work_sync(&set->grow_work);
+	for (i = 0; i < set->created; i++)
 		afm_zs_shard_destroy(set->shard[i]);
+	mutex_destroy(&set->grow_lock);
 	kfree(set);
 }
 
@@ -684,7 +757,7 @@ static unsigned long afm_zs_total_pages(struct afm_pool *pool)
 	unsigned long pages = 0;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++)
+	for (i = 0; i < afm_zs_created(set); i++)
 		pages += atomic_long_read(&set->shard[i]->total_pages);
 	return pages;
 }
@@ -698,7 +771,7 @@ static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 	st->objects = 0;
 	st->stored_bytes = 0;
 	st->meta_bytes = 0;
-	for (i = 0; i < set->nr; i++) {
+	for (i = 0; i < afm_zs_created(set); i++) {
 		zs = set->shard[i];
 		afm_zs_lock(zs);
 		st->objects += zs->objects;
@@ -895,7 +968,7 @@ static void afm_zs_class_stats(struct afm_pool *pool, unsigned int class,
 			 (class + 1) * 100 / AFM_ZS_GROUPS);
 	else if (class < AFM_ZS_NR_ROWS)
 		strscpy(name, names[class - AFM_ZS_GROUPS], 16);
-	for (i = 0; i < set->nr; i++)
+	for (i = 0; i < afm_zs_created(set); i++)
 		afm_zs_shard_class_stats(set->shard[i], class, val);
 	if (class == AFM_ZS_ROW_SHARDS)
 		val[3] = READ_ONCE(set->active);
@@ -909,7 +982,7 @@ static unsigned long afm_zs_aux_bytes(struct afm_pool *pool)
 	unsigned int i;
 
 	rcu_read_lock();
-	for (i = 0; i < set->nr; i++) {
+	for (i = 0; i < afm_zs_created(set); i++) {
 		zs = set->shard[i];
 		bytes += struct_size_t(struct afm_zt_top, dir,
 				       rcu_dereference(zs->htab.top)->size) +
@@ -1050,13 +1123,14 @@ void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 	unsigned int i;
 
 	memset(c, 0, sizeof(*c));
-	for (i = 0; i < set->nr; i++) {
+	for (i = 0; i < afm_zs_created(set); i++) {
 		afm_zs_lock(set->shard[i]);
 		afm_zs_read_counters(set->shard[i], &one);
 		afm_zs_unlock(set->shard[i]);
 		afm_zs_add_counters(c, &one);
 	}
 	c->shards_active = READ_ONCE(set->active);
+	c->shards_created = afm_zs_created(set);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
 
@@ -1322,7 +1396,7 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 
 	memset(c, 0, sizeof(*c));
 	memset(rc, 0, sizeof(*rc));
-	for (i = 0; i < set->nr; i++) {
+	for (i = 0; i < afm_zs_created(set); i++) {
 		bad += afm_zs_shard_audit(set->shard[i], &one, &rone);
 		afm_zs_add_counters(c, &one);
 		afm_zs_add_counters(rc, &rone);
@@ -1451,7 +1525,7 @@ void afm_zs_test_quiet(struct afm_pool *pool, unsigned int what)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++)
+	for (i = 0; i < afm_zs_created(set); i++)
 		WRITE_ONCE(set->shard[i]->test_quiet, what);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_quiet);
@@ -1539,7 +1613,7 @@ unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
 	unsigned int i, bad = 0, one;
 
 	*nr = 0;
-	for (i = 0; i < set->nr; i++) {
+	for (i = 0; i < afm_zs_created(set); i++) {
 		bad += afm_zs_shard_bad_holes(set->shard[i], &one);
 		*nr += one;
 	}
@@ -1587,7 +1661,7 @@ unsigned int afm_zs_test_flush(struct afm_pool *pool)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i, n = 0;
 
-	for (i = 0; i < set->nr; i++) {
+	for (i = 0; i < afm_zs_created(set); i++) {
 		afm_zs_lock(set->shard[i]);
 		afm_zs_rfree_drain(set->shard[i]);
 		n += set->shard[i]->pend_nr;
@@ -1623,7 +1697,7 @@ void afm_zs_test_auto_next(struct afm_pool *pool, long delta)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++)
+	for (i = 0; i < afm_zs_created(set); i++)
 		WRITE_ONCE(set->shard[i]->auto_next, jiffies + delta);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_auto_next);
@@ -1784,7 +1858,7 @@ void afm_zs_flush_work(struct afm_pool *pool)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++)
+	for (i = 0; i < afm_zs_created(set); i++)
 		afm_zs_shard_flush_work(set->shard[i]);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
@@ -1806,7 +1880,7 @@ void afm_zs_test_run_auto(struct afm_pool *pool)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++)
+	for (i = 0; i < afm_zs_created(set); i++)
 		flush_delayed_work(&set->shard[i]->compact_work);
 	afm_zs_test_auto_next(pool, 60 * HZ);
 }
@@ -1852,7 +1926,7 @@ unsigned long afm_zs_shrinker_count(struct afm_pool *pool)
 	unsigned long n = 0, one;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++) {
+	for (i = 0; i < afm_zs_created(set); i++) {
 		one = afm_zs_count(set->shard[i]);
 		if (one != SHRINK_EMPTY)
 			n += one;
@@ -1877,7 +1951,7 @@ unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
 	unsigned long freed = 0, one;
 	unsigned int i;
 
-	for (i = 0; i < set->nr && freed < nr_pages; i++) {
+	for (i = 0; i < afm_zs_created(set) && freed < nr_pages; i++) {
 		one = afm_zs_scan(set->shard[i], nr_pages - freed);
 		if (one != SHRINK_STOP)
 			freed += one;
@@ -1951,7 +2025,7 @@ static int afm_zs_test_each(struct afm_pool *pool,
 	unsigned int i;
 	int ret = 0;
 
-	for (i = 0; i < zset->nr; i++) {
+	for (i = 0; i < afm_zs_created(zset); i++) {
 		zs = zset->shard[i];
 		afm_zs_lock(zs);
 		if (!set(zs, v))
@@ -2118,17 +2192,26 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_align);
  * @pool: a zspage-store pool
  * @shard: a shard of it, or -1 for the current CPU's (the default)
  *
- * Lets a test on one CPU place objects in every shard.
+ * Lets a test on one CPU place objects in every shard; creates the
+ * shards up to @shard (not active: allocation without the hook still
+ * takes the active shards only).
  *
- * Context: any context.
- * Return: the number of shards of @pool, or -EINVAL if @shard is not one.
+ * Context: process context; may sleep.
+ * Return: the number of shards of @pool, -EINVAL if @shard is not one,
+ * -ENOMEM if it cannot be created.
  */
 int afm_zs_test_alloc_shard(struct afm_pool *pool, int shard)
 {
 	struct afm_zs_set *set = pool->store;
+	unsigned int have;
 
 	if (shard < -1 || shard >= (int)set->nr)
 		return -EINVAL;
+	mutex_lock(&set->grow_lock);
+	have = afm_zs_grow(set, shard + 1);
+	mutex_unlock(&set->grow_lock);
+	if ((int)have <= shard)
+		return -ENOMEM;
 	WRITE_ONCE(set->test_shard, shard);
 	return set->nr;
 }
@@ -2170,7 +2253,7 @@ void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < set->nr; i++)
+	for (i = 0; i < afm_zs_created(set); i++)
 		atomic_add(delta, &set->shard[i]->migrate_wait);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_migrate_wait);

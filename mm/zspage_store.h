@@ -77,6 +77,7 @@
  * @migrate_waiting: page migrations waiting for the pool lock now.
  * @shards_active: shards allocation takes now (struct afm_zs_set: the
  *	pool's, not a sum).
+ * @shards_created: shards that exist now (the pool's, not a sum).
  */
 struct afm_zs_counters {
 	unsigned long objects;
@@ -121,6 +122,7 @@ struct afm_zs_counters {
 	unsigned long migrate_yields;
 	unsigned long migrate_waiting;
 	unsigned long shards_active;
+	unsigned long shards_created;
 };
 
 /**
