@@ -1089,6 +1089,7 @@ def summary_data():
     name = SUMMARY["smallpool"]
     sp = report.smallpool_medians(rdir(name))
     if sp:
+        spa = report.smallpool_aux(rdir(name))
         rounds = report.read_csv(rdir(name), "smallpool.csv")
         d["smallpool"] = {"cpus": rounds[0]["cpus"],
                           "rounds": len({r["round"] for r in rounds})}
@@ -1096,7 +1097,7 @@ def summary_data():
             for key, (alloc, grow) in (("zs", (ZS, "Y")), ("af", (AF, "Y")),
                                        ("all", (AF, "N"))):
                 _, _, over, act = sp[(mode, alloc, grow)]
-                d["smallpool"][(mode, key)] = (over, act)
+                d["smallpool"][(mode, key)] = (over, act, spa[(mode, alloc, grow)])
     else:
         print(f"readme_results: note: no {rdir(name)}/smallpool.csv: the summary has no row "
               "for it", file=sys.stderr)
@@ -1321,9 +1322,15 @@ def summary_rows(d):
         sp = d["smallpool"]
         kib = run_meta(n).get("kib_per_cpu", "?")
 
-        def shards(lst):
+        def shards(lst, aux=None):
             n = str(lst[0]) if len(lst) == 1 else f"{lst[0]}-{lst[-1]}"
-            return n + (" shard" if lst == [1] else " shards")
+            n += " shard" if lst == [1] else " shards"
+            return n + (f"; {aux / 1024:,.0f} KiB kmalloc'd" if aux is not None else "")
+
+        def kmalloc(m):
+            a = sp[(m, "all")][2]
+            return f" ({a / 1024:,.0f} KiB kmalloc'd)" if a is not None else ""
+        has_aux = any(v[2] is not None for k, v in sp.items() if isinstance(k, tuple))
         zs_o = [sp[(m, "zs")][0] for m in ("seq", "par")]
         af_o = [sp[(m, "af")][0] for m in ("seq", "par")]
         al_o = [sp[(m, "all")][0] for m in ("seq", "par")]
@@ -1331,11 +1338,15 @@ def summary_rows(d):
             f"{sp['cpus']} vCPUs one after the other / all at once, median of "
             f"{sp['rounds']} rounds: overhead (every page, metadata slabs included); "
             "afmalloc: the shards it allocated in, and with every shard active from the "
-            "start (`zspage_shards_grow=N`, as before the active shards)",
+            "start (`zspage_shards_grow=N`, as before the active shards)"
+            + ("; afmalloc's kmalloc'd structures (debugfs aux_bytes) are not in the "
+               "overhead, as zsmalloc's kmalloc'd pool and class structures are not "
+               "(nothing shows them)" if has_aux else ""),
             " / ".join(pct(x) for x in zs_o),
-            " / ".join(f"{pct(x)} ({shards(sp[(m, 'af')][1])})"
+            " / ".join(f"{pct(x)} ({shards(sp[(m, 'af')][1], sp[(m, 'af')][2])})"
                        for x, m in zip(af_o, ("seq", "par")))
-            + "<br>every shard: " + " / ".join(pct(x) for x in al_o),
+            + "<br>every shard: " + " / ".join(pct(x) + kmalloc(m)
+                                                for x, m in zip(al_o, ("seq", "par"))),
             all(a < z for a, z in zip(af_o, zs_o)), link(n),
             f"a small pool written from {sp['cpus']} CPUs ({' / '.join(pct(x) for x in af_o)})")
     n = SUMMARY["zswap_time"]

@@ -529,6 +529,21 @@ def smallpool_medians(run_dir):
     return out
 
 
+def smallpool_aux(run_dir):
+    """Median afmalloc aux_bytes (kmalloc'd structures, not in held) per
+    (mode, alloc, grow) of a bench/smallpool/run.sh run; None where the CSV
+    has none (zsmalloc, or a run from before the column).
+    """
+    import statistics
+    rows = read_csv(run_dir, "smallpool.csv")
+    out = {}
+    for key in dict.fromkeys((r["mode"], r["alloc"], r["grow"]) for r in rows):
+        vals = [int(r["aux_bytes"]) for r in rows
+                if (r["mode"], r["alloc"], r["grow"]) == key and r.get("aux_bytes")]
+        out[key] = statistics.median(vals) if vals else None
+    return out
+
+
 def smallpool(run_dir):
     """Markdown table of a bench/smallpool/run.sh run (smallpool.csv, meta.json):
     per write mode and allocator, smallpool_medians(). '' without the CSV.
@@ -554,7 +569,14 @@ def smallpool(run_dir):
             "afmalloc/zspage allocates in one shard of a new pool and doubles them when "
             "allocations wait for a shard's lock; with zspage_shards_grow=N every shard "
             "(one per CPU) is active from the start.", ""]
+    aux = smallpool_aux(run_dir)
     head = ["mode", "allocator", "compressed KiB", "held KiB", "overhead", "shards active"]
+    if any(v is not None for v in aux.values()):
+        out += ["kmalloc'd KiB: afmalloc's structures allocated with kmalloc (its shards, "
+                "table tops, candidate arrays; debugfs aux_bytes), not in held, as "
+                "zsmalloc's kmalloc'd pool and size class structures are not (nothing "
+                "shows them).", ""]
+        head.append("kmalloc'd KiB")
     out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for mode in ("seq", "par"):
         for (m, alloc, grow), (comp, held, over, act) in med.items():
@@ -562,8 +584,12 @@ def smallpool(run_dir):
                 continue
             lab = alloc if alloc == "zsmalloc" or grow == "Y" else \
                 f"{alloc} (zspage_shards_grow=N)"
-            out.append(f"| {mode} | {lab} | {comp / 1024:,.0f} | {held / 1024:,.0f} | "
-                       f"{over:.1f}% | {', '.join(map(str, act)) if act else '-'} |")
+            row = (f"| {mode} | {lab} | {comp / 1024:,.0f} | {held / 1024:,.0f} | "
+                   f"{over:.1f}% | {', '.join(map(str, act)) if act else '-'} |")
+            if "kmalloc'd KiB" in head:
+                a = aux.get((m, alloc, grow))
+                row += f" {a / 1024:,.0f} |" if a is not None else " - |"
+            out.append(row)
     if meta.get("command"):
         out += ["", f"Reproduce: `{meta['command']}`"]
     return "\n".join(out) + "\n"

@@ -19,7 +19,10 @@
 # (bench/lib/zram-held.sh: metadata slab caches included) go to
 # DIR/smallpool.csv (round, mode, alloc, grow, dev, cpus, orig_data_size,
 # compr_data_size, mem_used_total, slab_pages, held_bytes,
-# shards_active: afmalloc's debugfs "shards" row, its fourth column), and
+# shards_active: afmalloc's debugfs "shards" row, its fourth column,
+# aux_bytes: afmalloc's kmalloc'd structures, debugfs "pool" aux_bytes, not
+# in held_bytes, as zsmalloc's kmalloc'd pool and class structures are
+# not, which nothing shows), and
 # every byte is read back and compared (a mismatch fails the script).
 # Rounds rotate the allocator order.
 set -euo pipefail
@@ -61,7 +64,7 @@ param=/sys/module/afmalloc/parameters/zspage_shards_grow
 . "$here/../lib/zram-held.sh"
 
 csv=$out/smallpool.csv
-echo "round,mode,alloc,grow,dev,cpus,orig_data_size,compr_data_size,mem_used_total,slab_pages,held_bytes,shards_active" > "$csv"
+echo "round,mode,alloc,grow,dev,cpus,orig_data_size,compr_data_size,mem_used_total,slab_pages,held_bytes,shards_active,aux_bytes" > "$csv"
 echo "smallpool-guest: $(uname -r), $cpus CPUs, $kib KiB a CPU, $rounds round(s), data $data"
 
 # write_part DEV CPU: CPU's part of FILE to the same place of DEV.
@@ -72,7 +75,7 @@ write_part() {
 # one ROUND MODE ALLOC GROW: a new device, written in MODE, counted,
 # checked and removed.
 one() {
-	local round=$1 mode=$2 alloc=$3 grow=$4 d sys c f active=''
+	local round=$1 mode=$2 alloc=$3 grow=$4 d sys c f active='' aux=''
 	echo "$grow" > "$param"
 	d=zram$(cat /sys/class/zram-control/hot_add)
 	sys=/sys/block/$d
@@ -98,8 +101,9 @@ one() {
 	held "$alloc" "$d" "${f[2]}"
 	if [ "$alloc" != zsmalloc ]; then
 		active=$(awk '$1 == "shards" { print $5 }' "/sys/kernel/debug/afmalloc/$d/classes")
+		aux=$(awk '$1 == "aux_bytes" { print $2 }' "/sys/kernel/debug/afmalloc/$d/pool")
 	fi
-	echo "$round,$mode,$alloc,$grow,$d,$cpus,${f[0]},${f[1]},${f[2]},$meta,$held,$active" >> "$csv"
+	echo "$round,$mode,$alloc,$grow,$d,$cpus,${f[0]},${f[1]},${f[2]},$meta,$held,$active,$aux" >> "$csv"
 	echo "smallpool-guest: round $round $mode $alloc grow=$grow: $((f[1] / 1024)) KiB compressed, $((held / 1024)) KiB held${active:+, $active shard(s) active}"
 	cmp -n $((cpus * kib * 1024)) "/dev/$d" "$data" || die "$d: data read back differs"
 	idle_write "$sys/reset" 1
