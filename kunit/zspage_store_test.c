@@ -469,10 +469,15 @@ static void afm_zs_test_density(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
 }
 
+static struct afm_test_set *afm_zs_set_sharded(struct kunit *test,
+					       unsigned int shards,
+					       unsigned int n);
+
 /*
  * Invalid handles: a double free, a foreign value and a mapping of a freed
  * handle are each detected (counted, warned about once), and change
- * nothing.
+ * nothing; so are handles naming a shard not created yet (a pool of eight
+ * shards allocates in one until its allocations wait for locks).
  */
 static void afm_zs_test_bad_handles(struct kunit *test)
 {
@@ -502,6 +507,17 @@ static void afm_zs_test_bad_handles(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, after.live_bytes, before.live_bytes);
 	KUNIT_EXPECT_EQ(test, after.total_pages, before.total_pages);
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[0]), 777);
+
+	ts = afm_zs_set_sharded(test, 8, 1);
+	afm_zs_get_counters(ts->pool, &before);
+	KUNIT_ASSERT_EQ(test, before.shards_created, 1);
+	misuses = afm_test_misuse_count();
+	afm_free(ts->pool, 7);
+	KUNIT_EXPECT_NULL(test, afm_map_object(ts->pool, 9, AFM_MM_RO));
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, 10), 0);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 2);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.shards_created, 1);
 }
 
 static void afm_zs_restore_shards(void *data)
@@ -640,14 +656,14 @@ static void afm_zs_restore_shards_grow(void *data)
  * not enough), then CPU c allocates in shard c % 2, then c % 4, up to all
  * eight, and no further; objects of every shard read back byte for byte
  * and freeing them gives back every page. A shard is created when it
- * becomes active (the pool's structures grow with it); until then a handle
- * that names it is a bad handle. With zspage_shards_grow=N a new pool
+ * becomes active (the pool's structures grow with it); waits while a
+ * doubling is under way do not count toward another. With zspage_shards_grow=N a new pool
  * allocates in all eight from the start, CPU c in shard c.
  */
 static void afm_zs_test_shards_grow(struct kunit *test)
 {
 	const unsigned int nr = 8, per = 16, rounds = 4, n = rounds * nr * per;
-	unsigned long now = jiffies, window, aux, misuses;
+	unsigned long now = jiffies, window, aux;
 	unsigned int i, k, r, grow = afm_zs_test_grow_after(&window), want;
 	unsigned int size;
 	struct afm_zs_obj_info info;
@@ -663,13 +679,6 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 	/* The other shards are created when they become active. */
 	KUNIT_EXPECT_EQ(test, c.shards_created, 1);
 	aux = ts->pool->ops->aux_bytes(ts->pool);
-	/* A handle naming a shard not created: refused, as any bad one. */
-	afm_test_expect_warnings(test);
-	misuses = afm_test_misuse_count();
-	afm_free(ts->pool, nr - 1);
-	KUNIT_EXPECT_NULL(test, afm_map_object(ts->pool, nr + 1, AFM_MM_RO));
-	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, nr + 2), 0);
-	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 2);
 
 	for (r = 0, i = 0; r < rounds; r++) {
 		want = 1U << r;
@@ -722,6 +731,19 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 	afm_zs_test_alloc_cpu(ts->pool, -1);
 	afm_zs_flush_work(ts->pool);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+
+	/*
+	 * Waits while a doubling is under way (started, blocked on the grow
+	 * lock) count toward none: three times grow_after waits, one doubling.
+	 */
+	ts = afm_zs_set_sharded(test, nr, 1);
+	afm_zs_test_grow_hold(ts->pool, true);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_contended(ts->pool, 3 * grow, now),
+			1);
+	afm_zs_test_grow_hold(ts->pool, false);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.shards_active, 2);
+	KUNIT_EXPECT_EQ(test, c.shards_created, 2);
 
 	/* zspage_shards_grow=N: every shard of a new pool from the start. */
 	KUNIT_ASSERT_EQ(test, 0,

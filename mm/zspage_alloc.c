@@ -17,6 +17,9 @@
  * with GFP_NOWAIT under it (else the hole stays off the index). The hole
  * index (heads, records) and the queue of deferred frees
  * (afm_zs_pool.pend) are under the pool lock. Accessors never take it.
+ * Malloc, before it takes its shard's lock, may queue the doubling of the
+ * active shards (afm_zs_contended(), "Active shards"); it never takes the
+ * grow lock nor waits for the work.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -736,7 +739,9 @@ none:
  * are lent to the others (donors). The count is approximate under races
  * (a window's reset may be lost); the allocation that makes it reach
  * AFM_ZS_GROW_AFTER starts a new window and queues &afm_zs_set.grow_work,
- * which doubles the active shards once (under &afm_zs_set.grow_lock).
+ * which doubles the active shards (under &afm_zs_set.grow_lock); until the
+ * work is done (&afm_zs_set.grow_from set) waits are not counted, so one
+ * burst of them doubles the shards once.
  *
  * A shard is created when it first becomes active, not with the pool: its
  * struct afm_zs_pool (about 8 KiB), candidate array, table tops and
@@ -756,7 +761,9 @@ none:
 static noinline void afm_zs_contended(struct afm_zs_set *set,
 				      unsigned long now)
 {
-	if (READ_ONCE(set->active) >= set->nr)
+	unsigned int a = READ_ONCE(set->active);
+
+	if (a >= set->nr || READ_ONCE(set->grow_from))
 		return;
 	if (time_after(now, READ_ONCE(set->contended_since) +
 			    AFM_ZS_GROW_WINDOW)) {
@@ -767,7 +774,8 @@ static noinline void afm_zs_contended(struct afm_zs_set *set,
 		return;
 	atomic_set(&set->contended, 0);
 	WRITE_ONCE(set->contended_since, now);
-	queue_work(system_unbound_wq, &set->grow_work);
+	if (!cmpxchg(&set->grow_from, 0, a))
+		queue_work(system_unbound_wq, &set->grow_work);
 }
 
 /* Take @zs's lock for an allocation, counting a wait for it. */
@@ -827,7 +835,9 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_alloc_cpu);
  * @n: how many (fewer once every shard is active)
  * @now: the jiffies they count at
  *
- * The doubling they queue is waited for after each.
+ * The doubling they queue is waited for after each; one that cannot be
+ * had for memory ends the waits. Under afm_zs_test_grow_hold(), a queued
+ * doubling is only let start (it then waits for the grow lock).
  *
  * Context: process context; may sleep.
  * Return: the active shards after them.
@@ -837,13 +847,57 @@ unsigned int afm_zs_test_contended(struct afm_pool *pool, unsigned int n,
 {
 	struct afm_zs_set *set = pool->store;
 
-	while (n-- && READ_ONCE(set->active) < set->nr) {
+	unsigned int a;
+
+	while (n-- && (a = READ_ONCE(set->active)) < set->nr) {
 		afm_zs_contended(set, now);
+		if (set->test_grow_held) {
+			/*
+			 * Let a doubling queued start (it then waits for the
+			 * lock); one queued again behind it stays queued.
+			 */
+			while (work_pending(&set->grow_work) &&
+			       !(work_busy(&set->grow_work) & WORK_BUSY_RUNNING))
+				usleep_range(1000, 2000);
+			continue;
+		}
+		if (!READ_ONCE(set->grow_from))
+			continue;
 		flush_work(&set->grow_work);
+		/* Out of memory for a shard: more waits would not help. */
+		if (READ_ONCE(set->active) == a)
+			break;
 	}
 	return READ_ONCE(set->active);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_contended);
+
+/**
+ * afm_zs_test_grow_hold() - hold back the doubling of the active shards
+ *	(KUnit hook)
+ * @pool: a zspage-store pool
+ * @hold: true: take the grow lock, so that a doubling that starts waits
+ *	for it; false: let go of it and wait for the doubling queued, if any
+ *
+ * Lets a test count waits for a shard's lock while a doubling is under
+ * way (afm_zs_test_contended()). Called in pairs, by one task.
+ *
+ * Context: process context; may sleep.
+ */
+void afm_zs_test_grow_hold(struct afm_pool *pool, bool hold)
+{
+	struct afm_zs_set *set = pool->store;
+
+	if (hold) {
+		mutex_lock(&set->grow_lock);
+		set->test_grow_held = true;
+		return;
+	}
+	set->test_grow_held = false;
+	mutex_unlock(&set->grow_lock);
+	flush_work(&set->grow_work);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_grow_hold);
 
 /**
  * afm_zs_test_grow_after() - AFM_ZS_GROW_AFTER and AFM_ZS_GROW_WINDOW

@@ -21,6 +21,7 @@
 #include <linux/atomic.h>
 #include <linux/bitmap.h>
 #include <linux/bitops.h>
+#include <linux/delay.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/list.h>
@@ -28,6 +29,7 @@
 #include <linux/migrate.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/pagemap.h>
@@ -515,7 +517,7 @@ struct afm_zs_pend {
  * @late_work: the rest run: automatic compaction counting the indexed
  *	holes and taking thinner ones, AFM_ZS_LATE after the last
  *	allocation, queued by a free that leaves holes above the trigger.
- * @shrinker: the pool's shrinker, NULL if it could not be allocated.
+ * @shrinker: the shard's shrinker (a shard is not created without one).
  * @cand: ids of the victims of the running pass (AFM_ZS_DONE once
  *	released), under &afm_pool.compact_lock.
  * @nr_cand: number of them.
@@ -658,7 +660,8 @@ struct afm_zs_pool {
  *	are created); read without a lock, with smp_load_acquire() where
  *	it picks a shard.
  * @contended: allocations that found their shard's lock held since
- *	@contended_since (atomic; reset when the window or @active moves on).
+ *	@contended_since (atomic; reset when the window moves on or a
+ *	doubling is queued; not counted while one is, see @grow_from).
  * @contended_since: jiffies the current window of @contended began; read
  *	and written without a lock (a lost reset only shifts a window).
  * @created: shards that exist, 1 to @nr: &afm_zs_set.shard[0] to
@@ -670,6 +673,12 @@ struct afm_zs_pool {
  * @grow_lock: serialises the creation of shards (afm_zs_grow()).
  * @grow_work: creates the next shards and activates them, queued by an
  *	allocation (afm_zs_contended()) that may not sleep.
+ * @grow_from: the @active a queued doubling grows from, 0 when none is
+ *	queued: set by the allocation that queues it (cmpxchg() from 0),
+ *	cleared by afm_zs_grow_work() when done, so that one burst of waits
+ *	doubles the shards once.
+ * @test_migrate_wait: KUnit hook (afm_zs_test_migrate_wait()): what it
+ *	added to every shard's migrate_wait, for shards created later.
  * @test_shard: KUnit hook (afm_zs_test_alloc_shard()): the shard new
  *	objects go to, -1 for the current CPU's.
  * @test_cpu: KUnit hook (afm_zs_test_alloc_cpu()): the CPU number the
@@ -693,6 +702,11 @@ struct afm_zs_set {
 	unsigned int align;
 	struct mutex grow_lock;		/* creating shards, raising @active */
 	struct work_struct grow_work;
+	unsigned int grow_from;
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	int test_migrate_wait;		/* under @grow_lock */
+	bool test_grow_held;		/* afm_zs_test_grow_hold() */
+#endif
 	int test_shard;
 	int test_cpu;
 	bool test_busy;

@@ -294,8 +294,9 @@
  * page by page, hole lists, tail buckets, creation and freeing);
  * zspage_alloc.c the hole index, malloc, free and the accessors;
  * zspage_compact.c compaction, the automatic runs and the shrinker;
- * zspage_migrate.c page migration; this file pool setup, statistics and
- * the KUnit hooks. Each opens with its part of the lock rules below.
+ * zspage_migrate.c page migration; this file pool setup (and the creation
+ * of shards as they become active), statistics and the KUnit hooks. Each
+ * opens with its part of the lock rules below.
  *
  * Page accounting
  * ---------------
@@ -564,7 +565,11 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 		zs->dtab.dshift = first->dtab.dshift;
 		zs->rtab.dshift = first->rtab.dshift;
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+		/* Set by hooks under the grow lock, as this runs. */
 		zs->test_quiet = READ_ONCE(first->test_quiet);
+		zs->auto_next = READ_ONCE(first->auto_next);
+		atomic_set(&zs->migrate_wait, ((struct afm_zs_set *)
+					      pool->store)->test_migrate_wait);
 #endif
 		afm_zs_unlock(first);
 	}
@@ -618,7 +623,8 @@ static unsigned int afm_zs_grow(struct afm_zs_set *set, unsigned int n)
 					 i ? set->shard[0] : NULL);
 		if (!zs)
 			break;
-		WRITE_ONCE(set->shard[i], zs);
+		/* Its fields before the pointer (afm_zs_of(), afm_zs_donor()). */
+		smp_store_release(&set->shard[i], zs);
 		/* The shard before the count that makes it visible. */
 		smp_store_release(&set->created, i + 1);
 	}
@@ -638,9 +644,12 @@ static void afm_zs_grow_work(struct work_struct *work)
 
 	mutex_lock(&set->grow_lock);
 	want = min(2 * set->active, set->nr);
-	if (afm_zs_grow(set, want) >= want)
+	if (set->active == READ_ONCE(set->grow_from) &&
+	    afm_zs_grow(set, want) >= want)
 		/* The shards before the count that lets allocation take them. */
 		smp_store_release(&set->active, want);
+	/* Waits count again, toward the next doubling. */
+	WRITE_ONCE(set->grow_from, 0);
 	mutex_unlock(&set->grow_lock);
 }
 
@@ -1518,15 +1527,19 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  * lets the timers fire. Pages the kernel
  * had isolated before stay so.
  *
- * Context: any context.
+ * Shards created later take it too.
+ *
+ * Context: process context; may sleep.
  */
 void afm_zs_test_quiet(struct afm_pool *pool, unsigned int what)
 {
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < afm_zs_created(set); i++)
+	mutex_lock(&set->grow_lock);
+	for (i = 0; i < set->created; i++)
 		WRITE_ONCE(set->shard[i]->test_quiet, what);
+	mutex_unlock(&set->grow_lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_quiet);
 
@@ -1690,15 +1703,21 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pend_max);
  * @delta: jiffies from now before which no automatic run of any shard
  *	starts (negative: none held back)
  *
- * Context: any; the next run of a shard sets its own (AFM_ZS_AUTO_GAP).
+ * Shards created later take the same time.
+ *
+ * Context: process context, may sleep; the next run of a shard sets its
+ * own (AFM_ZS_AUTO_GAP).
  */
 void afm_zs_test_auto_next(struct afm_pool *pool, long delta)
 {
 	struct afm_zs_set *set = pool->store;
+	unsigned long at = jiffies + delta;
 	unsigned int i;
 
-	for (i = 0; i < afm_zs_created(set); i++)
-		WRITE_ONCE(set->shard[i]->auto_next, jiffies + delta);
+	mutex_lock(&set->grow_lock);
+	for (i = 0; i < set->created; i++)
+		WRITE_ONCE(set->shard[i]->auto_next, at);
+	mutex_unlock(&set->grow_lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_auto_next);
 
@@ -2025,13 +2044,16 @@ static int afm_zs_test_each(struct afm_pool *pool,
 	unsigned int i;
 	int ret = 0;
 
-	for (i = 0; i < afm_zs_created(zset); i++) {
+	/* Shards created meanwhile copy the first's settings after. */
+	mutex_lock(&zset->grow_lock);
+	for (i = 0; i < zset->created; i++) {
 		zs = zset->shard[i];
 		afm_zs_lock(zs);
 		if (!set(zs, v))
 			ret = -EINVAL;
 		afm_zs_unlock(zs);
 	}
+	mutex_unlock(&zset->grow_lock);
 	return ret;
 }
 
@@ -2245,16 +2267,20 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_busy);
  *
  * What afm_zs_migrate_lock() does while it tries the lock again, without
  * a migration: compaction passes then let go of the lock after every move.
+ * Shards created later start with the hook's count.
  *
- * Context: any context.
+ * Context: process context; may sleep.
  */
 void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta)
 {
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < afm_zs_created(set); i++)
+	mutex_lock(&set->grow_lock);
+	set->test_migrate_wait += delta;
+	for (i = 0; i < set->created; i++)
 		atomic_add(delta, &set->shard[i]->migrate_wait);
+	mutex_unlock(&set->grow_lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_migrate_wait);
 

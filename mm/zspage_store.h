@@ -199,6 +199,7 @@ void afm_zs_test_alloc_cpu(struct afm_pool *pool, int cpu);
 unsigned int afm_zs_test_contended(struct afm_pool *pool, unsigned int n,
 				   unsigned long now);
 unsigned int afm_zs_test_grow_after(unsigned long *window);
+void afm_zs_test_grow_hold(struct afm_pool *pool, bool hold);
 void afm_zs_test_busy(struct afm_pool *pool, bool busy);
 void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta);
 bool afm_zs_test_set_contig(bool on);
