@@ -65,7 +65,9 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                 compacted: zsmalloc's own count, manual and shrinker)
   afm_*         afmalloc debugfs, summed over its pools: pool file
                 (objects, stored_bytes, pages, compactions and
-                pages_compacted of afm_compact() runs) and, zspage store,
+                pages_compacted of afm_compact() runs; aux_bytes, its
+                kmalloc'd structures, not in held_pages, as zsmalloc's
+                kmalloc'd pool and classes are not) and, zspage store,
                 the classes counter rows: compact (objects moved, passes,
                 pages freed by manual, automatic and shrinker compaction),
                 migrate (pages migrated, refused), auto (automatic runs,
@@ -154,7 +156,7 @@ COLUMNS = (
     "ctxt,cpu_busy_ms,cpu_idle_ms,cpu_user_ms,"
     "afm_moved_hole,afm_moved_tail,afm_moved_new,compr_skew_bytes,"
     "afm_htab_pages,afm_htab_dir_pages,afm_dtab_pages,afm_dtab_rtab_pages,"
-    "afm_shards_active"
+    "afm_shards_active,afm_aux_bytes"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
@@ -241,8 +243,8 @@ def afm_stats(dirs):
     four_k = 0
     for d in dirs:
         p = keyed(os.path.join(d, "pool"))
-        for k in ("objects", "stored_bytes", "pages", "meta_bytes", "compactions",
-                  "pages_compacted"):
+        for k in ("objects", "stored_bytes", "pages", "meta_bytes", "aux_bytes",
+                  "compactions", "pages_compacted"):
             s["afm_" + k] = s.get("afm_" + k, 0) + p.get(k, 0)
         for line in (read(os.path.join(d, "classes")) or "").splitlines()[1:]:
             f = line.split()
