@@ -14,6 +14,7 @@
 #include <linux/zpool.h>
 
 #include "afm_test.h"
+#include "../mm/zspage_store.h"
 
 /* A pool of the driver's, as zpool_create_pool() made it. */
 struct afm_zpool_test {
@@ -106,7 +107,12 @@ static void afm_zpool_test_movable(struct kunit *test)
 	afm_zpool_test_roundtrip(test, slab, 1500, 0x22);
 	afm_zpool_test_roundtrip(test, zs, PAGE_SIZE, 0x33);
 	afm_zpool_test_roundtrip(test, slab, PAGE_SIZE, 0x44);
-	/* Every object freed: the zspage pool holds no page any more. */
+	/*
+	 * Every object freed: the zspage pool holds no page any more, once
+	 * the frees deferred while the kernel held a page or the pool's lock
+	 * (migration, in the debug guest's compact_memory loop) are done.
+	 */
+	afm_zs_flush_work(zs->pool);
 	KUNIT_EXPECT_EQ(test, zs->drv->total_pages(zs->pool), 0);
 }
 

@@ -360,6 +360,11 @@ static void afm_zs_test_migrate_counters(struct kunit *test)
 		afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
 	}
+	/*
+	 * Had the kernel another page of the zspage locked for a moment, the
+	 * pool's worker frees them: before the test takes this one's lock.
+	 */
+	afm_zs_flush_work(ts->pool);
 	if (page) {
 		lock_page(page);
 		/* Released: the core frees it instead of migrating it. */

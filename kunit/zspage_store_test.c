@@ -218,6 +218,8 @@ static void afm_zs_test_packing(struct kunit *test)
 					      &info), 0);
 	KUNIT_EXPECT_EQ(test, info.zspage_id, first.zspage_id);
 	KUNIT_EXPECT_EQ(test, info.offset, per_zspage * ext + hdr);
+	/* The second zspage's pages, had the kernel one locked: now. */
+	afm_zs_flush_work(ts->pool);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.zspages, 1);
 	KUNIT_EXPECT_EQ(test, c.tail_bytes, 0);
@@ -294,6 +296,8 @@ static void afm_zs_test_short(struct kunit *test)
 		afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
 	}
+	/* Zspages whose pages the kernel had locked for a moment: now. */
+	afm_zs_flush_work(ts->pool);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.zspages + c.dead_zspages, 0);
 	KUNIT_EXPECT_EQ(test, c.data_pages, 0);
@@ -412,6 +416,7 @@ static void afm_zs_test_short_churn(struct kunit *test)
 			afm_free(ts->pool, ts->h[i]);
 			ts->h[i] = 0;
 		}
+		afm_zs_flush_work(ts->pool);
 		afm_zs_get_counters(ts->pool, &c);
 		KUNIT_ASSERT_EQ(test, c.data_pages, 0);
 	}
@@ -1115,7 +1120,7 @@ static int afm_zs_stress_compactor(void *data)
  * worker's object, or the migrator's own (always, until one migration
  * succeeded). Return: whether a page was isolated.
  */
-static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st)
+static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st, bool late)
 {
 	const struct movable_operations *mops;
 	struct page *src = NULL, *dst;
@@ -1151,7 +1156,12 @@ static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st)
 		goto put;
 	}
 	mops = page_movable_ops(src);
-	if (!mops->isolate_page(src, 0)) {
+	/*
+	 * Late, the pool is kept from the kernel's migration, whose
+	 * isolate_page it refuses: isolate as that would, but for the quiet.
+	 */
+	if (late ? !afm_zs_test_isolate_page(src) :
+		   !mops->isolate_page(src, 0)) {
 		unlock_page(src);
 		__free_page(dst);
 		goto put;
@@ -1186,7 +1196,7 @@ put:
 	return true;
 }
 #else
-static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st)
+static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st, bool late)
 {
 	return false;
 }
@@ -1197,7 +1207,9 @@ static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st)
  * succeeded (bounded): "at least one migration" then holds on any host.
  * Past the deadline the workers have freed their objects, and the pool is
  * kept from the kernel's migration, which could hold the migrator's own
- * page isolated; a page isolated before is given a moment to come back.
+ * page isolated (the migrator then isolates through the test hook, which
+ * the quiet does not refuse); a page isolated before is given a moment to
+ * come back.
  */
 static int afm_zs_stress_migrator(void *data)
 {
@@ -1205,14 +1217,14 @@ static int afm_zs_stress_migrator(void *data)
 	unsigned int late = 0;
 
 	do {
-		afm_zs_stress_migrate_one(st);
+		afm_zs_stress_migrate_one(st, false);
 		cond_resched();
 	} while (time_before(jiffies, st->deadline));
 	if (IS_ENABLED(CONFIG_COMPACTION) && !atomic_read(&st->migrations)) {
 		afm_zs_test_quiet(st->pool, AFM_ZS_QUIET_MIGRATION);
 		while (!atomic_read(&st->migrations) &&
 		       late++ < AFM_ZS_STRESS_MIGRATE_TRIES) {
-			afm_zs_stress_migrate_one(st);
+			afm_zs_stress_migrate_one(st, true);
 			usleep_range(1000, 2000);
 		}
 		afm_zs_test_quiet(st->pool, 0);
