@@ -241,6 +241,15 @@ for d in "${rwdirs[@]}"; do vargs+=(--rwdir "$d"); done
 # Give emulation the maximum, 300 s; a real hang still trips it, and every
 # test has its own timeout.
 [ "$accel" = tcg ] && vargs+=(--append "rcupdate.rcu_cpu_stall_timeout=300")
+# Under TCG the guest's TSC is the host's (invariant, the same on every
+# vCPU), but the clocksource watchdog checks it against an emulated HPET or
+# ACPI PM timer that lags while the host is loaded, and marks it unstable
+# (seen 200 s into a churn benchmark's boot): the guest then reads time from
+# the HPET, slower by far, for the rest of the boot (a benchmark's later
+# runs timed on another clock), and the sched_clock switch patches kernel
+# text, which once ended a guest in an int3 Oops in sched_clock_cpu().
+# tsc=reliable keeps the TSC and skips the watchdog.
+[ "$accel" = tcg ] && vargs+=(--append "tsc=reliable")
 for a in "${append[@]}"; do vargs+=(--append "$a"); done
 
 # splat_summary LOG: the first kernel splat in LOG from its first line (5
