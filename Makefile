@@ -123,8 +123,8 @@ vm-test-zero-race: guest
 
 # The guest CPU (under TCG: QEMU's emulation of it) and the flags register
 # across cmpxchg16b, the instruction SLUB's fast paths end in: user-space
-# threads, no zram, zswap or afmalloc (README, "Five failures in churn
-# boots"). OUT=dir keeps the guest console.
+# threads, no zram, zswap or afmalloc (README, "Data integrity: the
+# emulator": QEMU 7.2 fails it). OUT=dir keeps the guest console.
 CX16_SECONDS ?= 600
 vm-test-cx16: guest
 	$(TIMED) vm-cx16-flags $(TOP)/tests/vm/cx16-flags.sh --seconds $(CX16_SECONDS) \

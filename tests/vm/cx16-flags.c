@@ -10,7 +10,7 @@
  * and its slow paths use "lock cmpxchg16b" on a struct slab. Two guest
  * double faults of the churn benchmark under QEMU TCG stopped at the
  * instruction right after the per-CPU one, with reserved bits set in the
- * saved flags (README, "Five failures in churn boots").
+ * saved flags (README, "Data integrity: the emulator").
  *
  * This runs the same instruction forms in user space, in N threads
  * (default: twice the CPUs, so that they are preempted too), each in a
@@ -19,7 +19,12 @@
  *     through %gs on a per-CPU one): once a compare that must succeed,
  *     once one that must fail;
  *   - locked, on one slot all threads share (contended: the compare fails
- *     whenever another thread got there first).
+ *     whenever another thread got there first);
+ *   - both forms again right after a flag-setting add whose source has
+ *     every reserved bit set, in the same straight-line code, with the
+ *     flags reloaded just before (popfq): the arithmetic flags the add
+ *     left (CF, PF, AF, SF, OF), which cmpxchg16b must not change, are
+ *     checked against the same add's flags read on their own.
  * After each it reads the flags (pushfq) and checks them: ZF set exactly
  * when rdx:rax still holds what it was given (the architecture: equal ->
  * ZF=1 and rdx:rax unchanged; not equal -> ZF=0 and rdx:rax loaded from
@@ -30,6 +35,19 @@
  * --report (default 5) anomalies and one summary line:
  *
  *   cx16-flags: threads=N seconds=S ops=N bad_flags=N bad_zf=N bad_value=N result=pass|FAIL
+ *
+ * The last forms are what the kernel runs: an instruction setting the
+ * flags, then this_cpu_cmpxchg128() in the same basic block. QEMU 7.2's
+ * TCG (Debian 12's qemu-system-x86) calls its cmpxchg16b helper without
+ * first storing the pending condition-code operation (translate.c has no
+ * gen_update_cc_op() before gen_helper_cmpxchg16b{,_unlocked}(); every
+ * other helper that reads the flags has one), so the helper computes the
+ * flags from a stale operation: after a flags reload (popf, iret, an
+ * exit to the emulator's main loop) it takes the add's source operand for
+ * the whole flags register, reserved bits, TF, IF, DF and IOPL included,
+ * and the next interrupt, pushf or popf spreads them (README, "Data
+ * integrity: the emulator"). QEMU 8.0 and later compute them right
+ * (bookworm-backports has 10.0; scripts/setup.sh installs it).
  *
  * Exit status: 0 when nothing was wrong, 1 otherwise, 2 on bad usage.
  */
@@ -99,6 +117,68 @@ static u64 cx_lock(struct pair *p, u64 *lo, u64 *hi, u64 nlo, u64 nhi)
 	return fl;
 }
 
+/*
+ * The source of the add before the stale forms: every reserved bit of the
+ * flags' low half set (3, 5, 15, 22-31), so that flags taken from it show.
+ */
+#define STALE_SRC	0xdeadbeefffc08028ULL
+#define FLAGS_ARITH	0x895ULL	/* CF PF AF SF OF */
+
+/* The flags an add of STALE_SRC to @acc leaves, read at once. */
+static u64 add_flags(u64 acc)
+{
+	u64 fl;
+
+	asm volatile("addq %[src], %[acc]\n\t"
+		     "pushfq\n\t"
+		     "popq %[fl]"
+		     : [fl] "=r" (fl), [acc] "+r" (acc)
+		     : [src] "r" (STALE_SRC)
+		     : "cc");
+	return fl;
+}
+
+/*
+ * Flags reloaded (popfq), an add of STALE_SRC to @acc, then the unlocked
+ * cmpxchg16b on this thread's slot, as the kernel's per-CPU form follows
+ * arithmetic on its operands.
+ */
+static u64 cx_fs_stale(u64 *lo, u64 *hi, u64 nlo, u64 nhi, u64 acc)
+{
+	u64 fl;
+
+	asm volatile("pushfq\n\t"
+		     "popfq\n\t"
+		     "addq %[src], %[acc]\n\t"
+		     "movq $slot@tpoff, %%rsi\n\t"
+		     "cmpxchg16b %%fs:(%%rsi)\n\t"
+		     "pushfq\n\t"
+		     "popq %[fl]"
+		     : [fl] "=r" (fl), "+a" (*lo), "+d" (*hi), [acc] "+r" (acc)
+		     : "b" (nlo), "c" (nhi), [src] "r" (STALE_SRC)
+		     : "rsi", "memory", "cc");
+	return fl;
+}
+
+/* The same with the locked form on @p. */
+static u64 cx_lock_stale(struct pair *p, u64 *lo, u64 *hi, u64 nlo, u64 nhi,
+			 u64 acc)
+{
+	u64 fl;
+
+	asm volatile("pushfq\n\t"
+		     "popfq\n\t"
+		     "addq %[src], %[acc]\n\t"
+		     "lock cmpxchg16b %[m]\n\t"
+		     "pushfq\n\t"
+		     "popq %[fl]"
+		     : [fl] "=r" (fl), [m] "+m" (*p), "+a" (*lo), "+d" (*hi),
+		       [acc] "+r" (acc)
+		     : "b" (nlo), "c" (nhi), [src] "r" (STALE_SRC)
+		     : "memory", "cc");
+	return fl;
+}
+
 /* The checks every form shares; @same: rdx:rax came back as given. */
 static void check_flags(int t, unsigned long n, u64 fl, int same)
 {
@@ -109,6 +189,19 @@ static void check_flags(int t, unsigned long n, u64 fl, int same)
 	if (!!(fl & FLAG_ZF) != same) {
 		atomic_fetch_add(&bad_zf, 1);
 		report("ZF does not match rdx:rax", t, n, fl, same, 0);
+	}
+}
+
+/*
+ * cmpxchg16b changes ZF only: the arithmetic flags after it are those of
+ * the add before it (@want).
+ */
+static void check_arith(int t, unsigned long n, u64 fl, u64 want)
+{
+	if ((fl & FLAGS_ARITH) != (want & FLAGS_ARITH)) {
+		atomic_fetch_add(&bad_flags, 1);
+		report("arithmetic flags changed by cmpxchg16b", t, n, fl,
+		       want, 0);
 	}
 }
 
@@ -156,6 +249,33 @@ static void *worker(void *arg)
 			check_flags(t, n, fl, lo == olo && hi == ohi);
 			if (fl & FLAG_ZF)
 				break;
+		}
+		/*
+		 * The stale forms: a success on this thread's slot, then the
+		 * locked one on a slot of this thread's stack, each after an
+		 * add whose flags it must leave as they were.
+		 */
+		{
+			static __thread alignas(16) struct pair mine;
+			u64 acc = v ^ n, want = add_flags(acc);
+
+			lo = slot.lo;
+			hi = slot.hi;
+			fl = cx_fs_stale(&lo, &hi, lo + 1, hi - 1, acc);
+			check_flags(t, n, fl, 1);
+			check_arith(t, n, fl, want);
+			if (!(fl & FLAG_ZF)) {
+				atomic_fetch_add(&bad_value, 1);
+				report("stale-flags success failed", t, n, fl,
+				       slot.lo, slot.hi);
+			}
+			slot.lo = v;
+			slot.hi = ~v;
+			lo = mine.lo + 1;
+			hi = mine.hi;
+			fl = cx_lock_stale(&mine, &lo, &hi, 0, 0, acc);
+			check_flags(t, n, fl, 0);
+			check_arith(t, n, fl, want);
 		}
 		n++;
 		if (!(n & 1023))
