@@ -76,6 +76,56 @@ _apt_get_install() {
 		{ tail -n 20 "$alog" >&2; die "could not install ${missing[*]} (log: $alog)"; }
 }
 
+# QEMU_MIN: the oldest qemu-system-x86 whose TCG keeps the flags right
+# across cmpxchg16b. 7.2 (Debian 12's) computes them, after an instruction
+# that set them in the same translation block, from a stale operation:
+# garbage flags (reserved bits, TF, DF, IF) reach the guest kernel through
+# SLUB's per-CPU cmpxchg16b (tests/vm/cx16-flags.c; README, "Data
+# integrity: the emulator"). 8.0 rewrote the instruction (fixed).
+QEMU_MIN=1:8.0
+
+# qemu_ok: the installed qemu-system-x86 is at least QEMU_MIN.
+qemu_ok() {
+	local v
+	v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || return 1
+	[ -n "$v" ] && dpkg --compare-versions "$v" ge "$QEMU_MIN"
+}
+
+# qemu_install: qemu-system-x86 at least QEMU_MIN; on Debian 12 from
+# bookworm-backports (its source added once, as a file of ours in
+# sources.list.d; backports are pinned below the release, so nothing else
+# is taken from there), elsewhere the release's own.
+qemu_install() {
+	qemu_ok && return 0
+	if ! grep -qx 'VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+		apt_install qemu-system-x86
+		qemu_ok || log "warning: qemu-system-x86 older than $QEMU_MIN: TCG guests may see wrong flags after cmpxchg16b"
+		return 0
+	fi
+	need_root "installing qemu-system-x86 from bookworm-backports"
+	(
+	lock apt
+	qemu_ok && exit 0
+	local src=/etc/apt/sources.list.d/afmalloc-bookworm-backports.sources
+	local alog=$AFMALLOC_CACHE/apt.log
+	mkdir -p "$AFMALLOC_CACHE"
+	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		log "adding bookworm-backports to apt's sources ($src)"
+		printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' \
+			'Suites: bookworm-backports' 'Components: main' \
+			'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' > "$src"
+	fi
+	log "installing qemu-system-x86 from bookworm-backports (Debian 12's $(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null || echo none) miscomputes flags under TCG)"
+	apt-get update -q -o DPkg::Lock::Timeout=600 >"$alog" 2>&1 ||
+		{ tail -n 20 "$alog" >&2; die "apt-get update failed"; }
+	touch "$AFMALLOC_CACHE/.apt-updated"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		-o DPkg::Lock::Timeout=600 -t bookworm-backports qemu-system-x86 >"$alog" 2>&1 ||
+		{ tail -n 20 "$alog" >&2; die "could not install qemu-system-x86 from bookworm-backports (log: $alog)"; }
+	qemu_ok || die "qemu-system-x86 is still older than $QEMU_MIN after the install (log: $alog)"
+	) || exit
+}
+
 # lock NAME: hold an exclusive lock on $AFMALLOC_CACHE/locks/NAME until this
 # shell exits, so concurrent runs never share a tree or build dir mid-build.
 lock() {
@@ -101,6 +151,14 @@ test_prog() {
 	echo "$bdir/$1"
 }
 
+# guest_emulator LOG: the QEMU scripts/vm-run.sh booted the guest of LOG
+# with (its --version line, Debian's version in brackets).
+guest_emulator() {
+	local e
+	e=$(sed -n 's/^\[afmalloc\] emulator: //p' "$1" | head -n 1)
+	echo "${e:-unknown}"
+}
+
 # guest_accel LOG: the accelerator scripts/vm-run.sh reported in LOG.
 guest_accel() {
 	local a
@@ -113,11 +171,11 @@ guest_accel() {
 # was built from (written by scripts/build-guest.sh at build time; "-dirty"
 # if the checkout had uncommitted changes) and the accelerator.
 meta_kernel_fields() {
-	printf '  "kernel": "%s",\n  "config_sha256": "%s",\n  "source": "%s",\n  "accelerator": "%s",\n' \
+	printf '  "kernel": "%s",\n  "config_sha256": "%s",\n  "source": "%s",\n  "accelerator": "%s",\n  "emulator": "%s",\n' \
 		"$(cat "$1/include/config/kernel.release")" \
 		"$(sha256sum "$1/.config" | cut -c1-16)" \
 		"$(cat "$1/.afmalloc-source" 2>/dev/null || echo unknown)" \
-		"$(guest_accel "$2")"
+		"$(guest_accel "$2")" "$(guest_emulator "$2")"
 }
 
 # meta_host_fields LOAD_START LOAD_END T0: the meta.json lines on the shared

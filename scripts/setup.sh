@@ -7,8 +7,9 @@
 
 [ $# -eq 0 ] || die "usage: $0 (no arguments)"
 apt_install build-essential flex bison bc libelf-dev libssl-dev cpio kmod rsync git \
-	ccache xz-utils zstd qemu-system-x86 busybox-static e2fsprogs util-linux \
+	ccache xz-utils zstd busybox-static e2fsprogs util-linux \
 	fio python3 python3-venv
+qemu_install
 "$AFMALLOC_TOP/scripts/kernel-source.sh" >/dev/null
 
 # virtme-ng and matplotlib, pinned, in our own venv (no system pip changes).

@@ -161,8 +161,17 @@ log "guest console log: $logf"
 # start_log WHAT: a new console log, headed by WHAT and the VM's shape.
 start_log() {
 	{ echo "[afmalloc] $(date -u +%Y-%m-%dT%H:%M:%SZ) vm-run: $1"
-	  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus"; } > "$logf"
+	  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus"
+	  echo "[afmalloc] emulator: $qemu_version"; } > "$logf"
 }
+qemu_version=$(qemu-system-x86_64 --version 2>/dev/null | head -n 1 |
+	sed 's/^QEMU emulator version //')
+qemu_version=${qemu_version:-unknown}
+# Under TCG, QEMU before 8.0 miscomputes the flags after cmpxchg16b
+# (scripts/common.sh, QEMU_MIN): say so where a run's failure will be read.
+if [ "$accel" = tcg ] && ! qemu_ok; then
+	log "WARNING: qemu-system-x86 older than $QEMU_MIN under TCG: the guest may see wrong flags after cmpxchg16b (tests/vm/cx16-flags.c); scripts/setup.sh installs a newer one"
+fi
 start_log "$script $*"
 # guest_up LOG: whether the script started in the guest (inner.sh's line).
 guest_up() {
