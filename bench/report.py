@@ -61,7 +61,7 @@ def report(rows, meta):
     if meta:
         out.append("Run: " + ", ".join(f"{k} {v}" for k, v in meta.items()
                                       if k in ("kernel", "dataset", "rounds", "comp",
-                                               "accelerator", "guest_memory",
+                                               "accelerator", "emulator", "guest_memory",
                                                "guest_cpus", "boot_args", "date",
                                                "seconds", "config_sha256", "source")))
         out.append("")
@@ -253,7 +253,7 @@ def speed(run_dir):
     out = ["## Allocator speed (in-kernel microbenchmark)", ""]
     if meta:
         out += ["Run: " + ", ".join(f"{k} {meta[k]}" for k in (
-            "kernel", "accelerator", "guest_cpus", "boot_args", "runs", "duration_ms",
+            "kernel", "accelerator", "emulator", "guest_cpus", "boot_args", "runs", "duration_ms",
             "working_set", "sizes", "date", "config_sha256", "source")
             if meta.get(k) not in (None, "")), ""]
     out += _host_note(meta)
@@ -315,7 +315,7 @@ def fio(run_dir):
 
     out = ["## zram block I/O speed (fio)", ""]
     if meta:
-        out += [_run_line(meta, ("kernel", "accelerator", "guest_cpus", "guest_memory",
+        out += [_run_line(meta, ("kernel", "accelerator", "emulator", "guest_cpus", "guest_memory",
                                  "runs", "runtime_s", "device_size", "comp", "fio", "boot_args",
                                  "date", "config_sha256", "source")), ""]
     out += _host_note(meta)
@@ -470,7 +470,7 @@ def zswap_time(run_dir):
 
     out = ["## zswap wall time (checksummed workload in a memory-limited cgroup)", ""]
     if meta:
-        out += [_run_line(meta, ("kernel", "kernel_kind", "accelerator", "guest_cpus",
+        out += [_run_line(meta, ("kernel", "kernel_kind", "accelerator", "emulator", "guest_cpus",
                                  "guest_memory", "runs", "working_set_mb", "memory_max_mb",
                                  "passes", "date", "config_sha256", "source")), ""]
     out += _host_note(meta)
@@ -557,7 +557,7 @@ def smallpool(run_dir):
 
     out = ["## A small zram device written from every CPU", ""]
     if meta:
-        out += [_run_line(meta, ("kernel", "accelerator", "guest_cpus", "guest_memory",
+        out += [_run_line(meta, ("kernel", "accelerator", "emulator", "guest_cpus", "guest_memory",
                                  "boot_args", "rounds", "kib_per_cpu", "comp", "data",
                                  "date", "config_sha256", "source")), ""]
     out += _host_note(meta)

@@ -207,7 +207,9 @@ def report(d, out, plot):
     lines = ["# Swap churn: %s, %s" % (target, samples[0]["comp"]), ""]
     if meta:
         lines.append("Kernel %s (%s, %s), guest %s / %s CPUs, %s; %s; host load %s -> %s; %s." % (
-            meta.get("kernel", "?"), meta.get("source", "?"), meta.get("accelerator", "?"),
+            meta.get("kernel", "?"), meta.get("source", "?"),
+            meta.get("accelerator", "?") + (", QEMU %s" % meta["emulator"]
+                                            if meta.get("emulator") else ""),
             meta.get("guest_memory", "?"), meta.get("guest_cpus", "?"), meta.get("date", "?"),
             meta.get("workload", "?"), meta.get("host_load1_start", "?"),
             meta.get("host_load1_end", "?"), meta.get("command", "?")))
