@@ -846,7 +846,9 @@ def churn_section(name):
            + (f" (the tree of {KERNEL_SOURCE[name]})" if not git().full(src)
               and name in KERNEL_SOURCE else "")
            + before_index(name).replace(f"kernel {run_source(name)[0]}, ", "")
-           + f", {m.get('accelerator', '?')}, guest {m.get('guest_memory', '?')} / "
+           + f", {m.get('accelerator', '?')}"
+           + (f" (QEMU {m['emulator']})" if m.get("emulator") else "")
+           + f", guest {m.get('guest_memory', '?')} / "
            f"{m.get('guest_cpus', '?')} CPUs (`{m.get('boot_args', '')}`), cgroup "
            f"{m.get('memory_limit', 'memory.max').split()[0]} "
            f"{m.get('memory_max_percent', '?')}% of the working set; workload "

@@ -43,11 +43,12 @@
  * gen_update_cc_op() before gen_helper_cmpxchg16b{,_unlocked}(); every
  * other helper that reads the flags has one), so the helper computes the
  * flags from a stale operation: after a flags reload (popf, iret, an
- * exit to the emulator's main loop) it takes the add's source operand for
- * the whole flags register, reserved bits, TF, IF, DF and IOPL included,
- * and the next interrupt, pushf or popf spreads them (README, "Data
- * integrity: the emulator"). QEMU 8.0 and later compute them right
- * (bookworm-backports has 10.0; scripts/setup.sh installs it).
+ * exit to the emulator's main loop) it takes the add's source operand,
+ * and every flags image computed before the next flag-setting instruction
+ * (pushf here; an interrupt's frame, an exit to the main loop in the
+ * kernel) has its low half ORed in, reserved bits, TF, NT, AC, IF, DF and
+ * IOPL included (README, "Data integrity: the emulator"). QEMU 10.0
+ * (bookworm-backports; scripts/setup.sh installs it) computes them right.
  *
  * Exit status: 0 when nothing was wrong, 1 otherwise, 2 on bad usage.
  */
