@@ -81,7 +81,8 @@ _apt_get_install() {
 # that set them in the same translation block, from a stale operation:
 # garbage flags (reserved bits, TF, DF, IF) reach the guest kernel through
 # SLUB's per-CPU cmpxchg16b (tests/vm/cx16-flags.c; README, "Data
-# integrity: the emulator"). 8.0 rewrote the instruction (fixed).
+# integrity: the emulator"). 8.0 rewrote the instruction's translation
+# (checked here on 10.0, bookworm-backports' version).
 QEMU_MIN=1:8.0
 
 # qemu_ok: the installed qemu-system-x86 is at least QEMU_MIN.
