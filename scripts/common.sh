@@ -153,10 +153,12 @@ test_prog() {
 }
 
 # guest_emulator LOG: the QEMU scripts/vm-run.sh booted the guest of LOG
-# with (its --version line, Debian's version in brackets).
+# with (its --version line, Debian's version in brackets), from LOG or
+# else from the guest console kept beside it (console.log).
 guest_emulator() {
 	local e
-	e=$(sed -n 's/^\[afmalloc\] emulator: //p' "$1" | head -n 1)
+	e=$(cat "$1" "$(dirname "$1")/console.log" 2>/dev/null |
+		sed -n 's/^\[afmalloc\] emulator: //p' | head -n 1)
 	echo "${e:-unknown}"
 }
 

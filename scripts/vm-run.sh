@@ -167,6 +167,7 @@ start_log() {
 qemu_version=$(qemu-system-x86_64 --version 2>/dev/null | head -n 1 |
 	sed 's/^QEMU emulator version //')
 qemu_version=${qemu_version:-unknown}
+log "emulator: $qemu_version"
 # Under TCG, QEMU before 8.0 miscomputes the flags after cmpxchg16b
 # (scripts/common.sh, QEMU_MIN): say so where a run's failure will be read.
 if [ "$accel" = tcg ] && ! qemu_ok; then
