@@ -34,6 +34,10 @@
 #
 # Exit status: the script's (99 if it passed but dmesg has a splat); 124 if
 # the VM timed out; 125 if the VM died before the script reported a status.
+# The whole script is one block, parsed before it runs: a benchmark keeps
+# this script running for half an hour, and bash would otherwise read an
+# edit of the file made meanwhile from the middle of a line.
+{
 . "$(dirname "$0")/common.sh"
 
 usage() {
@@ -361,3 +365,4 @@ elif [ $vrc -eq 124 ] || [ $vrc -eq 137 ]; then
 	done_run 124 "VM timed out after ${timeout_s}s"
 fi
 done_run 125 "VM ended (status $vrc) before the script reported a status"
+}
