@@ -253,7 +253,7 @@ static void *worker(void *arg)
 		}
 		/*
 		 * The stale forms: a success on this thread's slot, then the
-		 * locked one on a slot of this thread's stack, each after an
+		 * locked one, that must fail, on a thread-local slot, each after an
 		 * add whose flags it must leave as they were.
 		 */
 		{
