@@ -62,8 +62,11 @@ _apt_missing() {
 	done
 }
 
+# _apt_get_install [APT-GET-INSTALL-OPTION...]: install the caller's
+# missing packages (with those options), apt-get update first when the
+# last one is over 12 hours old or its stamp was removed.
 _apt_get_install() {
-	log "installing Debian packages: ${missing[*]}"
+	log "installing Debian packages: ${missing[*]}${*:+ ($*)}"
 	mkdir -p "$AFMALLOC_CACHE"
 	local alog=$AFMALLOC_CACHE/apt.log
 	if [ ! -f "$AFMALLOC_CACHE/.apt-updated" ] ||
@@ -72,7 +75,7 @@ _apt_get_install() {
 		touch "$AFMALLOC_CACHE/.apt-updated"
 	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		-o DPkg::Lock::Timeout=600 "${missing[@]}" >"$alog" 2>&1 ||
+		-o DPkg::Lock::Timeout=600 "$@" "${missing[@]}" >"$alog" 2>&1 ||
 		{ tail -n 20 "$alog" >&2; die "could not install ${missing[*]} (log: $alog)"; }
 }
 
@@ -108,22 +111,18 @@ qemu_install() {
 	lock apt
 	qemu_ok && exit 0
 	local src=/etc/apt/sources.list.d/afmalloc-bookworm-backports.sources
-	local alog=$AFMALLOC_CACHE/apt.log
-	mkdir -p "$AFMALLOC_CACHE"
 	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
 		log "adding bookworm-backports to apt's sources ($src)"
 		printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' \
 			'Suites: bookworm-backports' 'Components: main' \
 			'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' > "$src"
 	fi
-	log "installing qemu-system-x86 from bookworm-backports (Debian 12's $(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null || echo none) miscomputes flags under TCG)"
-	apt-get update -q -o DPkg::Lock::Timeout=600 >"$alog" 2>&1 ||
-		{ tail -n 20 "$alog" >&2; die "apt-get update failed"; }
-	touch "$AFMALLOC_CACHE/.apt-updated"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		-o DPkg::Lock::Timeout=600 -t bookworm-backports qemu-system-x86 >"$alog" 2>&1 ||
-		{ tail -n 20 "$alog" >&2; die "could not install qemu-system-x86 from bookworm-backports (log: $alog)"; }
-	qemu_ok || die "qemu-system-x86 is still older than $QEMU_MIN after the install (log: $alog)"
+	# The release's 7.2 miscomputes flags under TCG; the stamp goes so
+	# that apt-get update reads the backports list first.
+	rm -f "$AFMALLOC_CACHE/.apt-updated"
+	missing=(qemu-system-x86)
+	_apt_get_install -t bookworm-backports
+	qemu_ok || die "qemu-system-x86 is still older than $QEMU_MIN after the install (log: $AFMALLOC_CACHE/apt.log)"
 	) || exit
 }
 
