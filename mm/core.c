@@ -173,6 +173,14 @@
 #error "afmalloc does not support PREEMPT_RT (see its Kconfig entry)"
 #endif
 
+/*
+ * Nor 32-bit kernels or pages larger than 4 KiB: the zspage store's entry
+ * bit fields, 64-byte descriptors and power-of-two slots a table page
+ * assume 64-bit and 4 KiB pages.
+ */
+#if !defined(CONFIG_64BIT) || PAGE_SHIFT != 12
+#error "afmalloc needs a 64-bit kernel with 4 KiB pages (see its Kconfig entry)"
+#endif
 static const struct afm_store_ops *const afm_stores[] = {
 	[AFM_STORE_SLAB]	= &afm_slab_store_ops,
 	[AFM_STORE_ZSPAGE]	= &afm_zspage_store_ops,
