@@ -943,6 +943,55 @@ static void afm_zs_test_rfree_bad(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/*
+ * A free with hardirqs off (zram's, from the swap slots cache, a batch at
+ * a time) that gets the pool lock frees, of the frees left to the lock
+ * holder, only afm_zs_test_rfree_irqs_off() besides its own (each may
+ * release a zspage); the rest wait for the next holder or the shard's
+ * worker, which frees them all. The worker is held back while the test
+ * is busy, so what the free took is counted exactly.
+ */
+static void afm_zs_test_rfree_hardirqs_off(struct kunit *test)
+{
+	const unsigned int size = 300, max = afm_zs_test_rfree_max();
+	const unsigned int cap = afm_zs_test_rfree_irqs_off(), n = max + 2;
+	struct afm_zs_counters before, c;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts;
+	unsigned long flags;
+	unsigned int i;
+
+	KUNIT_ASSERT_LT(test, cap, max);
+	ts = afm_zs_set_filled(test, n, n, size, buf);
+	afm_zs_get_counters(ts->pool, &before);
+	afm_zs_test_busy(ts->pool, true);
+	for (i = 0; i < max; i++)
+		afm_free(ts->pool, ts->h[i]);
+	/* Every slot taken: this free takes the lock. */
+	local_irq_save(flags);
+	afm_free(ts->pool, ts->h[max]);
+	local_irq_restore(flags);
+	afm_zs_get_counters(ts->pool, &c);
+	afm_zs_test_busy(ts->pool, false);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, max - cap);
+	KUNIT_EXPECT_EQ(test, c.rfreed - before.rfreed, cap);
+	KUNIT_EXPECT_EQ(test, c.objects, n - cap - 1);
+
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 0);
+	KUNIT_EXPECT_EQ(test, c.rfreed - before.rfreed, max);
+	KUNIT_EXPECT_EQ(test, c.objects, n - max - 1);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, (n - max - 1) * size);
+	for (i = 0; i <= max; i++) {
+		KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[i]), 0);
+		ts->h[i] = 0;
+	}
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[n - 1],
+					     n - 1, size, buf, true));
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE(afm_zs_test_hole_nomem),
@@ -954,6 +1003,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_deferred_free),
 	KUNIT_CASE_PARAM(afm_zs_test_rfree, afm_zs_rfree_gen_params),
 	KUNIT_CASE(afm_zs_test_rfree_bad),
+	KUNIT_CASE(afm_zs_test_rfree_hardirqs_off),
 	KUNIT_CASE_PARAM(afm_zs_test_overwrite, afm_zs_ow_gen_params),
 	{}
 };

@@ -1129,12 +1129,14 @@ static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
  * A shard is allocated from by its CPU and freed into from every CPU
  * (zswap writes back and loads on any CPU; zram frees where the slot
  * goes). A free that finds the pool lock held does not wait for it: it
- * leaves its handle in a free slot of @rfree (cmpxchg from 0, trying every
- * slot once from one that depends on the CPU) and returns; only with every
- * slot taken does it wait for the lock. The next holder of the lock frees
- * them: afm_zs_malloc() and afm_zs_free() call afm_zs_rfree_drain() once
- * they hold it (a read of @rfree_nr when there are none), as do
- * compaction's pick, afm_zs_test_flush() and the destruction; and when
+ * leaves its handle (as the caller passed it) in a free slot of @rfree
+ * (cmpxchg from 0, trying every slot once from one that depends on the
+ * CPU) and returns; only with every slot taken does it wait for the lock.
+ * The next holder of the lock frees them: afm_zs_malloc() and
+ * afm_zs_free() call afm_zs_rfree_drain() once they hold it (a read of
+ * @rfree_nr when there are none; a free with hardirqs off takes at most
+ * AFM_ZS_RFREE_IRQS_OFF of them), as do compaction's pick,
+ * afm_zs_test_flush() and the destruction; and when
  * none comes, @rfree_work, queued AFM_ZS_RFREE_DELAY after the free that
  * found no handle there before it (or by a drain that leaves some behind:
  * a free that filled a slot behind its scan). Until then the object is
@@ -1148,14 +1150,15 @@ static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
  */
 
 /*
- * Leave shard handle @h of @zs to the lock holder. Return: false if every
+ * Leave @handle, the caller's (so that a warning about it names what the
+ * caller passed), of shard @zs to the lock holder. Return: false if every
  * slot is taken, or for handle 0 (an empty slot; no object's).
  */
-static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long h)
+static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long handle)
 {
 	unsigned int i, s;
 
-	if (unlikely(!h))
+	if (unlikely(!handle))
 		return false;
 	/*
 	 * Not preempted between a slot's fill and its count: until the count
@@ -1170,7 +1173,7 @@ static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long h)
 		long old = 0;
 
 		if (!atomic_long_read(slot) &&
-		    atomic_long_try_cmpxchg(slot, &old, h)) {
+		    atomic_long_try_cmpxchg(slot, &old, handle)) {
 			if (atomic_inc_return(&zs->rfree_nr) == 1 &&
 			    !delayed_work_pending(&zs->rfree_work))
 				queue_delayed_work(system_unbound_wq,
@@ -1182,6 +1185,43 @@ static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long h)
 	return false;
 }
 
+/*
+ * Free up to @max of the handles frees left to the lock holder of @zs;
+ * when some stay behind, @rfree_work is queued for them. Pool lock held.
+ */
+static void afm_zs_rfree_drain_max(struct afm_zs_pool *zs, unsigned int max)
+{
+	struct afm_zs_set *set = zs->pool->store;
+	unsigned long handle, h;
+	unsigned int i, n = 0;
+
+	lockdep_assert_held(&zs->lock);
+	for (i = 0; i < AFM_ZS_RFREE && n < max; i++) {
+		if (!atomic_long_read(&zs->rfree[i]))
+			continue;
+		handle = atomic_long_xchg(&zs->rfree[i], 0);
+		if (!handle)
+			continue;
+		atomic_dec(&zs->rfree_nr);
+		zs->st.rfrees++;
+		n++;
+		/* As afm_zs_of() made it: a bad shard number names no entry. */
+		h = handle >> set->shift;
+		if ((handle & (set->nr - 1)) != zs->nr)
+			h = ULONG_MAX >> set->shift;
+		afm_zs_auto_queue(zs, afm_zs_free_locked(zs, h, handle, true));
+	}
+	/*
+	 * Those beyond @max, or a free that filled a slot behind this scan
+	 * while the count was above zero (it queued no work: it would wait
+	 * for the next lock holder).
+	 */
+	if (atomic_read(&zs->rfree_nr) > 0 && !zs->dying &&
+	    !delayed_work_pending(&zs->rfree_work))
+		queue_delayed_work(system_unbound_wq, &zs->rfree_work,
+				   AFM_ZS_RFREE_DELAY);
+}
+
 /**
  * afm_zs_rfree_drain() - free the handles frees left to the lock holder
  * @zs: the shard
@@ -1190,31 +1230,7 @@ static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long h)
  */
 void afm_zs_rfree_drain(struct afm_zs_pool *zs)
 {
-	struct afm_zs_set *set = zs->pool->store;
-	unsigned int i;
-	long h;
-
-	lockdep_assert_held(&zs->lock);
-	for (i = 0; i < AFM_ZS_RFREE; i++) {
-		if (!atomic_long_read(&zs->rfree[i]))
-			continue;
-		h = atomic_long_xchg(&zs->rfree[i], 0);
-		if (!h)
-			continue;
-		atomic_dec(&zs->rfree_nr);
-		zs->st.rfrees++;
-		afm_zs_auto_queue(zs, afm_zs_free_locked(zs, h,
-							 h << set->shift |
-							 zs->nr, true));
-	}
-	/*
-	 * A free that filled a slot behind this scan while the count was
-	 * above zero queued no work: it would wait for the next lock holder.
-	 */
-	if (atomic_read(&zs->rfree_nr) > 0 && !zs->dying &&
-	    !delayed_work_pending(&zs->rfree_work))
-		queue_delayed_work(system_unbound_wq, &zs->rfree_work,
-				   AFM_ZS_RFREE_DELAY);
+	afm_zs_rfree_drain_max(zs, AFM_ZS_RFREE);
 }
 
 /* @rfree_work: the frees no lock holder came to take. */
@@ -1244,17 +1260,23 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
 	if (READ_ONCE(((struct afm_zs_set *)pool->store)->test_busy) &&
-	    afm_zs_rfree_put(zs, h))
+	    afm_zs_rfree_put(zs, handle))
 		return;
 #endif
 	if (!spin_trylock(&zs->lock)) {
 		if (!afm_zs_quiet(zs, AFM_ZS_QUIET_RFREE) &&
-		    afm_zs_rfree_put(zs, h))
+		    afm_zs_rfree_put(zs, handle))
 			return;
 		afm_zs_lock(zs);
 	}
+	/*
+	 * With hardirqs off (zram's frees from the swap slots cache, a batch
+	 * of them at a time) a free takes only a few of the others: each may
+	 * release a zspage, and what it leaves goes to @rfree_work.
+	 */
 	if (unlikely(atomic_read(&zs->rfree_nr) > 0))
-		afm_zs_rfree_drain(zs);
+		afm_zs_rfree_drain_max(zs, irqs_disabled() ?
+				       AFM_ZS_RFREE_IRQS_OFF : AFM_ZS_RFREE);
 	want = afm_zs_free_locked(zs, h, handle, false);
 	afm_zs_unlock(zs);
 	afm_zs_auto_queue(zs, want);

@@ -423,6 +423,12 @@ struct afm_zs_table {
  * shard at once; when all are taken the free waits for the lock.
  */
 #define AFM_ZS_RFREE		32
+/*
+ * Of them, what a free with hardirqs off frees besides its own: each may
+ * release a zspage, and such frees come in batches (zram's, from the swap
+ * slots cache), so that its time with hardirqs off stays near one free's.
+ */
+#define AFM_ZS_RFREE_IRQS_OFF	2
 /* How long a free left for the lock holder may wait when none comes. */
 #define AFM_ZS_RFREE_DELAY	(HZ / 10)
 
@@ -495,11 +501,11 @@ struct afm_zs_pend {
  * @rfree_nr: handles in @rfree, counted after they are put there and
  *	before they are taken (so it may lag them for an instant, and go
  *	below zero for one). Atomic, no lock.
- * @rfree: frees left to the lock holder (shard handles; 0: a free slot):
- *	a free that finds the pool lock held puts its handle in a free slot
- *	(cmpxchg from 0) and returns; slots are taken (xchg to 0) only under
- *	the pool lock, by afm_zs_rfree_drain(). Atomic, see "Frees that find
- *	the lock held" in zspage_alloc.c.
+ * @rfree: frees left to the lock holder (the callers' handles; 0: a free
+ *	slot): a free that finds the pool lock held puts its handle in a
+ *	free slot (cmpxchg from 0) and returns; slots are taken (xchg to 0)
+ *	only under the pool lock, by afm_zs_rfree_drain(). Atomic, see
+ *	"Frees that find the lock held" in zspage_alloc.c.
  * @migrate_wait: page migrations spinning for @lock, having got their
  *	zspage's gate (afm_zs_migrate_lock() in a synchronous mode): a
  *	compaction pass that sees one lets go of the lock at its next step,

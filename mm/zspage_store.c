@@ -1736,6 +1736,19 @@ unsigned int afm_zs_test_rfree_max(void)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_rfree_max);
 
 /**
+ * afm_zs_test_rfree_irqs_off() - of the frees left to the lock holder,
+ * those a free with hardirqs off takes besides its own (KUnit hook)
+ *
+ * Context: any.
+ * Return: AFM_ZS_RFREE_IRQS_OFF.
+ */
+unsigned int afm_zs_test_rfree_irqs_off(void)
+{
+	return AFM_ZS_RFREE_IRQS_OFF;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_rfree_irqs_off);
+
+/**
  * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)
  * @pool: a zspage-store pool
  * @handle: the object

@@ -170,6 +170,7 @@ unsigned int afm_zs_test_flush(struct afm_pool *pool);
 unsigned int afm_zs_test_pend_max(void);
 void afm_zs_test_auto_next(struct afm_pool *pool, long delta);
 unsigned int afm_zs_test_rfree_max(void);
+unsigned int afm_zs_test_rfree_irqs_off(void);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
