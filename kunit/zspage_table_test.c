@@ -5,7 +5,8 @@
  * slots a table keeps at hand (its magazine); handles in address order
  * without it; directory pages shared by the three tables, counted before
  * an allocation takes anything; the hole table's growth left to a malloc
- * that does not need it.
+ * that does not need it; top levels grown by the shard's worker, ahead of
+ * need and for callers that may not sleep.
  */
 
 #include "zspage_test.h"
@@ -45,10 +46,12 @@ static void afm_zs_test_table_growth(struct kunit *test)
 {
 	const unsigned long per_dir = 2 * (PAGE_SIZE / sizeof(u64));
 	const unsigned int n = 256 * per_dir + per_dir / 2;
+	const unsigned int ahead = afm_zs_test_top_ahead();
+	unsigned long maxh = 0, top;
 	struct afm_zs_counters c;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
-	unsigned long maxh = 0;
+	bool early = false;
 	unsigned int i;
 
 	afm_zs_permille(test, 0);
@@ -68,7 +71,25 @@ static void afm_zs_test_table_growth(struct kunit *test)
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
 				   afm_zs_size16(i), buf, 0);
 		maxh = max(maxh, ts->h[i]);
+		if (early || i % per_dir)
+			continue;
+		/*
+		 * A new directory: in the last quarter of a large top level,
+		 * the worker has grown it by the time it is flushed, before
+		 * any allocation needs it (GFP_KERNEL here; zswap's may not
+		 * sleep).
+		 */
+		afm_zs_get_counters(ts->pool, &c);
+		top = c.top_dirs;
+		if (top < ahead || i / per_dir < top - top / 4)
+			continue;
+		afm_zs_flush_work(ts->pool);
+		afm_zs_get_counters(ts->pool, &c);
+		KUNIT_EXPECT_GE(test, c.top_dirs, 2 * top);
+		KUNIT_EXPECT_EQ(test, c.tops_later, 1);
+		early = true;
 	}
+	KUNIT_EXPECT_TRUE(test, early);
 	/* Only a pool without directories changes their size. */
 	KUNIT_EXPECT_EQ(test, afm_zs_test_small_dirs(ts->pool, 2), -EINVAL);
 	KUNIT_EXPECT_GT(test, maxh, 256 * per_dir);
@@ -412,6 +433,78 @@ static void afm_zs_test_rtab_grow_fail(struct kunit *test)
 	afm_zs_free_all_empty(test, ts);
 }
 
+/*
+ * A caller that may not sleep (zswap's stores) gets a new top level only
+ * from kmalloc, several pages at once for a large table: when that fails,
+ * its allocation fails (-ENOMEM, nothing stored, nothing lost) and the
+ * shard's worker grows the top level with GFP_KERNEL, so that the next
+ * such allocation finds it grown. A caller that may sleep has had its
+ * try: its failure leaves the worker nothing to do. With one table page
+ * per directory (afm_zs_test_small_dirs(), shift 0) the first top level
+ * is full after a few pages of handles.
+ */
+static void afm_zs_test_top_grow_later(struct kunit *test)
+{
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64), size = 32;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i, n;
+	unsigned long top;
+	long h;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 64 * per_page);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	afm_zs_get_counters(ts->pool, &c);
+	top = c.top_dirs;
+	n = top * per_page;
+	KUNIT_ASSERT_LT(test, n, 64 * per_page);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.top_dirs, top);
+
+	/* The growth is the next allocation's first internal one. */
+	afm_set_fail_nth(ts->pool, 1);
+	h = afm_malloc(ts->pool, size, GFP_KERNEL);
+	afm_set_fail_nth(ts->pool, 0);
+	KUNIT_EXPECT_EQ(test, h, -ENOMEM);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.top_dirs, top);
+	KUNIT_EXPECT_EQ(test, c.tops_later, 0);
+	KUNIT_EXPECT_EQ(test, c.objects, n);
+
+	afm_set_fail_nth(ts->pool, 1);
+	h = afm_malloc(ts->pool, size, GFP_NOWAIT);
+	afm_set_fail_nth(ts->pool, 0);
+	KUNIT_EXPECT_EQ(test, h, -ENOMEM);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_GT(test, c.top_dirs, top);
+	KUNIT_EXPECT_EQ(test, c.tops_later, 1);
+	KUNIT_EXPECT_EQ(test, c.objects, n);
+
+	/* Grown: a caller that may not sleep needs no top level now. */
+	top = c.top_dirs;
+	h = afm_malloc(ts->pool, size, GFP_NOWAIT);
+	if (!afm_test_handle_ok(h))
+		kunit_skip(test, "GFP_NOWAIT allocation failed: %ld", h);
+	ts->h[n] = h;
+	afm_zs_put_pattern(test, ts->pool, h, n, size, buf, 0);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.top_dirs, top);
+	for (i = 0; i <= n; i++)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, size, buf, i & 1));
+	afm_zs_expect_consistent(test, ts->pool);
+	afm_zs_free_all_empty(test, ts);
+}
+
 static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
 	KUNIT_CASE(afm_zs_test_table_magazine),
@@ -419,6 +512,7 @@ static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_dir_pages),
 	KUNIT_CASE(afm_zs_test_dir_hole_alloc),
 	KUNIT_CASE(afm_zs_test_rtab_grow_fail),
+	KUNIT_CASE(afm_zs_test_top_grow_later),
 	{}
 };
 

@@ -331,6 +331,13 @@ struct afm_zt_dent {
 	unsigned int open;
 };
 
+/*
+ * Top levels of at least this many directories, whose next one takes more
+ * than a page, are grown ahead by @top_work from a quarter before they
+ * are full (afm_zt_take_page()).
+ */
+#define AFM_ZT_AHEAD_DIRS	(PAGE_SIZE / (2 * sizeof(struct afm_zt_dent)))
+
 /**
  * struct afm_zt_top - the top level of a slot table
  * @rcu: frees it after a larger one replaced it (lockless lookups may still
@@ -365,6 +372,9 @@ struct afm_zt_top {
  *	together, giving pages back), while nearly full pages are left alone.
  * @hint: no table page below this one is open or missing.
  * @end: one past the highest table page number ever present.
+ * @want: a table page the top level must reach, for @top_work of the
+ *	shard (afm_zt_grow_later()); 0: none. Written with WRITE_ONCE() and
+ *	taken with xchg(), no lock.
  * @used: slots in use.
  * @pages: table pages.
  * @dirs: directory blocks (in the shard's directory pages).
@@ -397,6 +407,7 @@ struct afm_zs_table {
 	unsigned long cur;
 	unsigned long hint;
 	unsigned long end;
+	unsigned long want;
 	unsigned long used;
 	unsigned long pages;
 	unsigned long dirs;
@@ -515,6 +526,8 @@ struct afm_zs_pend {
  * @rfree_work: drains @rfree when no allocation or free comes to do it,
  *	AFM_ZS_RFREE_DELAY after a free put the first handle there.
  * @free_work: frees the zspages of @dead.
+ * @top_work: grows the top levels of the tables whose @want is set, with
+ *	GFP_KERNEL (afm_zt_grow_later()).
  * @compact_work: automatic compaction, queued by a free past the trigger
  *	no sooner than @auto_next.
  * @auto_next: jiffies before which no automatic run starts: a run sets it
@@ -591,6 +604,7 @@ struct afm_zs_pool {
 	bool dying;
 	struct delayed_work rfree_work;
 	struct work_struct free_work;
+	struct work_struct top_work;
 	struct delayed_work compact_work;
 	unsigned long auto_next;
 	struct delayed_work late_work;
@@ -607,6 +621,7 @@ struct afm_zs_pool {
 		atomic_long_t auto_delayed;
 		unsigned long deferred_frees;
 		unsigned long rfrees;
+		unsigned long tops_later;
 		unsigned long runs;
 		unsigned long chains;
 		atomic_long_t runs_broken;
@@ -1617,6 +1632,9 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z);
 void afm_zs_pend_flush(struct afm_zs_pool *zs);
 void afm_zs_rfree_drain(struct afm_zs_pool *zs);
 void afm_zs_rfree_work(struct work_struct *work);
+void afm_zs_top_work(struct work_struct *work);
+void afm_zt_grow_later(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		       unsigned long pg);
 void afm_zs_pend_drop(struct afm_zs_pool *zs, struct afm_zspage *z);
 unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 			  unsigned int size);

@@ -161,9 +161,12 @@
  * with AFM_ZT_TOP_MIN directories and is replaced by one twice as large
  * when allocation needs a directory beyond it (afm_zt_grow(), outside the
  * pool lock; lockless lookups read it under RCU), so the table has no
- * fixed capacity; empty table pages, directory blocks and directory pages
- * go back. Free entries of a
- * table page are chained through the entries; up to AFM_ZT_MAG (16) freed
+ * fixed capacity; a large one (AFM_ZT_AHEAD_DIRS) is grown by the shard's
+ * worker with GFP_KERNEL a quarter before it is full, and whenever a
+ * caller that may not sleep (zswap) failed to grow it, so that such
+ * callers do not depend on kmalloc finding several pages at once; empty
+ * table pages, directory blocks and directory pages go back. Free entries
+ * of a table page are chained through the entries; up to AFM_ZT_MAG (16) freed
  * entries are kept at hand instead, cleared, for the next allocations (the
  * table's magazine; the hole table has one too), so that churn does not
  * touch a table page's free chain and counts; they go back to their pages
@@ -582,6 +585,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 		INIT_LIST_HEAD(&zs->hlists[b]);
 	INIT_LIST_HEAD(&zs->dead);
 	INIT_WORK(&zs->free_work, afm_zs_free_work);
+	INIT_WORK(&zs->top_work, afm_zs_top_work);
 	INIT_DELAYED_WORK(&zs->rfree_work, afm_zs_rfree_work);
 	INIT_DELAYED_WORK(&zs->compact_work, afm_zs_compact_work);
 	zs->auto_next = jiffies;
@@ -719,6 +723,7 @@ static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
 	cancel_delayed_work_sync(&zs->rfree_work);
 	cancel_delayed_work_sync(&zs->compact_work);
 	cancel_delayed_work_sync(&zs->late_work);
+	cancel_work_sync(&zs->top_work);
 
 	/*
 	 * Live objects are a caller bug; free their zspages anyway: pages
@@ -1101,6 +1106,8 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->blocks = atomic_long_read(&zs->st.blocks);
 	c->rfreed = zs->st.rfrees;
 	c->rfree_waiting = max(atomic_read(&zs->rfree_nr), 0);
+	c->top_dirs = afm_zt_top(&zs->htab)->size;
+	c->tops_later = zs->st.tops_later;
 	c->migrate_yields = zs->st.migrate_yields;
 	c->migrate_waiting = max(atomic_read(&zs->migrate_wait), 0);
 }
@@ -1749,6 +1756,20 @@ unsigned int afm_zs_test_rfree_irqs_off(void)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_rfree_irqs_off);
 
 /**
+ * afm_zs_test_top_ahead() - the smallest top level of a slot table that
+ * is grown ahead of need (KUnit hook)
+ *
+ * Context: any.
+ * Return: AFM_ZT_AHEAD_DIRS: a top level of that many directories or more
+ * is grown by the shard's worker once a quarter of it is left.
+ */
+unsigned int afm_zs_test_top_ahead(void)
+{
+	return AFM_ZT_AHEAD_DIRS;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_top_ahead);
+
+/**
  * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)
  * @pool: a zspage-store pool
  * @handle: the object
@@ -1936,6 +1957,7 @@ static void afm_zs_shard_flush_work(struct afm_zs_pool *zs)
 		/* A late run pending: run it now. */
 		flush_delayed_work(&zs->late_work);
 		flush_work(&zs->free_work);
+		flush_work(&zs->top_work);
 		if (!delayed_work_pending(&zs->compact_work) &&
 		    !delayed_work_pending(&zs->late_work) &&
 		    !work_pending(&zs->free_work))

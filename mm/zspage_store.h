@@ -72,6 +72,9 @@
  *	holder, who freed them (see "Frees that find the lock held" in
  *	zspage_alloc.c).
  * @rfree_waiting: such frees not freed yet (live in every other count).
+ * @top_dirs: directories the handle table's top level holds now.
+ * @tops_later: top levels of the shard's tables its worker grew (for an
+ *	allocation that could not sleep, or ahead of need: afm_zt_grow()).
  * @migrate_yields: times a compaction pass let go of the pool lock early
  *	for a page migration waiting for it.
  * @migrate_waiting: page migrations waiting for the pool lock now.
@@ -119,6 +122,8 @@ struct afm_zs_counters {
 	unsigned long blocks;
 	unsigned long rfreed;
 	unsigned long rfree_waiting;
+	unsigned long top_dirs;
+	unsigned long tops_later;
 	unsigned long migrate_yields;
 	unsigned long migrate_waiting;
 	unsigned long shards_active;
@@ -171,6 +176,7 @@ unsigned int afm_zs_test_pend_max(void);
 void afm_zs_test_auto_next(struct afm_pool *pool, long delta);
 unsigned int afm_zs_test_rfree_max(void);
 unsigned int afm_zs_test_rfree_irqs_off(void);
+unsigned int afm_zs_test_top_ahead(void);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);

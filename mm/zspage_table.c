@@ -10,9 +10,10 @@
  * also under it, without sleeping: afm_zs_rec_new_page()).
  *
  * Locking: everything here is written under the pool lock (asserted where
- * it is taken for a slot); afm_zt_grow() allocates without it and swaps
- * the top array under it; lookups (zspage_internal.h) are lockless, RCU
- * for the top array.
+ * it is taken for a slot); afm_zt_grow() and @top_work allocate without
+ * it and swap the top array under it; a table's @want is set and taken
+ * without it (WRITE_ONCE(), xchg()); lookups (zspage_internal.h) are
+ * lockless, RCU for the top array.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -233,16 +234,26 @@ int afm_zt_find_page(struct afm_zs_table *t, unsigned long *pgp)
 }
 
 /*
- * Replace the top level of @t by one that reaches table page @pg, twice
- * as large at least, allocated with @gfp outside the pool lock (held on
- * neither entry nor return); a large one may be virtually contiguous
- * where @gfp may sleep (16 bytes a directory: a table of 2^30 handles in
- * one shard needs 512 KiB). The old one is freed after an RCU grace
- * period. Return: 0 (also when someone else grew it meanwhile), or
+ * Directories of a top level of at least @n that fills its allocation
+ * (kmalloc's sizes are powers of two): the next growth comes as late as
+ * the memory allows.
+ */
+static unsigned long afm_zt_top_fit(unsigned long n)
+{
+	size_t bytes = roundup_pow_of_two(struct_size_t(struct afm_zt_top,
+							dir, n));
+
+	return (bytes - offsetof(struct afm_zt_top, dir)) /
+	       sizeof(struct afm_zt_dent);
+}
+
+/*
+ * afm_zt_grow() without the KUnit failure injection (afm_zs_top_work()).
+ * Return: 1 if it grew the top level, 0 if it reached @pg already, or
  * -ENOMEM.
  */
-int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
-		unsigned long pg, gfp_t gfp)
+static int afm_zt_grow_to(struct afm_zs_pool *zs, struct afm_zs_table *t,
+			  unsigned long pg, gfp_t gfp)
 {
 	struct afm_zt_top *top, *old;
 	unsigned long size;
@@ -250,9 +261,9 @@ int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	rcu_read_lock();
 	size = rcu_dereference(t->top)->size;
 	rcu_read_unlock();
-	size = max(2 * size, afm_zt_d(t, pg) + 1);
-	if (afm_should_fail(zs->pool))
-		return -ENOMEM;
+	if (afm_zt_d(t, pg) < size)
+		return 0;
+	size = afm_zt_top_fit(max(2 * size, afm_zt_d(t, pg) + 1));
 	gfp &= ~(__GFP_HIGHMEM | __GFP_MOVABLE);
 	if (gfpflags_allow_blocking(gfp))
 		top = kvzalloc(struct_size(top, dir, size), gfp);
@@ -273,7 +284,64 @@ int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	rcu_assign_pointer(t->top, top);
 	afm_zs_unlock(zs);
 	kvfree_rcu(old, rcu);
-	return 0;
+	return 1;
+}
+
+/*
+ * Replace the top level of @t by one that reaches table page @pg, twice
+ * as large at least, allocated with @gfp outside the pool lock (held on
+ * neither entry nor return); a large one may be virtually contiguous
+ * where @gfp may sleep (16 bytes a directory: a table of 2^30 handles in
+ * one shard needs 512 KiB). The old one is freed after an RCU grace
+ * period. A caller that may not sleep (zswap's stores) gets a large one
+ * only from kmalloc, several pages at once: when that fails, @top_work
+ * grows it, so that the next allocations find it grown (and from 3/4 of a
+ * top level larger than a page, the table asks for that ahead:
+ * afm_zt_take_page()). Return: 0 (also when someone else grew it
+ * meanwhile), or -ENOMEM.
+ */
+int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		unsigned long pg, gfp_t gfp)
+{
+	int err = afm_should_fail(zs->pool) ? -ENOMEM :
+		  afm_zt_grow_to(zs, t, pg, gfp);
+
+	if (err >= 0)
+		return 0;
+	if (!gfpflags_allow_blocking(gfp))
+		afm_zt_grow_later(zs, t, pg);
+	return err;
+}
+
+/*
+ * Have @top_work grow the top level of @t to reach table page @pg, with
+ * GFP_KERNEL: a large top level is then not asked of kmalloc by a caller
+ * that may not sleep. Any context.
+ */
+void afm_zt_grow_later(struct afm_zs_pool *zs, struct afm_zs_table *t,
+		       unsigned long pg)
+{
+	WRITE_ONCE(t->want, max(READ_ONCE(t->want), pg));
+	queue_work(system_unbound_wq, &zs->top_work);
+}
+
+/* @top_work: the top levels afm_zt_grow_later() asked for. */
+void afm_zs_top_work(struct work_struct *work)
+{
+	struct afm_zs_pool *zs = container_of(work, struct afm_zs_pool,
+					      top_work);
+	struct afm_zs_table *tabs[] = { &zs->htab, &zs->dtab, &zs->rtab };
+	unsigned long pg;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(tabs); i++) {
+		pg = xchg(&tabs[i]->want, 0);
+		if (pg && afm_zt_grow_to(zs, tabs[i], pg, GFP_KERNEL) > 0) {
+			afm_zs_lock(zs);
+			zs->st.tops_later++;
+			afm_zs_unlock(zs);
+		}
+	}
 }
 
 /* afm_zt_need() of a table page. */
@@ -325,6 +393,13 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		dir = afm_zt_dir_new(zs, sp);
 		WRITE_ONCE(de->dir, dir);
 		t->dirs++;
+		/*
+		 * A quarter of a large top level left: @top_work grows it
+		 * now, where an allocation may sleep (afm_zt_grow()).
+		 */
+		if (top->size >= AFM_ZT_AHEAD_DIRS &&
+		    afm_zt_d(t, pg) >= top->size - top->size / 4)
+			afm_zt_grow_later(zs, t, top->size << t->dshift);
 	}
 	ent = dir[afm_zt_di(t, pg)];
 	if (!ent) {
