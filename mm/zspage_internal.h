@@ -1228,12 +1228,28 @@ static __always_inline struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
 	atomic64_t *ent = afm_zs_entry(zs, handle);
 	struct afm_zspage *z;
 
+	if (unlikely(!ent)) {
+		/*
+		 * The load of the top level depends on nothing the caller
+		 * loaded: on a weakly ordered CPU it may predate the load
+		 * that gave the caller the handle (zswap's xa_load()) and
+		 * miss a directory added before the handle was made. The
+		 * load of the handle before a second look.
+		 */
+		smp_rmb();
+		ent = afm_zs_entry(zs, handle);
+	}
 	if (!ent || !afm_ze_pin(ent, ep)) {
 		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: invalid handle %#lx\n",
 			  zs->pool->name, handle);
 		return NULL;
 	}
+	/* A live entry's zspage has a descriptor; recover if not. */
 	z = afm_zs_desc(zs, afm_ze_id(*ep));
+	if (WARN_ON_ONCE(!z)) {
+		afm_ze_unpin(ent);
+		return NULL;
+	}
 	afm_zg_in(z);
 	*entp = ent;
 	return z;
