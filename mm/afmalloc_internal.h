@@ -21,6 +21,14 @@
 struct afm_pool;
 struct dentry;
 
+/*
+ * The workqueue of the work that gives memory back (frees left to a lock
+ * holder, emptied zspages, compaction): WQ_MEM_RECLAIM, so that it runs
+ * under memory pressure, when the kernel cannot start a worker, which is
+ * when zram and zswap need it. Made by afm_init(), before any pool.
+ */
+extern struct workqueue_struct *afm_wq;
+
 /**
  * struct afm_store_stats - store-wide counters, see afm_pool_stats()
  * @objects: live objects.

@@ -163,6 +163,7 @@
 #include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/workqueue.h>
 
 #include <kunit/visibility.h>
 
@@ -172,7 +173,6 @@
 #ifdef CONFIG_PREEMPT_RT
 #error "afmalloc does not support PREEMPT_RT (see its Kconfig entry)"
 #endif
-
 /*
  * Nor 32-bit kernels or pages larger than 4 KiB: the zspage store's entry
  * bit fields, 64-byte descriptors and power-of-two slots a table page
@@ -181,6 +181,7 @@
 #if !defined(CONFIG_64BIT) || PAGE_SHIFT != 12
 #error "afmalloc needs a 64-bit kernel with 4 KiB pages (see its Kconfig entry)"
 #endif
+
 static const struct afm_store_ops *const afm_stores[] = {
 	[AFM_STORE_SLAB]	= &afm_slab_store_ops,
 	[AFM_STORE_ZSPAGE]	= &afm_zspage_store_ops,
@@ -514,15 +515,22 @@ static int afm_cpu_dead(unsigned int cpu)
 	return 0;
 }
 
+struct workqueue_struct *afm_wq;
+
 static int __init afm_init(void)
 {
 	int ret;
 
+	afm_wq = alloc_workqueue("afmalloc", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!afm_wq)
+		return -ENOMEM;
 	afm_slab_store_init();
 	ret = cpuhp_setup_state(CPUHP_BP_PREPARE_DYN, "mm/afmalloc:prepare",
 				afm_cpu_prepare, afm_cpu_dead);
-	if (ret < 0)
+	if (ret < 0) {
+		destroy_workqueue(afm_wq);
 		return ret;
+	}
 	afm_cpuhp_state = ret;
 	afm_stat_init();
 	WRITE_ONCE(afm_ready, true);
@@ -535,6 +543,7 @@ static void __exit afm_exit(void)
 	afm_zpool_exit();
 	afm_stat_exit();
 	cpuhp_remove_state(afm_cpuhp_state);
+	destroy_workqueue(afm_wq);
 }
 
 module_init(afm_init);

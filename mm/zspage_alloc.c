@@ -1116,10 +1116,10 @@ static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
 		wait = clamp_t(long, wait, 0, most);
 		if (wait)
 			atomic_long_inc(&zs->st.auto_delayed);
-		queue_delayed_work(system_unbound_wq, &zs->compact_work, wait);
+		queue_delayed_work(afm_wq, &zs->compact_work, wait);
 	} else if (want == AFM_ZS_AUTO_LATER &&
 		 !delayed_work_pending(&zs->late_work))
-		queue_delayed_work(system_unbound_wq, &zs->late_work,
+		queue_delayed_work(afm_wq, &zs->late_work,
 				   AFM_ZS_LATE);
 }
 
@@ -1176,7 +1176,7 @@ static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long handle)
 		    atomic_long_try_cmpxchg(slot, &old, handle)) {
 			if (atomic_inc_return(&zs->rfree_nr) == 1 &&
 			    !delayed_work_pending(&zs->rfree_work))
-				queue_delayed_work(system_unbound_wq,
+				queue_delayed_work(afm_wq,
 						   &zs->rfree_work,
 						   AFM_ZS_RFREE_DELAY);
 			return true;
@@ -1218,7 +1218,7 @@ static void afm_zs_rfree_drain_max(struct afm_zs_pool *zs, unsigned int max)
 	 */
 	if (atomic_read(&zs->rfree_nr) > 0 && !zs->dying &&
 	    !delayed_work_pending(&zs->rfree_work))
-		queue_delayed_work(system_unbound_wq, &zs->rfree_work,
+		queue_delayed_work(afm_wq, &zs->rfree_work,
 				   AFM_ZS_RFREE_DELAY);
 }
 
@@ -1242,7 +1242,7 @@ void afm_zs_rfree_work(struct work_struct *work)
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
 	/* While a test holds them back, whatever the time it takes. */
 	if (READ_ONCE(((struct afm_zs_set *)zs->pool->store)->test_busy)) {
-		queue_delayed_work(system_unbound_wq, &zs->rfree_work,
+		queue_delayed_work(afm_wq, &zs->rfree_work,
 				   AFM_ZS_RFREE_DELAY);
 		return;
 	}

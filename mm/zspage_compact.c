@@ -593,14 +593,14 @@ void afm_zs_late_work(struct work_struct *work)
 					   AFM_ZS_LATE;
 
 	if (!READ_ONCE(zs->late_force) && time_before(now, due)) {
-		queue_delayed_work(system_unbound_wq, &zs->late_work,
+		queue_delayed_work(afm_wq, &zs->late_work,
 				   due - now);
 		return;
 	}
 	/* A test's pool: only afm_zs_flush_work() runs it (late_force). */
 	if (!READ_ONCE(zs->late_force) &&
 	    afm_zs_quiet(zs, AFM_ZS_QUIET_AUTO)) {
-		queue_delayed_work(system_unbound_wq, &zs->late_work,
+		queue_delayed_work(afm_wq, &zs->late_work,
 				   AFM_ZS_LATE);
 		return;
 	}

@@ -488,7 +488,7 @@ void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 	zs->dead_pages += afm_zs_npages(z);
 	zs->st.deferred_frees++;
 	list_add_tail(&z->list, &zs->dead);
-	queue_work(system_wq, &zs->free_work);
+	queue_work(afm_wq, &zs->free_work);
 }
 
 /* Lock page @i of dead zspage @z, sleeping if needed. */
