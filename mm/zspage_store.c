@@ -1596,7 +1596,7 @@ int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
 	if (e & AFM_ZE_LIVE) {
 		z = afm_zs_desc(zs, afm_ze_id(e));
 		info->shard = zs->nr;
-		info->zspage_id = afm_ze_id(e) << set->shift | zs->nr;
+		info->zspage_id = (unsigned long)afm_ze_id(e) << set->shift | zs->nr;
 		info->offset = afm_ze_off(e);
 		info->size = afm_ze_size(e);
 		info->pins = (e & AFM_ZE_PINS) >> AFM_ZE_PIN_SHIFT;

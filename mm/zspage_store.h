@@ -146,7 +146,7 @@ struct afm_zs_counters {
  */
 struct afm_zs_obj_info {
 	unsigned int shard;
-	unsigned int zspage_id;
+	unsigned long zspage_id;
 	unsigned int offset;
 	unsigned int size;
 	struct page *page;
