@@ -434,6 +434,25 @@ static void afm_zs_test_rtab_grow_fail(struct kunit *test)
 }
 
 /*
+ * A malloc with @gfp whose first internal allocation, the growth of the
+ * handle table's top level, fails: -ENOMEM; then the shard's worker is
+ * flushed and the counters read into @c.
+ */
+static void afm_zs_grow_fails(struct kunit *test, struct afm_test_set *ts,
+			      size_t size, gfp_t gfp,
+			      struct afm_zs_counters *c)
+{
+	long h;
+
+	afm_set_fail_nth(ts->pool, 1);
+	h = afm_malloc(ts->pool, size, gfp);
+	afm_set_fail_nth(ts->pool, 0);
+	KUNIT_EXPECT_EQ(test, h, -ENOMEM);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, c);
+}
+
+/*
  * A caller that may not sleep (zswap's stores) gets a new top level only
  * from kmalloc, several pages at once for a large table: when that fails,
  * its allocation fails (-ENOMEM, nothing stored, nothing lost) and the
@@ -468,23 +487,12 @@ static void afm_zs_test_top_grow_later(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_ASSERT_EQ(test, c.top_dirs, top);
 
-	/* The growth is the next allocation's first internal one. */
-	afm_set_fail_nth(ts->pool, 1);
-	h = afm_malloc(ts->pool, size, GFP_KERNEL);
-	afm_set_fail_nth(ts->pool, 0);
-	KUNIT_EXPECT_EQ(test, h, -ENOMEM);
-	afm_zs_flush_work(ts->pool);
-	afm_zs_get_counters(ts->pool, &c);
+	afm_zs_grow_fails(test, ts, size, GFP_KERNEL, &c);
 	KUNIT_EXPECT_EQ(test, c.top_dirs, top);
 	KUNIT_EXPECT_EQ(test, c.tops_later, 0);
 	KUNIT_EXPECT_EQ(test, c.objects, n);
 
-	afm_set_fail_nth(ts->pool, 1);
-	h = afm_malloc(ts->pool, size, GFP_NOWAIT);
-	afm_set_fail_nth(ts->pool, 0);
-	KUNIT_EXPECT_EQ(test, h, -ENOMEM);
-	afm_zs_flush_work(ts->pool);
-	afm_zs_get_counters(ts->pool, &c);
+	afm_zs_grow_fails(test, ts, size, GFP_NOWAIT, &c);
 	KUNIT_EXPECT_GT(test, c.top_dirs, top);
 	KUNIT_EXPECT_EQ(test, c.tops_later, 1);
 	KUNIT_EXPECT_EQ(test, c.objects, n);
