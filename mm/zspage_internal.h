@@ -786,7 +786,12 @@ static __always_inline void afm_zs_donor_update(struct afm_zs_pool *zs)
 /*
  * The shard of the object of @handle (a handle from afm_zs_malloc(), or
  * any value: the shard handle of a bad one is no live entry); *@handle is
- * turned into the handle within that shard.
+ * turned into the handle within that shard. The shard pointer is loaded
+ * from an address computed from the handle, so every lookup through it
+ * (the top levels of its tables included) carries an address dependency
+ * on the caller's load of the handle: on a weakly ordered CPU too it sees
+ * the tables as they were when the handle was published (zswap finds its
+ * handles with xa_load(), a dependency as well), with no barrier here.
  */
 static __always_inline struct afm_zs_pool *afm_zs_of(struct afm_pool *pool,
 						     unsigned long *handle)
@@ -1228,25 +1233,19 @@ static __always_inline struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
 	atomic64_t *ent = afm_zs_entry(zs, handle);
 	struct afm_zspage *z;
 
-	if (unlikely(!ent)) {
-		/*
-		 * The load of the top level depends on nothing the caller
-		 * loaded: on a weakly ordered CPU it may predate the load
-		 * that gave the caller the handle (zswap's xa_load()) and
-		 * miss a directory added before the handle was made. The
-		 * load of the handle before a second look.
-		 */
-		smp_rmb();
-		ent = afm_zs_entry(zs, handle);
-	}
 	if (!ent || !afm_ze_pin(ent, ep)) {
 		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: invalid handle %#lx\n",
 			  zs->pool->name, handle);
 		return NULL;
 	}
-	/* A live entry's zspage has a descriptor; recover if not. */
+	/*
+	 * A live entry's zspage has a descriptor; none means a stale handle
+	 * read a reused table page (a caller's bug): recover.
+	 */
 	z = afm_zs_desc(zs, afm_ze_id(*ep));
-	if (WARN_ON_ONCE(!z)) {
+	if (unlikely(!z)) {
+		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: handle %#lx names no zspage\n",
+			  zs->pool->name, handle);
 		afm_ze_unpin(ent);
 		return NULL;
 	}
