@@ -51,7 +51,7 @@ static void afm_zs_test_table_growth(struct kunit *test)
 	struct afm_zs_counters c;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
-	bool early = false;
+	bool early = false, check;
 	unsigned int i;
 
 	afm_zs_permille(test, 0);
@@ -65,23 +65,27 @@ static void afm_zs_test_table_growth(struct kunit *test)
 	if (si_mem_available() < (64UL << 20) >> PAGE_SHIFT)
 		kunit_skip(test, "less than 64 MiB available");
 	for (i = 0; i < n; i++) {
+		/*
+		 * A new directory next: in the last quarter of a large top
+		 * level, the worker has grown it by the time it is flushed,
+		 * before any allocation needs it (GFP_KERNEL here; zswap's
+		 * may not sleep). The top level is read before the
+		 * allocation that queues the worker, which on SMP may run
+		 * before the test looks again.
+		 */
+		check = false;
+		if (!early && i % per_dir == 0) {
+			afm_zs_get_counters(ts->pool, &c);
+			top = c.top_dirs;
+			check = top >= ahead && i / per_dir >= top - top / 4;
+		}
 		ts->h[i] = afm_malloc(ts->pool, afm_zs_size16(i), GFP_KERNEL);
 		KUNIT_ASSERT_TRUE_MSG(test, afm_test_handle_ok(ts->h[i]),
 				      "object %u: %ld", i, (long)ts->h[i]);
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i,
 				   afm_zs_size16(i), buf, 0);
 		maxh = max(maxh, ts->h[i]);
-		if (early || i % per_dir)
-			continue;
-		/*
-		 * A new directory: in the last quarter of a large top level,
-		 * the worker has grown it by the time it is flushed, before
-		 * any allocation needs it (GFP_KERNEL here; zswap's may not
-		 * sleep).
-		 */
-		afm_zs_get_counters(ts->pool, &c);
-		top = c.top_dirs;
-		if (top < ahead || i / per_dir < top - top / 4)
+		if (!check)
 			continue;
 		afm_zs_flush_work(ts->pool);
 		afm_zs_get_counters(ts->pool, &c);

@@ -529,6 +529,7 @@ static int __init afm_init(void)
 				afm_cpu_prepare, afm_cpu_dead);
 	if (ret < 0) {
 		destroy_workqueue(afm_wq);
+		afm_wq = NULL;
 		return ret;
 	}
 	afm_cpuhp_state = ret;

@@ -373,7 +373,7 @@ struct afm_zt_top {
  * @hint: no table page below this one is open or missing.
  * @end: one past the highest table page number ever present.
  * @want: a table page the top level must reach, for @top_work of the
- *	shard (afm_zt_grow_later()); 0: none. Written with WRITE_ONCE() and
+ *	shard (afm_zt_grow_later()); 0: none. Raised with cmpxchg() and
  *	taken with xchg(), no lock.
  * @used: slots in use.
  * @pages: table pages.

@@ -1138,13 +1138,17 @@ void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 	struct afm_zs_counters one;
 	unsigned int i;
 
+	unsigned long top = 0;
+
 	memset(c, 0, sizeof(*c));
 	for (i = 0; i < afm_zs_created(set); i++) {
 		afm_zs_lock(set->shard[i]);
 		afm_zs_read_counters(set->shard[i], &one);
 		afm_zs_unlock(set->shard[i]);
 		afm_zs_add_counters(c, &one);
+		top = max(top, one.top_dirs);
 	}
+	c->top_dirs = top;
 	c->shards_active = READ_ONCE(set->active);
 	c->shards_created = afm_zs_created(set);
 }

@@ -72,7 +72,8 @@
  *	holder, who freed them (see "Frees that find the lock held" in
  *	zspage_alloc.c).
  * @rfree_waiting: such frees not freed yet (live in every other count).
- * @top_dirs: directories the handle table's top level holds now.
+ * @top_dirs: directories the largest top level of a shard's handle table
+ *	holds now (the pool's, not a sum: a test's shard's).
  * @tops_later: top levels of the shard's tables its worker grew (for an
  *	allocation that could not sleep, or ahead of need: afm_zt_grow()).
  * @migrate_yields: times a compaction pass let go of the pool lock early

@@ -11,8 +11,8 @@
  *
  * Locking: everything here is written under the pool lock (asserted where
  * it is taken for a slot); afm_zt_grow() and @top_work allocate without
- * it and swap the top array under it; a table's @want is set and taken
- * without it (WRITE_ONCE(), xchg()); lookups (zspage_internal.h) are
+ * it and swap the top array under it; a table's @want is raised and taken
+ * without it (cmpxchg(), xchg()); lookups (zspage_internal.h) are
  * lockless, RCU for the top array.
  */
 
@@ -321,7 +321,15 @@ int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 void afm_zt_grow_later(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		       unsigned long pg)
 {
-	WRITE_ONCE(t->want, max(READ_ONCE(t->want), pg));
+	unsigned long want = READ_ONCE(t->want);
+
+	/*
+	 * The largest asked for wins; a successful cmpxchg() orders it
+	 * before queue_work()'s look at the work's pending bit, so that a
+	 * work already pending takes it (its xchg() is ordered too).
+	 */
+	while (want < pg && !try_cmpxchg(&t->want, &want, pg))
+		;
 	queue_work(system_unbound_wq, &zs->top_work);
 }
 
