@@ -296,9 +296,9 @@ static int afm_zt_grow_to(struct afm_zs_pool *zs, struct afm_zs_table *t,
  * period. A caller that may not sleep (zswap's stores) gets a large one
  * only from kmalloc, several pages at once: when that fails, @top_work
  * grows it, so that the next allocations find it grown (and from 3/4 of a
- * top level larger than a page, the table asks for that ahead:
- * afm_zt_take_page()). Return: 0 (also when someone else grew it
- * meanwhile), or -ENOMEM.
+ * top level whose successor takes more than a page, the table asks for
+ * that ahead: afm_zt_take_page()). Return: 0 (also when someone else grew
+ * it meanwhile), or -ENOMEM.
  */
 int afm_zt_grow(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		unsigned long pg, gfp_t gfp)
