@@ -13,7 +13,8 @@
  *   zspage_alloc.c    hole index, placement, malloc, free, map, read, write
  *   zspage_compact.c  compaction passes, automatic runs, the shrinker
  *   zspage_migrate.c  page migration callbacks
- *   zspage_store.c    pool setup and teardown, statistics, KUnit hooks
+ *   zspage_store.c    pool setup and teardown, module parameters, statistics
+ *   zspage_hooks.c    KUnit hooks (CONFIG_AFMALLOC_KUNIT_TEST only)
  */
 #ifndef _MM_AFMALLOC_ZSPAGE_INTERNAL_H
 #define _MM_AFMALLOC_ZSPAGE_INTERNAL_H

@@ -1,0 +1,1203 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * afmalloc zspage store: KUnit hooks, built only with
+ * CONFIG_AFMALLOC_KUNIT_TEST (the design, the handle encoding and the lock
+ * order are in the map at the top of zspage_store.c).
+ *
+ * What the suites in kunit/zspage_*_test.c reach inside a pool: its
+ * counters, an audit of every invariant the store keeps (tables against
+ * zspages, extents against headers and the hole index, pending frees),
+ * the workers run or flushed on demand, faults and contention staged
+ * (pins, held zspages and shard locks, frees that find the lock held,
+ * waiting migrations) and geometry shrunk so that a test with few
+ * objects crosses what a real pool meets only at scale (slot table
+ * directories, top levels, handle magazines, index bits). The setters of
+ * the module parameters and the choice of a shard to allocate in stay in
+ * zspage_store.c beside the parameters they set.
+ *
+ * Lock rules: no lock of its own. A hook that reads or changes one shard's
+ * state takes that shard's pool lock (helpers that expect it held say so
+ * with lockdep_assert_held()); one that sets a value in every shard walks
+ * the created shards under the set's grow_lock, as shard creation copies
+ * those values from the first shard under it; staged contention takes the
+ * locks of the path it stands in for, in the order of zspage_store.c's map.
+ */
+
+#define pr_fmt(fmt) "afmalloc: " fmt
+
+#include "zspage_internal.h"
+
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/* The counters of @zs as they stand. Pool lock held. */
+static void afm_zs_read_counters(struct afm_zs_pool *zs,
+				 struct afm_zs_counters *c)
+{
+	lockdep_assert_held(&zs->lock);
+	c->objects = zs->objects;
+	c->live_bytes = zs->live_bytes;
+	c->pad_bytes = zs->pad_bytes;
+	c->zspages = zs->zspages;
+	c->dead_zspages = zs->dead_zspages;
+	c->hole_bytes = afm_zs_holes(zs);
+	c->tail_bytes = zs->tail_bytes;
+	c->data_pages = zs->data_pages + zs->dead_pages;
+	c->table_pages = zs->htab.pages;
+	c->desc_pages = zs->dtab.pages;
+	c->hole_pages = zs->rtab.pages;
+	c->dir_pages = zs->dir_pages;
+	c->total_pages = atomic_long_read(&zs->total_pages);
+	c->migrated = atomic_long_read(&zs->st.migrated);
+	c->migrate_busy = atomic_long_read(&zs->st.migrate_busy);
+	c->isolated = atomic_long_read(&zs->st.isolated);
+	c->putback = atomic_long_read(&zs->st.putback);
+	c->isolated_freed = atomic_long_read(&zs->st.isolated_freed);
+	c->auto_runs = zs->st.auto_runs;
+	c->auto_freed = zs->st.auto_freed;
+	c->auto_delayed = atomic_long_read(&zs->st.auto_delayed);
+	c->passes = zs->st.passes;
+	c->moved = zs->st.moved;
+	c->moved_bytes = zs->st.moved_bytes;
+	c->moved_hole = zs->st.moved_hole;
+	c->moved_new = zs->st.moved_new;
+	c->deferred_frees = zs->st.deferred_frees;
+	c->walked = zs->st.walked;
+	c->looked = zs->st.looked;
+	c->hole_reused = zs->st.hole_reused;
+	c->rest_joined = zs->st.rest_joined;
+	c->donated = zs->st.donated;
+	c->hole_recorded = zs->hole_rec_bytes;
+	c->pending = zs->pend_nr;
+	c->runs = zs->st.runs;
+	c->chains = zs->st.chains;
+	c->blocks = atomic_long_read(&zs->st.blocks);
+	c->rfreed = zs->st.rfrees;
+	c->rfree_waiting = max(atomic_read(&zs->rfree_nr), 0);
+	c->top_dirs = afm_zt_top(&zs->htab)->size;
+	c->tops_later = zs->st.tops_later;
+	c->migrate_yields = zs->st.migrate_yields;
+	c->migrate_waiting = max(atomic_read(&zs->migrate_wait), 0);
+}
+
+/* Add @src to @dst, field by field (all unsigned long). */
+static void afm_zs_add_counters(struct afm_zs_counters *dst,
+				const struct afm_zs_counters *src)
+{
+	unsigned long *d = (unsigned long *)dst;
+	const unsigned long *v = (const unsigned long *)src;
+	unsigned int i;
+
+	BUILD_BUG_ON(sizeof(*dst) % sizeof(unsigned long));
+	for (i = 0; i < sizeof(*dst) / sizeof(unsigned long); i++)
+		d[i] += v[i];
+}
+
+/**
+ * afm_zs_get_counters() - snapshot of the store's counters (KUnit hook)
+ * @pool: a zspage-store pool
+ * @c: filled in: the sums over its shards
+ *
+ * Context: process context; takes each shard's pool lock.
+ */
+void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_counters one;
+	unsigned int i;
+
+	unsigned long top = 0;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < afm_zs_created(set); i++) {
+		afm_zs_lock(set->shard[i]);
+		afm_zs_read_counters(set->shard[i], &one);
+		afm_zs_unlock(set->shard[i]);
+		afm_zs_add_counters(c, &one);
+		top = max(top, one.top_dirs);
+	}
+	c->top_dirs = top;
+	c->shards_active = READ_ONCE(set->active);
+	c->shards_created = afm_zs_created(set);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
+
+/*
+ * Table pages of table @t, counted from its directories; its directory
+ * blocks are added to *@dirs. Counts in *@bad a directory whose counts of
+ * present and open table pages are wrong, or whose block its directory
+ * page does not mark in use, and a table whose count of blocks is wrong.
+ * Pool lock held.
+ */
+static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
+					unsigned long *dirs, unsigned int *bad)
+{
+	const struct afm_zt_top *top = afm_zt_top(t);
+	unsigned long i, d, pages = 0, n, open, blocks = 0;
+
+	for (i = 0; i < top->size; i++) {
+		const struct afm_zt_dent *de = &top->dir[i];
+		const unsigned long *dir = de->dir;
+
+		if (!dir)
+			continue;
+		for (n = 0, open = 0, d = 0; d < 1UL << t->dshift; d++) {
+			n += !!dir[d];
+			open += dir[d] & AFM_ZT_OPEN;
+		}
+		if (n != de->pages || open != de->open || !n ||
+		    !(page_private(virt_to_page(dir)) &
+		      BIT(offset_in_page(dir) / AFM_ZT_DIR_BYTES)))
+			(*bad)++;
+		pages += n;
+		blocks++;
+	}
+	if (blocks != t->dirs)
+		(*bad)++;
+	*dirs += blocks;
+	return pages;
+}
+
+/*
+ * Directory pages of @zs, pool lock held: their blocks in use are the
+ * tables' (@dirs of them), none is empty, and those with a free block come
+ * first. Counts what is wrong in *@bad. Return: their number.
+ */
+static unsigned long afm_zs_audit_dirs(struct afm_zs_pool *zs,
+				       unsigned long dirs, unsigned int *bad)
+{
+	unsigned long pages = 0, blocks = 0, used;
+	bool full = false;
+	struct page *page;
+
+	list_for_each_entry(page, &zs->dpages, lru) {
+		used = page_private(page);
+		if (!used || (full && used != AFM_ZT_DIRS_FULL))
+			(*bad)++;
+		full = used == AFM_ZT_DIRS_FULL;
+		blocks += hweight_long(used);
+		pages++;
+	}
+	if (blocks != dirs || pages != zs->dir_pages)
+		(*bad)++;
+	return pages;
+}
+
+/*
+ * Zspage @z, pool lock held: its page chain has afm_zs_npages() pages, each
+ * pointing back to it, and in a run each is the page afm_zs_page() finds
+ * by PFN and, reached in place, at its place after afm_zs_lin(). Return: 0
+ * if so, else 1.
+ */
+static unsigned int afm_zs_audit_chain(struct afm_zspage *z)
+{
+	struct page *page;
+	unsigned int n = 0, bad = 0;
+	u8 *lin;
+
+	lockdep_assert_held(&afm_zs_desc_pool(z)->lock);
+	lin = afm_zs_lin(z);
+	for (page = READ_ONCE(z->first); page && n <= afm_zs_npages(z);
+	     page = (struct page *)READ_ONCE(page->index)) {
+		if (page_private(page) != (unsigned long)z)
+			bad = 1;
+		if (n < afm_zs_npages(z) && afm_zs_page(z, n) != page)
+			bad = 1;
+		if (lin && page_address(page) != lin + n * PAGE_SIZE)
+			bad = 1;
+		n++;
+	}
+	return bad || n != afm_zs_npages(z);
+}
+
+/* The footer of the hole of @len bytes at @off of @z. */
+static u32 afm_zs_foot(struct afm_zs_pool *zs, struct afm_zspage *z,
+		       unsigned int off, unsigned int len)
+{
+	struct afm_zs_cur c;
+
+	afm_zs_cur_begin(&c, zs, z);
+	return afm_zs_cfoot_read(&c, off + len);
+}
+
+/*
+ * Live zspage @z, pool lock held: its extents tile [0, fill offset), those
+ * a live entry points to (afm_zs_owner()) are its objects (with less slack
+ * than a hole on the index would need), and @z->linked of the others are
+ * on the hole index, each with its footer, and merged with an indexed hole
+ * just before it unless the two are too long for one extent. Return: 0 if
+ * so, else 1.
+ */
+static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
+					 struct afm_zspage *z)
+{
+	unsigned int off = 0, len, objs = 0, linked = 0, plen = 0, pad = 0;
+	struct afm_zs_hrec *rec;
+	unsigned long idx;
+	u32 r1 = 0;
+	s64 e;
+
+	while (off < z->tail) {
+		len = afm_zs_hdr_read(zs, z, off, &idx, &r1);
+		if (len < AFM_ZS_HDR || off + len > z->tail)
+			return 1;
+		if (idx == AFM_ZS_LINKED) {
+			/* Its record and its footer name it back. */
+			rec = r1 ? afm_zs_rec(zs, r1) : NULL;
+			if (len < AFM_ZS_HOLE_MIN || !rec || rec->id != z->id ||
+			    rec->off != off || rec->len != len ||
+			    afm_zs_foot(zs, z, off, len) != r1 ||
+			    (plen && plen + len <= AFM_ZS_MAX_EXT))
+				return 1;
+			linked++;
+			plen = len;
+			off += len;
+			continue;
+		} else if (afm_zs_owner(zs, z, off, idx, &e, NULL)) {
+			if (len < afm_zs_ext(zs, afm_ze_size(e)) ||
+			    len >= afm_zs_ext(zs, afm_ze_size(e)) +
+				   AFM_ZS_HOLE_MIN)
+				return 1;
+			objs++;
+			pad += afm_zs_pad(zs, afm_ze_size(e));
+		}
+		plen = 0;
+		off += len;
+	}
+	return objs != z->objs || linked != z->linked || pad != z->pad;
+}
+
+/*
+ * The hole index, pool lock held: every record on it is an indexed hole of
+ * a live zspage (a victim's too, see afm_zs_pool.hole_heads) in the class
+ * of its length whose header names the record, the lists are consistent
+ * both ways, and the counts add up (@linked: the zspages' indexed holes;
+ * the hole table holds no other record). Return: inconsistencies found.
+ */
+static unsigned int afm_zs_audit_index(struct afm_zs_pool *zs,
+				       unsigned long linked)
+{
+	unsigned long nr = 0, bytes = 0, idx;
+	unsigned int c, bad = 0, len;
+	u32 r1, back, hr1;
+
+	for (c = 0; c < AFM_ZS_NR_HCLASSES; c++) {
+		if (!zs->hole_heads[c] != !test_bit(c, zs->hole_map))
+			bad++;
+		back = 0;
+		for (r1 = zs->hole_heads[c]; r1 && nr <= zs->hole_nr;
+		     r1 = afm_zs_rec(zs, r1)->next) {
+			struct afm_zs_hrec *rec = afm_zs_rec(zs, r1);
+			struct afm_zspage *z = rec ? afm_zs_desc(zs, rec->id) : NULL;
+
+			nr++;
+			if (!z || (z->flags & ~AFM_ZS_VICTIM) != AFM_ZS_USED ||
+			    rec->off + AFM_ZS_HOLE_MIN > z->tail) {
+				bad++;
+				break;
+			}
+			hr1 = 0;
+			len = afm_zs_hdr_read(zs, z, rec->off, &idx, &hr1);
+			if (idx != AFM_ZS_LINKED || hr1 != r1 || len != rec->len ||
+			    afm_zs_hole_class(len) != c ||
+			    rec->off + len > z->tail || rec->prev != back)
+				bad++;
+			bytes += len;
+			back = r1;
+		}
+	}
+	return bad + (nr != zs->hole_nr || nr != linked ||
+		      nr != zs->rtab.used || bytes != zs->hole_rec_bytes);
+}
+
+static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
+				       struct afm_zs_counters *c,
+				       struct afm_zs_counters *rc);
+
+/*
+ * The queued extents of deferred frees, pool lock held: each in a live
+ * zspage with objects (no victim), below its fill offset, queued once, no
+ * indexed hole and no live object's extent (its stale header names a
+ * handle no longer there). Return: inconsistencies found.
+ */
+static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
+{
+	unsigned int i, j, len, bad = 0;
+	struct afm_zs_pend *p;
+	unsigned long idx;
+	s64 e;
+
+	for (i = 0; i < zs->pend_nr; i++) {
+		p = &zs->pend[i];
+		if (p->z->flags != AFM_ZS_USED || !p->z->objs ||
+		    p->off + AFM_ZS_HDR >= p->z->tail) {
+			bad++;
+			continue;
+		}
+		len = afm_zs_hdr_read(zs, p->z, p->off, &idx, NULL);
+		if (len <= AFM_ZS_HDR || p->off + len > p->z->tail ||
+		    idx == AFM_ZS_LINKED ||
+		    afm_zs_owner(zs, p->z, p->off, idx, &e, NULL))
+			bad++;
+		for (j = 0; j < i; j++)
+			bad += zs->pend[j].z == p->z && zs->pend[j].off == p->off;
+	}
+	return bad;
+}
+
+/**
+ * afm_zs_test_audit() - counters against a recount (KUnit hook)
+ * @pool: a zspage-store pool
+ * @c: filled with the counters, as afm_zs_get_counters()
+ * @rc: filled with what the tables say, in the same hold of the pool lock:
+ *	objects and live bytes from the live handle entries; zspages, dead
+ *	zspages, hole and tail bytes from the descriptors; data pages from
+ *	the descriptors in use, dead or not; table, descriptor and hole
+ *	table pages from the directories; directory pages from the shard's
+ *	list of them; @rc->total_pages their sum. Event counters are 0.
+ *
+ * Also checks what no counter shows: the descriptors' live bytes and
+ * objects add up to the entries', the table's count of used entries
+ * matches, every live entry lies below the fill offset of a live zspage
+ * and its header names its handle and extent length, every live zspage's
+ * extents tile it up to its fill offset with one object extent per live
+ * object, it is on the hole list its holes call for and has a chain of
+ * afm_zs_npages() pages pointing back to it, directories count their
+ * table pages, directory pages their blocks, and the hole index is
+ * consistent (afm_zs_audit_index()).
+ * Deferred frees are checked (afm_zs_audit_pend()) and then merged, so
+ * that @c and the rest describe the pool with none pending.
+ *
+ * Every shard is audited on its own, in one hold of its lock; @c and @rc
+ * are the sums over the shards.
+ *
+ * Context: process context; takes each shard's pool lock for its walk.
+ * Return: the number of inconsistencies found (0 when all is well).
+ */
+unsigned int afm_zs_test_audit(struct afm_pool *pool,
+			       struct afm_zs_counters *c,
+			       struct afm_zs_counters *rc)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_counters one, rone;
+	unsigned int i, bad = 0;
+
+	memset(c, 0, sizeof(*c));
+	memset(rc, 0, sizeof(*rc));
+	for (i = 0; i < afm_zs_created(set); i++) {
+		bad += afm_zs_shard_audit(set->shard[i], &one, &rone);
+		afm_zs_add_counters(c, &one);
+		afm_zs_add_counters(rc, &rone);
+	}
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
+
+/* afm_zs_test_audit() of shard @zs. */
+static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
+				       struct afm_zs_counters *c,
+				       struct afm_zs_counters *rc)
+{
+	unsigned long pg, i, objs = 0, live = 0, linked = 0, idx, dirs = 0;
+	unsigned int bad = 0, len;
+
+	memset(rc, 0, sizeof(*rc));
+	afm_zs_lock(zs);
+	/* The index and the hole lists as if no free had been deferred. */
+	bad += afm_zs_audit_pend(zs);
+	afm_zs_pend_flush(zs);
+	afm_zs_read_counters(zs, c);
+	for (pg = 0; pg < zs->dtab.end; pg++) {
+		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
+
+		for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
+			struct afm_zspage *z = &base[i];
+
+			if (!(z->flags & AFM_ZS_USED))
+				continue;
+			if (z->order > AFM_ZS_ORDER)
+				bad++;
+			rc->data_pages += afm_zs_npages(z);
+			if (z->flags & AFM_ZS_DEAD) {
+				rc->dead_zspages++;
+				continue;
+			}
+			rc->zspages++;
+			if (z->id != pg * AFM_ZD_PER_PAGE + i ||
+			    z->tail > afm_zs_end(z) ||
+			    z->live + z->objs * AFM_ZS_HDR + z->pad > z->tail)
+				bad++;
+			if (z->hlist_nr != (z->flags == AFM_ZS_USED && z->objs ?
+					    min(afm_zs_zholes(z) / AFM_ZS_MIN_HOLES,
+						AFM_ZS_NR_HLISTS - 1) : 0))
+				bad++;
+			bad += afm_zs_audit_extents(zs, z);
+			linked += z->linked;
+			rc->tail_bytes += afm_zs_end(z) - z->tail;
+			rc->hole_bytes += afm_zs_zholes(z);
+			live += z->live;
+			objs += z->objs;
+			bad += afm_zs_audit_chain(z);
+		}
+	}
+	for (pg = 0; pg < zs->htab.end; pg++) {
+		atomic64_t *base = afm_zt_page(&zs->htab, pg);
+
+		for (i = 0; base && i < AFM_ZH_PER_PAGE; i++) {
+			u64 e = atomic64_read(&base[i]);
+			struct afm_zspage *z;
+
+			if (!(e & AFM_ZE_LIVE))
+				continue;
+			rc->objects++;
+			rc->live_bytes += afm_ze_size(e);
+			z = afm_zs_desc(zs, afm_ze_id(e));
+			if (!z || (z->flags & ~AFM_ZS_VICTIM) != AFM_ZS_USED ||
+			    afm_ze_off(e) < AFM_ZS_HDR ||
+			    afm_ze_off(e) + afm_ze_size(e) > z->tail) {
+				bad++;
+				continue;
+			}
+			/* The header names the handle and the extent. */
+			len = afm_zs_hdr_read(zs, z, afm_ze_off(e) - AFM_ZS_HDR,
+					      &idx, NULL);
+			if (len < afm_ze_size(e) + AFM_ZS_HDR ||
+			    idx != ((pg * AFM_ZH_PER_PAGE + i + 1) &
+				    (BIT_ULL(zs->idx_bits) - 1)))
+				bad++;
+		}
+	}
+	if (objs != rc->objects || live != rc->live_bytes ||
+	    zs->htab.used != rc->objects)
+		bad++;
+	rc->table_pages = afm_zs_audit_table(&zs->htab, &dirs, &bad);
+	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &dirs, &bad);
+	rc->hole_pages = afm_zs_audit_table(&zs->rtab, &dirs, &bad);
+	rc->dir_pages = afm_zs_audit_dirs(zs, dirs, &bad);
+	rc->total_pages = rc->data_pages + rc->table_pages + rc->desc_pages +
+			  rc->hole_pages + rc->dir_pages;
+	bad += afm_zs_audit_index(zs, linked);
+	afm_zs_unlock(zs);
+	return bad;
+}
+
+/**
+ * afm_zs_test_quiet() - keep the kernel away from a pool (KUnit hook)
+ * @pool: a zspage-store pool
+ * @what: AFM_ZS_QUIET_SHRINKER: the pool's shrinker counts nothing and
+ *	scans nothing when the kernel calls it (afm_zs_shrinker_count() and
+ *	afm_zs_shrinker_scan() still work); AFM_ZS_QUIET_MIGRATION: the
+ *	kernel cannot isolate its pages for migration
+ *	(afm_zs_test_isolate_page() still can); AFM_ZS_QUIET_RUNS: zspages
+ *	made from now on are chains even when their pages are a run (see
+ *	struct afm_zspage), for the page-by-page paths; AFM_ZS_QUIET_RFREE:
+ *	a free that finds the pool lock held (by one of the pool's workers
+ *	on another CPU) waits for it instead of leaving its handle to the
+ *	holder (afm_zs_test_busy() still leaves it); AFM_ZS_QUIET_AUTO: an
+ *	automatic run waits for its work to be flushed
+ *	(afm_zs_test_run_auto(), afm_zs_flush_work()) or for the time
+ *	afm_zs_test_auto_next() set, however far, and the rest run only
+ *	for afm_zs_flush_work(); 0: none (the default).
+ *
+ * For tests that assert exact counts of what compaction, migration or a
+ * free did, which the debug guest's drop_caches and compact_memory loops
+ * and the pool's own workers would otherwise race with, and for those
+ * whose automatic runs must go where the test says, not where a slow host
+ * lets the timers fire. Pages the kernel
+ * had isolated before stay so.
+ *
+ * Shards created later take it too.
+ *
+ * Context: process context; may sleep.
+ */
+void afm_zs_test_quiet(struct afm_pool *pool, unsigned int what)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	mutex_lock(&set->grow_lock);
+	for (i = 0; i < set->created; i++)
+		WRITE_ONCE(set->shard[i]->test_quiet, what);
+	mutex_unlock(&set->grow_lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_quiet);
+
+/**
+ * afm_zs_test_isolate_page() - isolate_page of a zspage page (KUnit hook)
+ * @page: a locked page of a zspage
+ *
+ * What the movable_operations' isolate_page does, also in a pool quiet for
+ * migration (afm_zs_test_quiet()). The caller sets PG_isolated, as the
+ * migration core does.
+ *
+ * Context: page lock held.
+ * Return: true if isolated; false without CONFIG_COMPACTION or when the
+ * page is not (or no longer) a page of a live zspage.
+ */
+bool afm_zs_test_isolate_page(struct page *page)
+{
+#ifdef CONFIG_COMPACTION
+	return afm_zs_isolate(page, false);
+#else
+	return false;
+#endif
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_isolate_page);
+
+/**
+ * afm_zs_obj_info() - location of an object (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ * @info: filled in
+ *
+ * Return: 0, or -ENOENT if @handle is not a live object.
+ */
+int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
+		    struct afm_zs_obj_info *info)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	struct afm_zspage *z;
+	atomic64_t *ent;
+	int ret = -ENOENT;
+	u64 e;
+
+	afm_zs_lock(zs);
+	ent = afm_zs_entry(zs, handle);
+	e = ent ? atomic64_read(ent) : 0;
+	if (e & AFM_ZE_LIVE) {
+		z = afm_zs_desc(zs, afm_ze_id(e));
+		info->shard = zs->nr;
+		info->zspage_id = (unsigned long)afm_ze_id(e) << set->shift | zs->nr;
+		info->offset = afm_ze_off(e);
+		info->size = afm_ze_size(e);
+		info->pins = (e & AFM_ZE_PINS) >> AFM_ZE_PIN_SHIFT;
+		/* The pool lock keeps the chain and the run stable. */
+		info->page = afm_zs_page(z, info->offset >> PAGE_SHIFT);
+		info->in_place = afm_zs_lin(z);
+		ret = 0;
+	}
+	afm_zs_unlock(zs);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_obj_info);
+
+static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
+					   unsigned int *nr);
+
+/**
+ * afm_zs_test_bad_holes() - check the hole index (KUnit hook)
+ * @pool: a zspage-store pool
+ * @nr: set to the number of holes on the index
+ *
+ * For use outside compaction passes (no zspage is a victim).
+ *
+ * Context: takes the pool lock.
+ * Return: the number of holes on the index that are not free bytes of a
+ * live zspage below its fill offset, with an indexed-hole header, in the
+ * class of their length and linked back to the hole before them, plus 1
+ * if the counts of the index are off, plus the number of victims (0 when
+ * all is well).
+ */
+unsigned int afm_zs_test_bad_holes(struct afm_pool *pool, unsigned int *nr)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i, bad = 0, one;
+
+	*nr = 0;
+	for (i = 0; i < afm_zs_created(set); i++) {
+		bad += afm_zs_shard_bad_holes(set->shard[i], &one);
+		*nr += one;
+	}
+	return bad;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_bad_holes);
+
+/* afm_zs_test_bad_holes() of shard @zs. */
+static unsigned int afm_zs_shard_bad_holes(struct afm_zs_pool *zs,
+					   unsigned int *nr)
+{
+	unsigned long pg, i, linked = 0;
+	unsigned int bad = 0;
+
+	afm_zs_lock(zs);
+	afm_zs_pend_flush(zs);
+	for (pg = 0; pg < zs->dtab.end; pg++) {
+		struct afm_zspage *base = afm_zt_page(&zs->dtab, pg);
+
+		for (i = 0; base && i < AFM_ZD_PER_PAGE; i++) {
+			bad += !!(base[i].flags & AFM_ZS_VICTIM);
+			if (base[i].flags == AFM_ZS_USED)
+				linked += base[i].linked;
+		}
+	}
+	bad += afm_zs_audit_index(zs, linked);
+	*nr = zs->hole_nr;
+	afm_zs_unlock(zs);
+	return bad;
+}
+
+/**
+ * afm_zs_test_flush() - merge the deferred frees now (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * For tests that look at the hole index right after a free: a free only
+ * queues its extent (see "Deferred frees" in zspage_alloc.c). Frees left
+ * to the lock holder are freed first.
+ *
+ * Context: takes each shard's pool lock.
+ * Return: the number of extents merged.
+ */
+unsigned int afm_zs_test_flush(struct afm_pool *pool)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i, n = 0;
+
+	for (i = 0; i < afm_zs_created(set); i++) {
+		afm_zs_lock(set->shard[i]);
+		afm_zs_rfree_drain(set->shard[i]);
+		n += set->shard[i]->pend_nr;
+		afm_zs_pend_flush(set->shard[i]);
+		afm_zs_unlock(set->shard[i]);
+	}
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_flush);
+
+/**
+ * afm_zs_test_pend_max() - deferred frees a shard queues (KUnit hook)
+ *
+ * Context: any.
+ * Return: AFM_ZS_PEND: the free after that many merges the batch.
+ */
+unsigned int afm_zs_test_pend_max(void)
+{
+	return AFM_ZS_PEND;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pend_max);
+
+/**
+ * afm_zs_test_auto_next() - move the next automatic run (KUnit hook)
+ * @pool: a zspage-store pool
+ * @delta: jiffies from now before which no automatic run of any shard
+ *	starts (negative: none held back)
+ *
+ * Shards created later take the same time.
+ *
+ * Context: process context, may sleep; the next run of a shard sets its
+ * own (AFM_ZS_AUTO_GAP).
+ */
+void afm_zs_test_auto_next(struct afm_pool *pool, long delta)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned long at = jiffies + delta;
+	unsigned int i;
+
+	mutex_lock(&set->grow_lock);
+	for (i = 0; i < set->created; i++)
+		WRITE_ONCE(set->shard[i]->auto_next, at);
+	mutex_unlock(&set->grow_lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_auto_next);
+
+/**
+ * afm_zs_test_rfree_max() - frees a shard leaves to its lock holder (KUnit
+ * hook)
+ *
+ * Context: any.
+ * Return: AFM_ZS_RFREE: with that many waiting, a free that finds the lock
+ * held waits for it.
+ */
+unsigned int afm_zs_test_rfree_max(void)
+{
+	return AFM_ZS_RFREE;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_rfree_max);
+
+/**
+ * afm_zs_test_rfree_irqs_off() - of the frees left to the lock holder,
+ * those a free with hardirqs off takes besides its own (KUnit hook)
+ *
+ * Context: any.
+ * Return: AFM_ZS_RFREE_IRQS_OFF.
+ */
+unsigned int afm_zs_test_rfree_irqs_off(void)
+{
+	return AFM_ZS_RFREE_IRQS_OFF;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_rfree_irqs_off);
+
+/**
+ * afm_zs_test_top_ahead() - the smallest top level of a slot table that
+ * is grown ahead of need (KUnit hook)
+ *
+ * Context: any.
+ * Return: AFM_ZT_AHEAD_DIRS: a top level of that many directories or more
+ * is grown by the shard's worker once a quarter of it is left.
+ */
+unsigned int afm_zs_test_top_ahead(void)
+{
+	return AFM_ZT_AHEAD_DIRS;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_top_ahead);
+
+/**
+ * afm_zs_test_pin() - pin an object as a mapping would (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * Takes the entry pin only (not the zspage gate), so the caller may sleep
+ * while compaction runs.
+ *
+ * Return: true if pinned.
+ */
+bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	atomic64_t *ent = afm_zs_entry(zs, handle);
+	u64 e;
+
+	return ent && afm_ze_pin(ent, &e);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pin);
+
+/**
+ * afm_zs_test_unpin() - drop a pin of afm_zs_test_pin() (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ */
+void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+
+	afm_ze_unpin(afm_zs_entry(zs, handle));
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
+
+/**
+ * afm_zs_test_hold_zspage() - enter an object's zspage (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * Pins the object and takes its zspage's gate shared, as a mapping does:
+ * returns with preemption disabled.
+ *
+ * Return: true on success.
+ */
+bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	atomic64_t *ent;
+	u64 e;
+
+	return afm_zs_get(zs, handle, &ent, &e);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_hold_zspage);
+
+/**
+ * afm_zs_test_release_zspage() - undo afm_zs_test_hold_zspage() (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ */
+void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	atomic64_t *ent = afm_zs_entry(zs, handle);
+
+	afm_zs_put(afm_zs_desc(zs, afm_ze_id(atomic64_read(ent))), ent);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_release_zspage);
+
+/**
+ * afm_zs_test_lock_shard() - hold the pool lock of an object's shard (KUnit
+ * hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * As a malloc or free in progress holds it.
+ *
+ * Context: process context; returns with the lock held: nothing that
+ * sleeps until afm_zs_test_unlock_shard().
+ */
+void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle)
+{
+	afm_zs_lock(afm_zs_of(pool, &handle));
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_lock_shard);
+
+/**
+ * afm_zs_test_unlock_shard() - undo afm_zs_test_lock_shard() (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * Context: after afm_zs_test_lock_shard() of the same handle's shard.
+ */
+void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle)
+{
+	afm_zs_unlock(afm_zs_of(pool, &handle));
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unlock_shard);
+
+/**
+ * afm_zs_test_get_page() - a referenced page of an object (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * Return: the page holding the object's first byte with a reference taken
+ * (put_page() it), or NULL if @handle is not a live object.
+ */
+struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	struct page *page = NULL;
+	struct afm_zspage *z;
+	atomic64_t *ent;
+	u64 e;
+
+	afm_zs_lock(zs);
+	ent = afm_zs_entry(zs, handle);
+	e = ent ? atomic64_read(ent) : 0;
+	if (e & AFM_ZE_LIVE) {
+		z = afm_zs_desc(zs, afm_ze_id(e));
+		page = afm_zs_page(z, afm_ze_off(e) >> PAGE_SHIFT);
+		get_page(page);
+	}
+	afm_zs_unlock(zs);
+	return page;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_get_page);
+
+static void afm_zs_shard_flush_work(struct afm_zs_pool *zs);
+
+/**
+ * afm_zs_flush_work() - wait for queued automatic compaction and deferred
+ *	frees (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * A pending late run is run at once, as if the pool were at rest.
+ *
+ * Context: process context, may sleep.
+ */
+void afm_zs_flush_work(struct afm_pool *pool)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < afm_zs_created(set); i++)
+		afm_zs_shard_flush_work(set->shard[i]);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
+
+/**
+ * afm_zs_test_run_auto() - run the automatic compaction queued now, and
+ *	hold the next one back (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * Runs each shard's queued automatic run (none if nothing queued one), not
+ * the rest run, and then holds later runs back for a minute, so that only
+ * the caller decides when the queued run goes: the state a run finds does
+ * not depend on the host's speed.
+ *
+ * Context: process context, may sleep.
+ */
+void afm_zs_test_run_auto(struct afm_pool *pool)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	for (i = 0; i < afm_zs_created(set); i++)
+		flush_delayed_work(&set->shard[i]->compact_work);
+	afm_zs_test_auto_next(pool, 60 * HZ);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_run_auto);
+
+/* afm_zs_flush_work() of shard @zs. */
+static void afm_zs_shard_flush_work(struct afm_zs_pool *zs)
+{
+	int i;
+
+	WRITE_ONCE(zs->late_force, true);
+	/*
+	 * Each of these may queue the others (a free queues compaction, a
+	 * compaction pass queues deferred frees): repeat until none is
+	 * pending, a bounded number of times.
+	 */
+	for (i = 0; i < 8; i++) {
+		/* Frees left waiting: now. */
+		flush_delayed_work(&zs->rfree_work);
+		flush_delayed_work(&zs->compact_work);
+		/* A late run pending: run it now. */
+		flush_delayed_work(&zs->late_work);
+		flush_work(&zs->free_work);
+		flush_work(&zs->top_work);
+		if (!delayed_work_pending(&zs->compact_work) &&
+		    !delayed_work_pending(&zs->late_work) &&
+		    !work_pending(&zs->free_work))
+			break;
+	}
+	WRITE_ONCE(zs->late_force, false);
+}
+
+/**
+ * afm_zs_shrinker_count() - the shrinker's count_objects (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * Context: takes the pool lock.
+ * Return: what count_objects returns, also in a pool quiet for the
+ * shrinker (afm_zs_test_quiet()).
+ */
+unsigned long afm_zs_shrinker_count(struct afm_pool *pool)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned long n = 0, one;
+	unsigned int i;
+
+	for (i = 0; i < afm_zs_created(set); i++) {
+		one = afm_zs_count(set->shard[i]);
+		if (one != SHRINK_EMPTY)
+			n += one;
+	}
+	return n ? n : SHRINK_EMPTY;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_count);
+
+/**
+ * afm_zs_shrinker_scan() - the shrinker's scan_objects (KUnit hook)
+ * @pool: a zspage-store pool
+ * @nr_pages: pages to free
+ *
+ * Context: process context, may sleep.
+ * Return: what scan_objects returns, also in a pool quiet for the shrinker
+ * (afm_zs_test_quiet()).
+ */
+unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
+				   unsigned long nr_pages)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned long freed = 0, one;
+	unsigned int i;
+
+	for (i = 0; i < afm_zs_created(set) && freed < nr_pages; i++) {
+		one = afm_zs_scan(set->shard[i], nr_pages - freed);
+		if (one != SHRINK_STOP)
+			freed += one;
+	}
+	return freed ? freed : SHRINK_STOP;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_scan);
+
+/**
+ * afm_zs_set_auto_permille() - set the automatic compaction trigger
+ *	(KUnit hook)
+ * @permille: new value of the zspage_auto_permille parameter
+ */
+void afm_zs_set_auto_permille(unsigned int permille)
+{
+	WRITE_ONCE(afm_zs_auto_permille, permille);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_auto_permille);
+
+/**
+ * afm_zs_set_compact_holes() - let compaction move objects into holes, or
+ *	only to tails (KUnit hook)
+ * @on: the new zspage_compact_holes
+ *
+ * Context: any.
+ * Return: the old value.
+ */
+bool afm_zs_set_compact_holes(bool on)
+{
+	bool old = READ_ONCE(afm_zs_compact_holes);
+
+	WRITE_ONCE(afm_zs_compact_holes, on);
+	return old;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_compact_holes);
+
+/**
+ * afm_zs_get_auto_permille() - read the automatic compaction trigger
+ *	(KUnit hook)
+ *
+ * Return: the zspage_auto_permille parameter.
+ */
+unsigned int afm_zs_get_auto_permille(void)
+{
+	return READ_ONCE(afm_zs_auto_permille);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_auto_permille);
+
+/**
+ * afm_zs_entry_bytes() - bytes of metadata per object (KUnit hook)
+ *
+ * Return: the size of a handle table entry.
+ */
+unsigned int afm_zs_entry_bytes(void)
+{
+	return sizeof(u64);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_entry_bytes);
+
+/*
+ * Apply @set to every shard of @pool, each under its pool lock: the KUnit
+ * hooks that change an empty pool's geometry. Return: 0, or -EINVAL if
+ * @set refused any shard.
+ */
+static int afm_zs_test_each(struct afm_pool *pool,
+			    bool (*set)(struct afm_zs_pool *zs, unsigned int v),
+			    unsigned int v)
+{
+	struct afm_zs_set *zset = pool->store;
+	struct afm_zs_pool *zs;
+	unsigned int i;
+	int ret = 0;
+
+	/* Shards created meanwhile copy the first's settings after. */
+	mutex_lock(&zset->grow_lock);
+	for (i = 0; i < zset->created; i++) {
+		zs = zset->shard[i];
+		afm_zs_lock(zs);
+		if (!set(zs, v))
+			ret = -EINVAL;
+		afm_zs_unlock(zs);
+	}
+	mutex_unlock(&zset->grow_lock);
+	return ret;
+}
+
+static bool afm_zs_idx_bits_set(struct afm_zs_pool *zs, unsigned int bits)
+{
+	lockdep_assert_held(&zs->lock);
+	if (!bits || bits > AFM_ZH_IDX_BITS || zs->objects)
+		return false;
+	zs->idx_bits = bits;
+	return true;
+}
+
+/**
+ * afm_zs_test_set_idx_bits() - fewer handle bits in headers (KUnit hook)
+ * @pool: an empty zspage-store pool
+ * @bits: 1 to the default (26 with 4 KiB pages)
+ *
+ * Handles then share header bits every 2^@bits handles, as handles above
+ * 2^26 do in a pool that large: compaction must tell them apart.
+ *
+ * Context: process context; takes each shard's pool lock.
+ * Return: 0, or -EINVAL if @bits is out of range or the pool has objects.
+ */
+int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits)
+{
+	return afm_zs_test_each(pool, afm_zs_idx_bits_set, bits);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_idx_bits);
+
+static bool afm_zs_handle_mag_apply(struct afm_zs_pool *zs, unsigned int nr)
+{
+	lockdep_assert_held(&zs->lock);
+	if (nr > AFM_ZT_MAG || zs->htab.used || zs->htab.mag_nr)
+		return false;
+	zs->htab.mag_max = nr;
+	return true;
+}
+
+/**
+ * afm_zs_test_handle_mag() - freed handle slots kept at hand (KUnit hook)
+ * @pool: an empty zspage-store pool
+ * @nr: slots each shard's handle table keeps (0 to AFM_ZT_MAG), as the
+ *	zspage_handle_mag parameter sets for a new pool
+ *
+ * Context: process context; takes each shard's pool lock.
+ * Return: 0, or -EINVAL if @nr is out of range or the pool holds objects.
+ */
+int afm_zs_test_handle_mag(struct afm_pool *pool, unsigned int nr)
+{
+	return afm_zs_test_each(pool, afm_zs_handle_mag_apply, nr);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_handle_mag);
+
+static bool afm_zs_small_dirs_set(struct afm_zs_pool *zs, unsigned int shift)
+{
+	lockdep_assert_held(&zs->lock);
+	if (shift > ilog2(AFM_ZT_PTRS) || zs->htab.dirs || zs->dtab.dirs ||
+	    zs->rtab.dirs)
+		return false;
+	zs->htab.dshift = shift;
+	zs->dtab.dshift = shift;
+	zs->rtab.dshift = shift;
+	return true;
+}
+
+/**
+ * afm_zs_test_small_dirs() - directories with few entries (KUnit hook)
+ * @pool: an empty zspage-store pool (no directories)
+ * @shift: log2 of the table pages per directory, from 0 to the default
+ *	(ilog2(AFM_ZT_PTRS): 6 with 4 KiB pages)
+ *
+ * The handle, descriptor and hole tables then need a directory every 2^@shift
+ * table pages, so that a test reaches many directories, and the growth of
+ * the top level, with few objects.
+ *
+ * Context: process context; takes each shard's pool lock.
+ * Return: 0, or -EINVAL if @shift is out of range or the pool has
+ * directories.
+ */
+int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift)
+{
+	return afm_zs_test_each(pool, afm_zs_small_dirs_set, shift);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_small_dirs);
+
+/**
+ * afm_zs_test_busy() - frees act as if they found the lock held (KUnit
+ * hook)
+ * @pool: a zspage-store pool
+ * @busy: on or off
+ *
+ * Until it is turned off, the shard's worker leaves them waiting too. A
+ * real lock held elsewhere on a uniprocessor kernel cannot be: a failed
+ * spin_trylock() there is a bug report (CONFIG_DEBUG_SPINLOCK).
+ *
+ * Context: any context.
+ */
+void afm_zs_test_busy(struct afm_pool *pool, bool busy)
+{
+	struct afm_zs_set *set = pool->store;
+
+	WRITE_ONCE(set->test_busy, busy);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_busy);
+
+/**
+ * afm_zs_test_migrate_wait() - count a page migration as waiting for every
+ * shard's pool lock, or stop counting it (KUnit hook)
+ * @pool: a zspage-store pool
+ * @delta: 1 (one more waits) or -1 (one fewer)
+ *
+ * What afm_zs_migrate_lock() does while it tries the lock again, without
+ * a migration: compaction passes then let go of the lock after every move.
+ * Shards created later start with the hook's count.
+ *
+ * Context: process context; may sleep.
+ */
+void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i;
+
+	mutex_lock(&set->grow_lock);
+	set->test_migrate_wait += delta;
+	for (i = 0; i < set->created; i++)
+		atomic_add(delta, &set->shard[i]->migrate_wait);
+	mutex_unlock(&set->grow_lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_migrate_wait);
+
+/**
+ * afm_zs_header_bytes() - bytes of an object's header (KUnit hook)
+ *
+ * Context: any context.
+ * Return: the bytes each object's extent has before its data.
+ */
+unsigned int afm_zs_header_bytes(void)
+{
+	return AFM_ZS_HDR;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_header_bytes);
+#endif /* CONFIG_AFMALLOC_KUNIT_TEST */
