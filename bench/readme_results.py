@@ -492,6 +492,10 @@ def churn(name):
     # the one before is done, at each allocator's own pace.
     # Held: every sample; overhead ratio: samples report.py counts (stored()).
     held, ratio, raw, peak, exits, since = {}, {}, {}, {}, {}, {}
+    # Each run's exit-phase samples by allocator: (seconds into the phase,
+    # overhead ratio), counted ones only (stored(), not torn), to read
+    # zsmalloc's ratio at the moment after an exit of afmalloc's sample.
+    curve = {}
     for r in progress:
         if r["kind"] == "exit" and churn_report.num(r["phase_t_s"]) is not None:
             exits.setdefault((r["run"], r["alloc"]), []).append(
@@ -518,6 +522,9 @@ def churn(name):
             raw.setdefault(r["alloc"], {})[k] = churn_report.num(r["overhead_ratio"])
             if churn_report.stored(r, 0.01 * peak[churn_report.key(r)]):
                 ratio.setdefault(r["alloc"], {})[k] = churn_report.num(r["overhead_ratio"])
+                if r["phase"] == "exit":
+                    curve.setdefault((r["run"], r["alloc"]), []).append(
+                        (t, churn_report.num(r["overhead_ratio"])))
             else:
                 ratio.setdefault(r["alloc"], {}).pop(k, None)
     pairs = {}
@@ -534,7 +541,10 @@ def churn(name):
             # Ratio pairs afmalloc loses at the first sample after an exit
             # (its frees then still coming in): the seconds since the exit
             # of both samples, afmalloc's then zsmalloc's.
-            rexit = [(since[AF][k], since[ZS][k]) for k in rk
+            rexit = [(since[AF][k], since[ZS][k], ratio[AF][k],
+                      ratio_at(curve.get((k[0], ZS), []), exits.get((k[0], ZS), []),
+                               k[2][0], since[AF][k]))
+                     for k in rk
                      if ratio[AF][k] > ratio[ZS][k] and isinstance(k[2], tuple) and k[2][1] == 0
                      and k in since.get(AF, {}) and k in since.get(ZS, {})]
             pairs[ph] = Pairs(
@@ -553,13 +563,31 @@ def churn(name):
     return out
 
 
+def ratio_at(curve, exits, i, after):
+    """An allocator's overhead ratio @after seconds after its exit number @i,
+    interpolated linearly between its counted samples on either side
+    (@curve: (seconds into the exit phase, ratio), @exits: the seconds into
+    the phase of its exits); None where it has no sample on one side."""
+    if i < 0 or i >= len(exits):
+        return None
+    t = exits[i] + after
+    pts = sorted(curve)
+    j = bisect.bisect_left(pts, (t,))
+    if j == 0 or j == len(pts):
+        return None
+    (t0, r0), (t1, r1) = pts[j - 1], pts[j]
+    return r0 + (r1 - r0) * (t - t0) / (t1 - t0) if t1 > t0 else r1
+
+
 # Paired churn samples of one phase (None: all): pairs, afmalloc/zspage
 # holding more / fewer pages, by at most most_mib; pairs with ratios (both
 # samples counted by report.py), afmalloc's higher / lower; afmalloc holding
 # more pages at a higher ratio (loss pairs, by at most loss_pages), and
 # zsmalloc doing so (zloss).
 # rexit: of the rmore pairs, those at the first sample after an exit, each
-# as (afmalloc's seconds since the exit, zsmalloc's).
+# as (afmalloc's seconds since the exit, zsmalloc's, afmalloc's ratio,
+# zsmalloc's ratio as many seconds after the same exit as afmalloc's sample,
+# interpolated between its samples, or None: ratio_at()).
 Pairs = collections.namedtuple(
     "Pairs", "n more less most_mib rn rmore rless loss loss_pages zloss rexit",
     defaults=(0,) * 10 + ((),))
@@ -648,7 +676,7 @@ def rexit_text(p):
     before compaction has given their pages back."""
     if not p.rexit:
         return ""
-    later = [(a, z) for a, z in p.rexit if a > z]
+    later = [(a, z) for a, z, _, _ in p.rexit if a > z]
     n = len(p.rexit)
     out = f" ({n} of them at the first sample after a process exit"
     if later:
@@ -657,6 +685,14 @@ def rexit_text(p):
         out += (f", {each} later into the exit than the zsmalloc sample paired with it: "
                 f"{span([a for a, _ in later], sec2)} s after it against "
                 f"{span([z for _, z in later], sec2)} s")
+    # The same moment after the exit: zsmalloc's ratio read off the line
+    # between its samples on either side.
+    at = [(ra, rz) for _, _, ra, rz in p.rexit if rz is not None]
+    if at:
+        lower = sum(ra < rz for ra, rz in at)
+        out += (f"; against zsmalloc's ratio as long after the same exit, interpolated "
+                f"between its samples either side, afmalloc's is lower in {lower} of "
+                f"{len(at)}")
     return out + ")"
 
 
