@@ -364,6 +364,10 @@ static void afm_test_class_index(struct kunit *test)
 	if (huge > 1)
 		KUNIT_EXPECT_LT(test, afm_lookup_class_index(pool, huge - 1),
 				PAGE_SIZE);
+	/* From the huge class size on, one class: stored uncompressed. */
+	for (size = huge; size <= PAGE_SIZE; size++)
+		KUNIT_EXPECT_EQ(test, afm_lookup_class_index(pool, size),
+				afm_lookup_class_index(pool, PAGE_SIZE));
 	/* Objects below the huge size never cost a page. */
 	for (size = 1; size < huge; size++) {
 		if (afm_lookup_class_index(pool, size) >= PAGE_SIZE) {

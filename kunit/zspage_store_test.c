@@ -900,6 +900,11 @@ static void afm_zs_test_classes(struct kunit *test)
 			KUNIT_EXPECT_LT(test, idx, PAGE_SIZE);
 		if (size == huge)
 			KUNIT_EXPECT_GE(test, idx, PAGE_SIZE);
+		/* What is stored uncompressed from there on: one class. */
+		if (size >= huge)
+			KUNIT_EXPECT_EQ(test, idx,
+					afm_lookup_class_index(ts->pool,
+							       PAGE_SIZE));
 		prev = idx;
 	}
 }

@@ -440,8 +440,11 @@ EXPORT_SYMBOL_GPL(afm_huge_class_size);
 
 unsigned int afm_lookup_class_index(struct afm_pool *pool, unsigned int size)
 {
-	return pool->ops->class_index(pool, clamp_t(unsigned int, size, 1,
-						    PAGE_SIZE));
+	size = clamp_t(unsigned int, size, 1, PAGE_SIZE);
+	/* Stored uncompressed by the caller: see the kernel-doc. */
+	if (size >= afm_huge_class_size(pool))
+		size = PAGE_SIZE;
+	return pool->ops->class_index(pool, size);
 }
 EXPORT_SYMBOL_GPL(afm_lookup_class_index);
 

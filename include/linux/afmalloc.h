@@ -360,7 +360,11 @@ size_t afm_huge_class_size(struct afm_pool *pool);
  * Indices are only comparable within one pool. The index is the object's
  * footprint in bytes: chunks plus descriptor for the slab store; object,
  * handle table entry and share of its zspage descriptor for the zspage
- * store.
+ * store. Sizes from afm_huge_class_size() on all have PAGE_SIZE's index,
+ * as they share zsmalloc's huge class: the caller stores such a page
+ * uncompressed, and an object a few bytes smaller would save less than
+ * its decompression on every read costs (so zram's recompression leaves
+ * such a page as it is, as with zsmalloc).
  *
  * Context: Any context.
  * Return: the class index.
