@@ -89,6 +89,12 @@
  * -------
  * In the order they nest:
  *   afm_pools_lock (mutex)       pool list and names; create/destroy only.
+ *                                 Held across a store's create, so that a
+ *                                 name is taken once, not across its
+ *                                 destroy, which waits for workers, a
+ *                                 shrinker scan and page locks: a pool
+ *                                 stays listed, its name taken, until its
+ *                                 store is gone, then leaves the list.
  *   afm_pool.compact_lock (mutex) one compaction per pool; may sleep.
  *   pool lock (xa_lock of afm_slab_pool.slabs, spinlock)
  *                                 slab tracker, descriptor bitmaps, class
@@ -138,7 +144,7 @@
  * - Shards: by default one per possible CPU rounded up to a power of two,
  *   at most 64 (module parameter zspage_shards), each with its own lock,
  *   tables and zspages.
- * - Compaction: afm_compact(), a per-pool shrinker, and an automatic
+ * - Compaction: afm_compact(), a shrinker per shard, and an automatic
  *   worker queued by free when holes exceed a threshold (module parameter
  *   zspage_auto_permille). Zspage pages are movable (__SetPageMovable()),
  *   migrated by kernel compaction, CMA and memory offlining.
@@ -279,6 +285,7 @@ struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type)
 
 unlock:
 	mutex_unlock(&afm_pools_lock);
+	mutex_destroy(&pool->compact_lock);
 	kfree(pool->name);
 free_pool:
 	kfree(pool);
@@ -292,9 +299,14 @@ void afm_destroy_pool(struct afm_pool *pool)
 		return;
 
 	afm_stat_pool_del(pool);
+	/*
+	 * Not under afm_pools_lock: it may wait long (see "Locking"), and
+	 * pools created meanwhile need not wait for it. The name stays taken
+	 * until the store's caches and shrinkers named after it are gone.
+	 */
+	pool->ops->destroy(pool);
 	mutex_lock(&afm_pools_lock);
 	list_del(&pool->list);
-	pool->ops->destroy(pool);
 	mutex_unlock(&afm_pools_lock);
 	mutex_destroy(&pool->compact_lock);
 	kfree(pool->name);

@@ -100,8 +100,9 @@ struct afm_pool;
  * afm_create_pool() - create an afmalloc pool
  * @name: pool name, used for the debugfs directory (afmalloc/<name>/),
  *	the slab store's caches (afm-<name>-<size>) and the zspage store's
- *	shrinker (afm-zspage-<name>). It must be unique among the pools and
- *	must not contain '/' or spaces.
+ *	shrinkers, one per shard (afm-zspage-<name>-<shard>). It must be
+ *	unique among the pools (a pool being destroyed keeps its name until
+ *	afm_destroy_pool() returns) and must not contain '/' or spaces.
  * @type: the store to use, see &enum afm_store_type.
  *
  * Context: Process context, may sleep.
@@ -117,10 +118,11 @@ struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type);
  * afm_destroy_pool() - destroy a pool
  * @pool: the pool; every object must have been freed.
  *
- * Objects still allocated are reported with a warning. The slab store
- * leaks them (and their caches); the zspage store frees their pages
- * anyway, as movable pages must not outlive their pool, so their handles
- * become invalid.
+ * Objects still allocated are reported with a warning, and their handles
+ * become invalid. The slab store frees those it reaches through their
+ * descriptors and leaks those stored behind a direct handle (power-of-two
+ * sizes, which nothing enumerates), with their caches; the zspage store
+ * frees all their pages, as movable pages must not outlive their pool.
  *
  * Context: Process context, may sleep.
  * Return: nothing.
