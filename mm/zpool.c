@@ -5,9 +5,14 @@
  *
  *   echo afmalloc > /sys/module/zswap/parameters/zpool
  *
- * Built only when the kernel has the zpool API (CONFIG_ZPOOL, 6.12 and
- * earlier). Without it the module still loads and offers the afm_* API;
- * only this driver (and its zswap_store parameter) is absent.
+ * Built only when the kernel has the zpool API (CONFIG_ZPOOL, up to 6.17:
+ * 6.18 removed zpool and its zswap calls zsmalloc directly). Without it
+ * the module still loads and offers the afm_* API; only this driver (and
+ * its zswap_store parameter) is absent. On the command line the module
+ * must be loadable when zswap sets up its pool: with zswap enabled at
+ * boot that is its late_initcall, before the root file system is mounted
+ * (the module has to be in the initramfs, else zswap falls back to its
+ * default zpool and logs that afmalloc is not available).
  *
  * Module lifetime: zpool_create_pool() takes a reference on the driver's
  * owner (try_module_get(driver->owner)) for every pool and drops it in
