@@ -992,6 +992,76 @@ static void afm_zs_test_rfree_hardirqs_off(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/*
+ * A zspage released with a corrupted header below an indexed hole (its
+ * extent walk stops there, with a warning) still takes that hole's record
+ * off the hole index: none is left naming a freed zspage's id, which the
+ * next zspage may take and an allocation would then follow into it.
+ */
+static void afm_zs_test_release_bad_extent(struct kunit *test)
+{
+	const unsigned int size = 500, hdr = afm_zs_header_bytes(), n = 4;
+	struct afm_test_set *ts = afm_zs_set(test, n);
+	struct afm_zs_obj_info first, info;
+	void *buf = afm_zs_buf(test);
+	struct afm_zs_counters c;
+	struct page *page;
+	unsigned int i;
+	u8 *p;
+
+	afm_zs_permille(test, 0);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+	}
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
+	for (i = 1; i < n; i++) {
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		if (info.shard != first.shard ||
+		    info.zspage_id != first.zspage_id)
+			kunit_skip(test, "objects not in one zspage");
+	}
+	KUNIT_ASSERT_GE(test, offset_in_page(first.offset), hdr);
+	afm_free(ts->pool, ts->h[1]);
+	ts->h[1] = 0;
+	afm_zs_test_flush(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.hole_recorded, size + hdr);
+
+	/*
+	 * The first object's header, below the indexed hole, zeroed (the
+	 * page reference keeps migration from moving it meanwhile).
+	 */
+	page = afm_zs_test_get_page(ts->pool, ts->h[0]);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	p = kmap_local_page(page);
+	memset(p + offset_in_page(first.offset) - hdr, 0, hdr);
+	kunmap_local(p);
+	put_page(page);
+	afm_test_expect_warnings(test);
+	kunit_info(test, "expect an afmalloc bad-extent warning\n");
+	for (i = 0; i < n; i++) {
+		if (ts->h[i])
+			afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.objects, 0);
+	KUNIT_EXPECT_EQ(test, c.hole_recorded, 0);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* The pool goes on: new objects keep their bytes. */
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+	}
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, size, buf, true));
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE(afm_zs_test_hole_nomem),
@@ -1004,6 +1074,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_rfree, afm_zs_rfree_gen_params),
 	KUNIT_CASE(afm_zs_test_rfree_bad),
 	KUNIT_CASE(afm_zs_test_rfree_hardirqs_off),
+	KUNIT_CASE(afm_zs_test_release_bad_extent),
 	KUNIT_CASE_PARAM(afm_zs_test_overwrite, afm_zs_ow_gen_params),
 	{}
 };

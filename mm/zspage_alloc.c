@@ -172,8 +172,34 @@ static void afm_zs_hole_drop(struct afm_zs_pool *zs, struct afm_zspage *z,
 }
 
 /*
+ * After a bad extent of @z: take its holes' records off the index by
+ * walking every hole list (only after a corrupted header was reported),
+ * so that no allocation follows one into @z's id once it is reused.
+ */
+static void afm_zs_holes_unlink_scan(struct afm_zs_pool *zs,
+				     struct afm_zspage *z)
+{
+	struct afm_zs_hrec *rec;
+	unsigned int c;
+	u32 r1, next;
+
+	for (c = 0; c < AFM_ZS_NR_HCLASSES && z->linked; c++) {
+		for (r1 = zs->hole_heads[c]; r1 && z->linked; r1 = next) {
+			rec = afm_zs_rec(zs, r1);
+			next = rec->next;
+			if (rec->id != z->id)
+				continue;
+			afm_zs_hole_unlink(zs, z, rec);
+			afm_zt_put(zs, &zs->rtab, r1 - 1);
+		}
+	}
+	WARN_ON_ONCE(z->linked);
+}
+
+/*
  * Take every indexed hole of @z off the hole index: it is being released.
- * Walks its extents up to its last indexed hole.
+ * Walks its extents up to its last indexed hole; should one of them be
+ * corrupted, the hole lists instead.
  */
 void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 {
@@ -194,6 +220,8 @@ void afm_zs_holes_unlink_all(struct afm_zs_pool *zs, struct afm_zspage *z)
 		}
 		off += len;
 	}
+	if (unlikely(z->linked))
+		afm_zs_holes_unlink_scan(zs, z);
 }
 
 /*
@@ -409,6 +437,7 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 {
 	unsigned int off = z->tail, ext = afm_zs_ext(zs, size);
 
+	lockdep_assert_held(&zs->lock);
 	z->tail += ext;
 	zs->tail_bytes -= ext;
 	afm_zs_donor_update(zs);

@@ -285,6 +285,7 @@ atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
 {
 	unsigned long end = zs->htab.end * AFM_ZH_PER_PAGE, h;
 
+	lockdep_assert_held(&zs->lock);
 	for (h = idx; h <= end; h += BIT_ULL(zs->idx_bits)) {
 		atomic64_t *ent = h ? afm_zs_entry(zs, h) : NULL;
 		s64 e = ent ? atomic64_read(ent) : 0;

@@ -1482,8 +1482,15 @@ static __always_inline u32 afm_zs_cfoot_read(struct afm_zs_cur *c,
 {
 	u8 buf[AFM_ZS_RECNO];
 
-	return get_unaligned_le32(afm_zs_cur_rd(c, off - AFM_ZS_RECNO, buf,
-						AFM_ZS_RECNO));
+	/*
+	 * The 4 bytes before @off may be the data of a live object that its
+	 * owner is writing through afm_zs_map() meanwhile (no pool lock):
+	 * then they are checked against the record they name and found not
+	 * to be a footer (afm_zs_hole_before()), whatever they hold.
+	 */
+	return data_race(get_unaligned_le32(afm_zs_cur_rd(c,
+							  off - AFM_ZS_RECNO,
+							  buf, AFM_ZS_RECNO)));
 }
 
 /*

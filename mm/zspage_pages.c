@@ -217,6 +217,7 @@ static unsigned int afm_zs_bucket(unsigned int tail)
 
 void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z)
 {
+	lockdep_assert_held(&zs->lock);
 	if (z->bucket == AFM_ZS_NO_BUCKET)
 		return;
 	list_del_init(&z->list);
@@ -231,6 +232,7 @@ void afm_zs_rebucket(struct afm_zs_pool *zs, struct afm_zspage *z)
 	unsigned int tail = afm_zs_end(z) - z->tail;
 	unsigned int b = tail ? afm_zs_bucket(tail) : AFM_ZS_NO_BUCKET;
 
+	lockdep_assert_held(&zs->lock);
 	if (b == z->bucket)
 		return;
 	afm_zs_unbucket(zs, z);
