@@ -601,6 +601,58 @@ static void afm_zs_test_rest_join(struct kunit *test)
 }
 
 /*
+ * A freed object at the top of its zspage takes back into the tail every
+ * indexed hole right below it, also two side by side (kept apart since
+ * together they pass AFM_ZS_MAX_EXT, 8191 bytes with 4 KiB pages):
+ * objects X (100 bytes), A and B (PAGE_SIZE each) and T (100) back to
+ * back in a new zspage; A and B freed make two holes; T freed leaves the
+ * fill offset at the end of X.
+ */
+static void afm_zs_test_tail_takes_holes(struct kunit *test)
+{
+	static const unsigned int sizes[] = { 100, PAGE_SIZE, PAGE_SIZE, 100 };
+	const unsigned int hdr = afm_zs_header_bytes();
+	struct afm_zs_counters before, after;
+	struct afm_zs_obj_info first, last;
+	void *buf = afm_zs_buf(test);
+	struct afm_test_set *ts;
+	unsigned int i;
+
+	ts = afm_zs_set_filled(test, 4, 0, 0, buf);
+	if (afm_zs_get_align() > 1)
+		kunit_skip(test, "sizes assume zspage_align 1");
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, sizes[i]);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, sizes[i], buf,
+				   i);
+	}
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[3], &last), 0);
+	KUNIT_ASSERT_EQ(test, first.offset, hdr);
+	KUNIT_ASSERT_EQ(test, last.zspage_id, first.zspage_id);
+	for (i = 1; i <= 2; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+		afm_zs_test_flush(ts->pool);
+	}
+	afm_zs_get_counters(ts->pool, &before);
+	KUNIT_ASSERT_EQ(test, before.hole_recorded,
+			(unsigned long)(2 * (PAGE_SIZE + hdr)));
+
+	afm_free(ts->pool, ts->h[3]);
+	ts->h[3] = 0;
+	afm_zs_test_flush(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.hole_recorded, 0);
+	KUNIT_EXPECT_EQ(test, after.hole_bytes, 0);
+	KUNIT_EXPECT_EQ(test, after.tail_bytes - before.tail_bytes,
+			(unsigned long)(2 * (PAGE_SIZE + hdr) + 100 + hdr));
+	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[0], 0, 100,
+					     buf, true));
+}
+
+/*
  * Indexed holes leave the index with their zspage: when it is released
  * (its id is then reused for another zspage) none of its holes is left on
  * the index and the next allocation is not put into it; after compaction
@@ -1069,6 +1121,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_align, afm_zs_hole_gen_params),
 	KUNIT_CASE_PARAM(afm_zs_test_hole_merge, afm_zs_merge_gen_params),
 	KUNIT_CASE(afm_zs_test_rest_join),
+	KUNIT_CASE(afm_zs_test_tail_takes_holes),
 	KUNIT_CASE(afm_zs_test_hole_forget),
 	KUNIT_CASE(afm_zs_test_deferred_free),
 	KUNIT_CASE_PARAM(afm_zs_test_rfree, afm_zs_rfree_gen_params),

@@ -518,8 +518,11 @@ static __always_inline void afm_zs_merge(struct afm_zs_pool *zs,
 	if (hoff + len == z->tail) {
 		z->tail = hoff;
 		zs->tail_bytes += len;
-		p1 = afm_zs_hole_before(zs, z, c, hoff, &prev);
-		if (p1) {
+		/*
+		 * With the indexed holes below: two lie side by side when
+		 * together they would pass AFM_ZS_MAX_EXT.
+		 */
+		while ((p1 = afm_zs_hole_before(zs, z, c, z->tail, &prev))) {
 			afm_zs_hole_unlink(zs, z, prev);
 			z->tail = prev->off;
 			zs->tail_bytes += prev->len;

@@ -66,7 +66,8 @@
  * back when the object goes.
  *
  * Freeing the object just below the fill offset gives its extent back to
- * the tail, with the indexed hole just below it; any other free makes its
+ * the tail, with the indexed holes just below it (two lie side by side
+ * when together they would pass AFM_ZS_MAX_EXT); any other free makes its
  * extent a hole on the index, merged with the indexed holes before and
  * after it (up to AFM_ZS_MAX_EXT bytes), so that the rests allocation
  * leaves after objects do not stay slivers, except
