@@ -112,6 +112,7 @@ struct afm_compact_ctl {
  * Chunk slots of the slab at @pfn: folio size / chunk size, or fewer when
  * no slab of that order was ever seen fuller (slab debugging pads objects).
  * Never more than the real capacity once a slab of that order has filled.
+ * Pool lock held.
  */
 static unsigned long afm_slab_capacity(struct afm_slab_pool *sp,
 				       unsigned long pfn, unsigned int class)
@@ -120,6 +121,7 @@ static unsigned long afm_slab_capacity(struct afm_slab_pool *sp,
 	unsigned int order = folio_order(folio);
 	unsigned long cap = folio_size(folio) >> afm_class_order(class);
 
+	afm_slab_lockdep_assert_held(sp);
 	if (order < AFM_NR_SLAB_ORDERS)
 		cap = min_t(unsigned long, cap,
 			    sp->class[class].cap_seen[order]);
@@ -141,6 +143,7 @@ static void afm_compact_breathe(struct afm_slab_pool *sp,
 /*
  * Chunk slab @v at @pfn: its class and occupancy bucket if it may be
  * evacuated, false if not (full, other class, or holding direct objects).
+ * Pool lock held (afm_slab_capacity()).
  */
 static bool afm_compact_slab(struct afm_slab_pool *sp, unsigned long pfn,
 			     unsigned long v, unsigned int *class,

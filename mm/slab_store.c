@@ -11,6 +11,7 @@
 #include <linux/bitmap.h>
 #include <linux/bitops.h>
 #include <linux/gfp.h>
+#include <linux/kasan.h>
 #include <linux/log2.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
@@ -426,6 +427,18 @@ static struct afm_dslab *afm_dslab_alloc(struct afm_slab_pool *sp,
 	return ds;
 }
 
+/*
+ * Bit of descriptor @obj in the bitmap of its descriptor slab @folio. The
+ * slab allocator's pointers carry a KASAN tag (arm64 with
+ * CONFIG_KASAN_SW_TAGS or CONFIG_KASAN_HW_TAGS) that a slab page's
+ * address does not: reset it before taking the offset, as obj_to_index()
+ * in mm/slab.h does.
+ */
+static unsigned long afm_desc_bit(struct folio *folio, const void *obj)
+{
+	return (kasan_reset_tag(obj) - folio_address(folio)) / AFM_DESC_ALIGN;
+}
+
 /**
  * afm_track_get() - account a live chunk or descriptor
  * @sp: the store
@@ -482,7 +495,8 @@ int afm_track_get(struct afm_slab_pool *sp, void *obj, unsigned int class,
 		}
 		err = __xa_insert(&sp->slabs, pfn, new, gfp);
 		if (!err) {
-			sp->trk_nodes += afm_xa_nodes_of(&sp->slabs, pfn);
+			WRITE_ONCE(sp->trk_nodes, sp->trk_nodes +
+				   afm_xa_nodes_of(&sp->slabs, pfn));
 			if (!xa_is_value(new))
 				sp->dslab_bytes += afm_dslab_bytes(folio);
 			afm_class_account(sp, class, 1, folio_nr_pages(folio));
@@ -513,8 +527,7 @@ int afm_track_get(struct afm_slab_pool *sp, void *obj, unsigned int class,
 			c->cap_seen[order] = live + 1;
 	} else {
 		struct afm_dslab *ds = entry;
-		unsigned long bit = (obj - folio_address(folio)) /
-				    AFM_DESC_ALIGN;
+		unsigned long bit = afm_desc_bit(folio, obj);
 
 		if (WARN_ON_ONCE(ds->class != class || test_bit(bit, ds->map)))
 			return -ENOMEM;
@@ -567,7 +580,8 @@ void afm_track_put(struct afm_slab_pool *sp, void *obj, unsigned int class,
 				 dir < direct))
 			return;
 		if (live == 1) {
-			sp->trk_nodes -= afm_xa_nodes_of(&sp->slabs, pfn);
+			WRITE_ONCE(sp->trk_nodes, sp->trk_nodes -
+				   afm_xa_nodes_of(&sp->slabs, pfn));
 			__xa_erase(&sp->slabs, pfn);
 			afm_class_account(sp, class, -1,
 					  -(long)folio_nr_pages(folio));
@@ -577,14 +591,14 @@ void afm_track_put(struct afm_slab_pool *sp, void *obj, unsigned int class,
 		}
 	} else {
 		struct afm_dslab *ds = entry;
-		unsigned long bit = (obj - folio_address(folio)) /
-				    AFM_DESC_ALIGN;
+		unsigned long bit = afm_desc_bit(folio, obj);
 
 		if (WARN_ON_ONCE(!test_bit(bit, ds->map)))
 			return;
 		__clear_bit(bit, ds->map);
 		if (!--ds->live) {
-			sp->trk_nodes -= afm_xa_nodes_of(&sp->slabs, pfn);
+			WRITE_ONCE(sp->trk_nodes, sp->trk_nodes -
+				   afm_xa_nodes_of(&sp->slabs, pfn));
 			__xa_erase(&sp->slabs, pfn);
 			sp->dslab_bytes -= afm_dslab_bytes(folio);
 			kfree(ds);
@@ -620,8 +634,7 @@ bool afm_desc_is_live(struct afm_slab_pool *sp, struct afm_desc *desc)
 	ds = xa_load(&sp->slabs, folio_pfn(folio));
 	if (!ds || xa_is_value(ds))
 		return false;
-	return test_bit(((void *)desc - folio_address(folio)) / AFM_DESC_ALIGN,
-			ds->map);
+	return test_bit(afm_desc_bit(folio, desc), ds->map);
 }
 
 /* Is @chunk a live direct object of class @class? Pool lock held. */
@@ -631,6 +644,7 @@ static bool afm_direct_is_live(struct afm_slab_pool *sp, void *chunk,
 	struct folio *folio;
 	void *entry;
 
+	afm_slab_lockdep_assert_held(sp);
 	if (class > AFM_PAGE_CLASS || !virt_addr_valid(chunk))
 		return false;
 	if (class == AFM_PAGE_CLASS)

@@ -134,13 +134,14 @@ struct afm_slab_class {
  * @objects: live objects.
  * @stored_bytes: sum of live object sizes.
  * @dslab_bytes: bytes allocated for &struct afm_dslab bitmaps.
- * @trk_nodes: xarray nodes of @slabs, kept exact where slabs enter and
- *	leave it (afm_xa_nodes_of()), for aux_bytes without a walk.
+ * @trk_nodes: xarray nodes of @slabs, counted where slabs enter and
+ *	leave it (afm_xa_nodes_of(), from the set of indices), for aux_bytes
+ *	without a walk; an estimate after an insertion failed for memory,
+ *	which can leave the tree a level taller than its indices need.
  * @cmoves: the chunks of the compaction batch in progress, with their
  *	destinations allocated, while &afm_pool.compact_hook runs (KUnit);
  *	else NULL. Written and read only by the compacting thread.
  * @nr_cmoves: their number.
- * @names: cache names, freed with the pool.
  */
 struct afm_slab_pool {
 	struct afm_pool *pool;
@@ -153,7 +154,6 @@ struct afm_slab_pool {
 	unsigned long trk_nodes;
 	struct afm_move *cmoves;
 	unsigned int nr_cmoves;
-	char *names[AFM_NR_CLASSES];
 };
 
 #define afm_slab_lock(sp)	xa_lock(&(sp)->slabs)

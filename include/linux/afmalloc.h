@@ -156,7 +156,11 @@ unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
  *
  * The object must not be mapped. Freeing a mapped object, or a handle the
  * pool does not know, triggers a warning and the object is leaked rather
- * than corrupted (best effort: a reused handle cannot be told apart).
+ * than corrupted (best effort: a reused handle cannot be told apart). Not
+ * so for a slab-store object behind a direct handle (a power-of-two size
+ * stored as one chunk, the handle its address): it is never pinned, so
+ * freeing it while mapped, or a second time while its slab holds another,
+ * goes undetected (a use after free, as with zsmalloc).
  * With the zspage store, a free that leaves enough holes queues the
  * automatic compaction worker (see afm_compact()); a free that finds its
  * shard's lock held does not wait for it: the holder, or a worker within
@@ -199,7 +203,10 @@ void afm_free(struct afm_pool *pool, unsigned long handle);
  * Returns with a per-CPU local lock held, so preemption disabled, until
  * afm_unmap_object().
  * Return: the address of the object's first byte, or NULL on misuse
- * (interrupt context, invalid handle), with a warning.
+ * (interrupt context, invalid handle), with a warning. The zspage store
+ * checks every handle; the slab store, handles other than 0 and error
+ * values only with CONFIG_DEBUG_VM (so for afm_read(), afm_write() and
+ * afm_obj_size() too).
  */
 void *afm_map_object(struct afm_pool *pool, unsigned long handle,
 		     enum afm_mapmode mm);
