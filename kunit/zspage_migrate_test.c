@@ -78,6 +78,41 @@ out:
 }
 
 /*
+ * A zspage of one page (a new pool's first, a short zspage) stays a run
+ * when its page migrates: its object is still reached in place, through
+ * the linear map, not through the page chain.
+ */
+static void afm_zs_test_migrate_one_page(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 1);
+	struct afm_zs_counters c;
+	struct afm_zs_obj_info info;
+	void *buf = afm_zs_buf(test);
+	struct page *dst = NULL;
+
+	afm_zs_short(test, true);
+	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
+	ts->h[0] = afm_test_malloc(test, ts->pool, 100);
+	afm_zs_put_pattern(test, ts->pool, ts->h[0], 0, 100, buf, 0);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &info), 0);
+	if (c.data_pages != 1 || !info.in_place)
+		kunit_skip(test, "not a one-page zspage in the linear map (%lu pages, in place %d)",
+			   c.data_pages, info.in_place);
+
+	KUNIT_ASSERT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[0],
+					     MIGRATE_SYNC, AFM_HOLD_NONE, &dst),
+			MIGRATEPAGE_SUCCESS);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &info), 0);
+	KUNIT_EXPECT_PTR_EQ(test, info.page, dst);
+	KUNIT_EXPECT_TRUE(test, info.in_place);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[0], 0, 100,
+					     buf, true));
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * Migration replaces one page of a zspage: content copied, handles still
  * reach the same bytes, page counts unchanged; a busy zspage refuses.
  */
@@ -392,11 +427,17 @@ static void afm_zs_test_migrate_counters(struct kunit *test)
 {
 	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
 }
+
+static void afm_zs_test_migrate_one_page(struct kunit *test)
+{
+	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
+}
 #endif
 
 static struct kunit_case afm_zspage_migrate_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_migrate),
 	KUNIT_CASE(afm_zs_test_migrate_counters),
+	KUNIT_CASE(afm_zs_test_migrate_one_page),
 	{}
 };
 

@@ -87,6 +87,7 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	struct afm_zspage *z = (struct afm_zspage *)page_private(src);
 	struct afm_zs_pool *zs;
 	struct page *prev = NULL, *p;
+	bool run;
 
 	if (WARN_ON_ONCE(!z))
 		return -EINVAL;
@@ -110,10 +111,14 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 		WRITE_ONCE(prev->index, (unsigned long)dst);
 	else
 		WRITE_ONCE(z->first, dst);
-	/* @dst is not @src's PFN: the run is broken, follow the chain. */
-	if (z->run)
+	/*
+	 * @dst is not @src's PFN: a run of pages is broken, follow the
+	 * chain; a zspage of one page stays a run.
+	 */
+	run = afm_zs_npages(z) == 1 && !afm_zs_quiet(zs, AFM_ZS_QUIET_RUNS);
+	if (z->run && !run)
 		atomic_long_inc(&zs->st.runs_broken);
-	WRITE_ONCE(z->run, 0);
+	WRITE_ONCE(z->run, run);
 	afm_zs_migrate_unlock(z, zs);
 
 	/* The zspage's reference moves to @dst; the core frees @src. */
