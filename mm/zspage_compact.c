@@ -400,6 +400,13 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			zs->st.moved_new += made;
 		else if (d && !d->objs)
 			afm_zs_release(zs, d);	/* pinned meanwhile */
+		/*
+		 * Pages filled in for a new zspage that a hole or tail made
+		 * unneeded while the lock was dropped: back now, not at the
+		 * end of the pass (they are neither movable nor counted).
+		 */
+		if (!made)
+			afm_zs_spare_drain(sp);
 		afm_zs_pass_credit(zs, before);
 		*off += len;
 		*budget += 16;
