@@ -540,6 +540,32 @@ static void afm_zs_test_deferred_free(struct kunit *test)
 }
 
 /*
+ * A new pool of @n handles holding objects of @sizes (@nr of them, each
+ * with its pattern) back to back from the start of a new zspage; skipped
+ * unless extents are exact (zspage_align 1). *@first: where the first is.
+ */
+static struct afm_test_set *afm_zs_set_sized(struct kunit *test,
+					     unsigned int n,
+					     const unsigned int *sizes,
+					     unsigned int nr, void *buf,
+					     struct afm_zs_obj_info *first)
+{
+	struct afm_test_set *ts = afm_zs_set_filled(test, n, 0, 0, buf);
+	unsigned int i;
+
+	if (afm_zs_get_align() > 1)
+		kunit_skip(test, "sizes assume zspage_align 1");
+	for (i = 0; i < nr; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, sizes[i]);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, sizes[i], buf,
+				   i);
+	}
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], first), 0);
+	KUNIT_ASSERT_EQ(test, first->offset, afm_zs_header_bytes());
+	return ts;
+}
+
+/*
  * The rest of a hole an object takes joins the indexed hole after it when
  * the two fit one extent: objects B (4000 bytes), C (4000), D (3000) and
  * E back to back in a new zspage; C and D freed make one hole; B freed
@@ -559,16 +585,7 @@ static void afm_zs_test_rest_join(struct kunit *test)
 	unsigned int i;
 	unsigned long h;
 
-	ts = afm_zs_set_filled(test, 8, 0, 0, buf);
-	if (afm_zs_get_align() > 1)
-		kunit_skip(test, "sizes assume zspage_align 1");
-	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		ts->h[i] = afm_test_malloc(test, ts->pool, sizes[i]);
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, sizes[i], buf,
-				   i);
-	}
-	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
-	KUNIT_ASSERT_EQ(test, first.offset, hdr);
+	ts = afm_zs_set_sized(test, 8, sizes, ARRAY_SIZE(sizes), buf, &first);
 	/* C, then D (merged with C), then B (kept apart), one at a time. */
 	for (i = 1; i <= 3; i++) {
 		afm_free(ts->pool, ts->h[i % 3]);
@@ -618,17 +635,8 @@ static void afm_zs_test_tail_takes_holes(struct kunit *test)
 	struct afm_test_set *ts;
 	unsigned int i;
 
-	ts = afm_zs_set_filled(test, 4, 0, 0, buf);
-	if (afm_zs_get_align() > 1)
-		kunit_skip(test, "sizes assume zspage_align 1");
-	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		ts->h[i] = afm_test_malloc(test, ts->pool, sizes[i]);
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, sizes[i], buf,
-				   i);
-	}
-	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
+	ts = afm_zs_set_sized(test, 4, sizes, ARRAY_SIZE(sizes), buf, &first);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[3], &last), 0);
-	KUNIT_ASSERT_EQ(test, first.offset, hdr);
 	KUNIT_ASSERT_EQ(test, last.zspage_id, first.zspage_id);
 	for (i = 1; i <= 2; i++) {
 		afm_free(ts->pool, ts->h[i]);
