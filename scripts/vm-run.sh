@@ -29,8 +29,12 @@
 # A guest that dies before the script starts (no "guest up" line: in the
 # kernel's boot or in early user space, before any test ran) is booted once
 # more (--boot-retries, default 1); the failed boot's console is kept beside
-# the log (NAME-boot1.log) and its summary printed with a warning. A guest
-# that dies once the script runs is never booted again.
+# the log (NAME-boot1.log) and its summary printed with a warning. So is a
+# guest that hangs there: a boot whose "guest up" line has not come
+# --boot-deadline seconds after it began is stopped (seen under TCG with
+# QEMU 10.0: the console silent after the kernel's PCI setup, QEMU idle,
+# until the benchmark's four-hour timeout). A guest that dies once the
+# script runs is never booted again.
 #
 # Exit status: the script's (99 if it passed but dmesg has a splat); 124 if
 # the VM timed out; 125 if the VM died before the script reported a status.
@@ -57,11 +61,16 @@ usage: $0 [options] SCRIPT [ARGS...]
   --no-dmesg-check  do not fail the run on kernel splats in dmesg
   --boot-retries N  boot again up to N times when the guest dies before the
                     script starts (default 1)
+  --boot-deadline SEC  stop a boot that has not started the script SEC
+                    seconds after it began, so that it counts as a boot that
+                    died (default 900: under TCG the guest's output can
+                    reach the host minutes late; 0: never)
 USAGE
 }
 
 kernel=$AFMALLOC_BUILD/guest memory=2G cpus=2 timeout_s=1800
 accel=${AFMALLOC_ACCEL:-auto} console=0 dmesg_check=1 boot_retries=1
+boot_deadline=900
 append=() rwdirs=() logf=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -76,6 +85,7 @@ while [ $# -gt 0 ]; do
 	--log) logf=${2:?--log needs a file}; shift ;;
 	--no-dmesg-check) dmesg_check=0 ;;
 	--boot-retries) boot_retries=${2:?--boot-retries needs a number}; shift ;;
+	--boot-deadline) boot_deadline=${2:?--boot-deadline needs seconds}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
 	-*) usage >&2; die "unknown option '$1'" ;;
@@ -89,6 +99,7 @@ case "$accel" in auto|kvm|tcg) ;; *) die "--accel must be auto, kvm or tcg, not 
 [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive number, not '$cpus'"
 [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds"
 [[ "$boot_retries" =~ ^[0-9]+$ ]] || die "--boot-retries must be a number, not '$boot_retries'"
+[[ "$boot_deadline" =~ ^[0-9]+$ ]] || die "--boot-deadline must be a number of seconds, not '$boot_deadline'"
 [[ "$memory" =~ ^[1-9][0-9]*[MG]?$ ]] || die "--memory must look like 2G or 512M, not '$memory'"
 [ -d "$kernel" ] && kernel=$kernel/arch/x86/boot/bzImage
 [ -f "$kernel" ] || die "no kernel image at $kernel (build one with scripts/build-guest.sh)"
@@ -314,10 +325,27 @@ script_failures() {
 		}' "$f"
 }
 
+# boot_watch: stop this boot (as the EXIT trap stops the VM) if its
+# "guest up" line is not in the console --boot-deadline seconds after it
+# began; pointless when the timeout comes first.
+boot_watch() {
+	local waited=0
+	[ "$boot_deadline" -gt 0 ] && [ "$boot_deadline" -lt "$timeout_s" ] || return 0
+	while [ "$waited" -lt "$boot_deadline" ]; do
+		sleep 1
+		waited=$((waited + 1))
+		guest_up "$logf" && return 0
+	done
+	echo "[afmalloc] vm-run: no \"guest up\" line $boot_deadline s after the boot began: stopping it" >> "$logf"
+	pkill -TERM -f -- "$run/inner.sh"
+}
+
 set +e
 boot=1
 while :; do
 	rm -f "$run/rc" "$run/dmesg"
+	boot_watch &
+	watch_pid=$!
 	# In the background: bash runs a trap only once the foreground
 	# command ends, but interrupts a wait.
 	vm_running=1
@@ -325,6 +353,8 @@ while :; do
 	wait $!
 	vrc=$?
 	vm_running=0
+	kill "$watch_pid" 2>/dev/null
+	wait "$watch_pid" 2>/dev/null
 	[ ! -f "$run/rc" ] && [ $vrc -ne 124 ] && [ $vrc -ne 137 ] &&
 		[ "$boot" -le "$boot_retries" ] &&
 		! guest_up "$logf" || break

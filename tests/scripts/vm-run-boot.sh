@@ -23,6 +23,11 @@
 #    (inside its bracket) and a later real splat: the summary names the
 #    real splat, not the expected one, and the output's last lines carry
 #    the script's FAIL lines (the failing step's name).
+# 8. A guest that hangs in its boot (no "guest up" line, no splat, QEMU
+#    alive) is stopped --boot-deadline seconds in and booted once more;
+#    the run passes and the failed boot's console says why it was stopped.
+# 9. --boot-deadline with a value that is not a number: refused before
+#    any boot.
 #
 # Needs root (vm-run.sh refuses to run without it); skips otherwise.
 # Prints "ok" lines, exits non-zero on the first failure.
@@ -93,6 +98,9 @@ fail) echo "[afmalloc] guest up in 1.0 s (stub)"
 hang) echo "[afmalloc] guest up in 1.0 s (stub)"
       echo "[   30.000000] clocksource: Switched to clocksource tsc"
       exit 124 ;;
+boothang) echo "[    2.221815] pci_bus 0000:00: resource 8 [mem 0xc0000000-0xfebfffff window]"
+      # Until stopped; a short sleep, so that nothing holds the pipe long.
+      while :; do sleep 0.2; done ;;
 esac
 exit 0
 STUB
@@ -175,3 +183,20 @@ grep -qF "debug-suite: FAIL: zswap" "$t/end" || fail "7: the output's last lines
 tail -n 1 "$t/out" | grep -qF "the script failed in the guest (status 1)" ||
 	fail "7: the output does not end with the script's status: $(tail -n 2 "$t/out")"
 ok "a failing script: the expected warning is passed over, its FAIL lines end the output"
+
+# 8.
+vmrun "boothang pass" --boot-deadline 3
+[ "$(cat "$t/rc")" = 0 ] || fail "8: a boot hang then a good boot: status $(cat "$t/rc"), not 0: $(tail -n 5 "$t/out")"
+[ "$(boots)" = 2 ] || fail "8: $(boots) boots, not 2"
+has "WARNING: boot 1 of the guest ended" || fail "8: no warning about the stopped boot"
+has "hello from the script" || fail "8: the script's output is missing"
+grep -qF 'no "guest up" line 3 s after the boot began: stopping it' "$t/console-boot1.log" ||
+	fail "8: the stopped boot's console does not say why it was stopped"
+ok "a guest that hangs in its boot is stopped at the boot deadline and booted once more"
+
+# 9.
+vmrun "pass" --boot-deadline soon
+[ "$(cat "$t/rc")" = 1 ] || fail "9: --boot-deadline soon: status $(cat "$t/rc"), not 1"
+[ ! -e "$t/boots" ] || fail "9: --boot-deadline soon booted the guest"
+has "error: --boot-deadline must be a number of seconds, not 'soon'" || fail "9: no clear error: $(cat "$t/out")"
+ok "--boot-deadline soon is refused before any boot"
