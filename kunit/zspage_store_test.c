@@ -778,6 +778,40 @@ static void afm_zs_test_shards_grow(struct kunit *test)
 }
 
 /*
+ * A shard created after afm_zs_test_auto_next() held the automatic runs
+ * back takes the same time, as the hook promises: shard 1 of a pool of two
+ * is created only after the runs are held back for ten seconds, its objects
+ * fragmented, and a free past the trigger then queues its run for later
+ * (auto_delayed), not at once; flushing the work runs it. The time is
+ * moved through the hook, never waited for.
+ */
+static void afm_zs_test_auto_next_new_shard(struct kunit *test)
+{
+	struct afm_zs_counters frag, c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	ts = afm_zs_set_sharded(test, 2, 4000);
+	afm_zs_test_auto_next(ts->pool, 10 * HZ);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 1), 2);
+	afm_zs_fragment(test, ts, buf);
+	afm_zs_get_counters(ts->pool, &frag);
+	KUNIT_ASSERT_EQ(test, frag.shards_created, 2);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, 16UL * AFM_ZS_SIZE);
+
+	afm_zs_set_auto_permille(10);
+	afm_free(ts->pool, ts->h[4]);
+	ts->h[4] = 0;
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.auto_delayed, frag.auto_delayed + 1);
+	KUNIT_EXPECT_EQ(test, c.auto_runs, frag.auto_runs);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.auto_runs, frag.auto_runs + 1);
+	KUNIT_EXPECT_GT(test, c.auto_freed, frag.auto_freed);
+}
+
+/*
  * Donors: holes left in a shard whose CPUs stopped allocating are reused.
  * Shard 0 of a pool of two fills and frees every other object, so that it
  * holds far more than AFM_ZS_DONOR_ON bytes of indexed holes; allocations
@@ -1658,6 +1692,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_bad_handles),
 	KUNIT_CASE(afm_zs_test_shards),
 	KUNIT_CASE(afm_zs_test_shards_grow),
+	KUNIT_CASE(afm_zs_test_auto_next_new_shard),
 	KUNIT_CASE(afm_zs_test_donor),
 	KUNIT_CASE(afm_zs_test_donor_tail),
 	KUNIT_CASE(afm_zs_test_gfp),

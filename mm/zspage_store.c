@@ -562,6 +562,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->rtab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->rtab.mag_max = AFM_ZT_MAG;
 	zs->rtab.pshift = ilog2(AFM_ZR_PER_PAGE);
+	zs->auto_next = jiffies;
 	if (first) {
 		afm_zs_lock(first);
 		zs->idx_bits = first->idx_bits;
@@ -590,7 +591,6 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	INIT_WORK(&zs->top_work, afm_zs_top_work);
 	INIT_DELAYED_WORK(&zs->rfree_work, afm_zs_rfree_work);
 	INIT_DELAYED_WORK(&zs->compact_work, afm_zs_compact_work);
-	zs->auto_next = jiffies;
 	INIT_DELAYED_WORK(&zs->late_work, afm_zs_late_work);
 
 	zs->shrinker = shrinker_alloc(0, "afm-zspage-%s-%u", pool->name, nr);
