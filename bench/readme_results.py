@@ -448,7 +448,7 @@ def churn(name):
     if len(pt) != 1 or len(rt) != 1:
         fail(f"bench/churn/report.py's report of {d} lacks its per-phase table (columns "
              f"{', '.join(CHURN_PHASE_COLS)}) or its rest table ({', '.join(CHURN_REST_COLS)})")
-    samples = churn_report.load(os.path.join(d, "samples.csv"))
+    samples = churn_report.load_samples(os.path.join(d, "samples.csv"))
     progress = churn_report.load(os.path.join(d, "progress.csv"))
     phases = churn_report.phase_order(progress)
     allocs = list(dict.fromkeys(r["alloc"] for r in samples))
@@ -1868,7 +1868,7 @@ def htab_at_rest(name):
     sample of each run of churn run @name: [(pages, objects)] (runs sampled
     before sample.py read the table pages: none)."""
     last = {}
-    for r in churn_report.load(os.path.join(rdir(name), "samples.csv")):
+    for r in churn_report.load_samples(os.path.join(rdir(name), "samples.csv")):
         if r["alloc"] == AF and r["phase"] == "rest" and r.get("afm_htab_pages"):
             last[r["run"]] = (int(r["afm_htab_pages"]), int(r["afm_objects"]))
     return [last[k] for k in sorted(last, key=int)]

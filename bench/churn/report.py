@@ -15,7 +15,9 @@ and of swap-ins alone (faults during which the thread's major-fault count
 grew; "-" for workload rows older than that column) from the workload's
 "phase" row; over the samples taken in the phase: the mean, 95th
 percentile and maximum overhead ratio ((pages held * 4096 - compressed
-bytes) / compressed bytes) and the mean overhead in MiB (a small pool, as
+bytes) / compressed bytes; afmalloc's compressed bytes those its pool file
+counts with its pages: load_samples()) and the mean overhead in MiB (a
+small pool, as
 zswap's under writeback, can have a large ratio of few bytes), counting
 only samples that hold at least 1% of the run's peak compressed bytes
 (not the swap header alone before the fill); the most pages held; the
@@ -28,9 +30,11 @@ pool alone). Then the overhead ratio
 (its last sample, and how far into the rest that was), and for the zspage
 store (afmalloc/zspage) where its overhead sits, per phase: the means of
 its hole bytes, tail bytes, object headers (5 bytes each), tables and
-dead zspages as shares of the compressed bytes, what is left (the
-difference between its live bytes and the compressed bytes the swap side
-counts, and samples read at slightly different moments), the share of
+dead zspages as shares of the compressed bytes, what is left (any
+afm-<pool>-* slab caches, and counts of the pool file read at slightly
+different moments; in runs sampled before sample.py's own_count(), also
+the difference between the store's live bytes and its stored bytes), the
+share of
 hole bytes recorded on its hole lists and the objects placed in recorded
 holes during the phase. Where the guest's /proc/stat was sampled (ctxt,
 cpu_busy_ms, cpu_idle_ms, cpu_user_ms), per run and phase: the CPU time
@@ -76,9 +80,33 @@ def load(path):
         return list(csv.DictReader(f))
 
 
+def load_samples(path):
+    """The rows of samples.csv at path. afmalloc's compressed bytes are
+    those its own pool file counted in the read that gave its pages
+    (afm_stored_bytes; sample.py's own_count()): for files sampled before
+    sample.py wrote compr_ext_bytes, whose compr_bytes was the swap side's
+    count read around the pages, compr_bytes, overhead_bytes and
+    overhead_ratio are computed again from afm_stored_bytes (the old
+    compr_bytes kept as compr_ext_bytes)."""
+    rows = load(path)
+    for r in rows:
+        if not r["alloc"].startswith("afmalloc") or "compr_ext_bytes" in r:
+            continue
+        c, h = num(r.get("afm_stored_bytes")), num(r.get("held_pages"))
+        if c is None or h is None or num(r.get("compr_bytes")) is None:
+            continue
+        r["compr_ext_bytes"], r["compr_bytes"] = r["compr_bytes"], "%d" % c
+        r["overhead_bytes"] = "%d" % (h * PAGE - c)
+        r["overhead_ratio"] = "%.6f" % ((h * PAGE - c) / c) if c > 0 else ""
+    return rows
+
+
 def stored(r, floor):
-    c = num(r["compr_bytes"])
-    return c is not None and c >= floor and num(r["overhead_ratio"]) is not None
+    """Whether sample r counts: at least floor compressed bytes stored, and
+    not a torn read (a negative overhead: fewer bytes of pages than the
+    bytes stored, the pool having changed between reads)."""
+    c, ov = num(r["compr_bytes"]), num(r["overhead_ratio"])
+    return c is not None and c >= floor and ov is not None and ov >= 0
 
 
 def key(r):
@@ -185,7 +213,7 @@ def zspage_parts(s_ph, s_run, ph):
 
 
 def report(d, out, plot):
-    samples = load(os.path.join(d, "samples.csv"))
+    samples = load_samples(os.path.join(d, "samples.csv"))
     progress = load(os.path.join(d, "progress.csv"))
     meta = {}
     if os.path.exists(os.path.join(d, "meta.json")):

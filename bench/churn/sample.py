@@ -21,12 +21,24 @@ the swap device behind zswap (written-back and rejected pages).
 What is counted (every count in pages of 4 KiB unless _bytes):
   orig_bytes    data stored, uncompressed: zram mm_stat orig_data_size;
                 zswap: the workload cgroup's memory.stat "zswapped"
-  compr_bytes   compressed bytes stored: zram mm_stat compr_data_size;
-                zswap: memory.stat "zswap" (the compressed size zswap
-                charges per entry); read before and after held_pages and
-                averaged (bracket()), orig_bytes likewise, but for
-                zsmalloc on zram, whose mem_used is in the same read
-  compr_skew_bytes  how far apart those two reads were
+  compr_bytes   compressed bytes stored, read with the pages held, so
+                that the two describe the same moment (under churn a pool
+                changes by several per cent a second):
+    zsmalloc         zram: mm_stat compr_data_size, in the same read as
+                     mem_used; zswap: memory.stat "zswap" (the compressed
+                     size zswap charges per entry), read right before and
+                     right after zswap/pool_total_size and averaged
+                     (orig_bytes likewise)
+    afmalloc         the stored_bytes of its own debugfs pool file, in the
+                     same read as its pages (afm_stored_bytes); equal to
+                     the swap side's count when the pool is still
+  compr_ext_bytes  afmalloc: the swap side's count (zram mm_stat
+                compr_data_size; zswap memory.stat "zswap"), read before
+                and after the pages held and averaged, as compr_bytes was
+                before 2026-12 (bench/churn/report.py's samples() reads
+                older files so)
+  compr_skew_bytes  how far apart the two reads of the swap side's count
+                were (0 for zsmalloc on zram: one read)
   held_pages    every page the allocator holds, data and metadata:
     zsmalloc         zram: mm_stat mem_used_total; zswap: debugfs
                      zswap/pool_total_size (every zswap pool: only one
@@ -156,7 +168,7 @@ COLUMNS = (
     "ctxt,cpu_busy_ms,cpu_idle_ms,cpu_user_ms,"
     "afm_moved_hole,afm_moved_tail,afm_moved_new,compr_skew_bytes,"
     "afm_htab_pages,afm_htab_dir_pages,afm_dtab_pages,afm_dtab_rtab_pages,"
-    "afm_shards_active,afm_aux_bytes"
+    "afm_shards_active,afm_aux_bytes,compr_ext_bytes"
 ).split(",")
 DELTA = {"swap_out", "swap_in", "pswpout", "pswpin", "zswap_written_back_pages",
          "zswap_reject_compress_poor", "zswap_reject_compress_fail",
@@ -315,13 +327,15 @@ class Progress:
 
 
 def bracket(args, row):
-    """Read the compressed bytes again after the pages held and keep the
-    mean of the two reads (compr_skew_bytes: how far apart they were).
-    Under churn a pool changes by several per cent a second (zswap), and the
-    pages of an allocator take their own time to read (afmalloc's debugfs
-    file, the slab caches): with one read before them, its pages would be
-    compared with an older count of what it stores. Not for zsmalloc on
-    zram, whose pages come in the same mm_stat read."""
+    """Read the swap side's compressed bytes again after the pages held and
+    keep the mean of the two reads (compr_skew_bytes: how far apart they
+    were). Under churn a pool changes by several per cent a second (zswap).
+    zsmalloc on zram: nothing to do (its pages come in the same mm_stat
+    read). zsmalloc on zswap: its pages (zswap/pool_total_size) are read
+    again between two reads of memory.stat, one right after the other, so
+    that the mean is of the moment the pages were read. afmalloc: the mean
+    is kept as compr_ext_bytes; what it is compared with is what its pool
+    file counts in the read that gave its pages (own_count())."""
     if row.get("compr_bytes") is None:
         return
     if args.target == "zram":
@@ -332,6 +346,21 @@ def bracket(args, row):
         if len(mm) < 2:
             return
         o2, c2 = int(mm[0]), int(mm[1])
+    elif args.alloc == "zsmalloc":
+        stat = os.path.join(args.cgroup, "memory.stat")
+        ms1 = keyed(stat)
+        t = read(os.path.join(DBG, "zswap", "pool_total_size"))
+        ms2 = keyed(stat)
+        if ("zswapped" not in ms1 or "zswapped" not in ms2 or t is None
+                or not t.strip().isdigit() or "held_pages" not in row):
+            return
+        t = int(t)
+        row["held_pages"] += t // PAGE - row["zswap_pool_total_size"] // PAGE
+        row["zswap_pool_total_size"] = t
+        row["compr_skew_bytes"] = abs(ms2["zswap"] - ms1["zswap"])
+        row["orig_bytes"] = (ms1["zswapped"] + ms2["zswapped"]) // 2
+        row["compr_bytes"] = (ms1["zswap"] + ms2["zswap"]) // 2
+        return
     else:
         ms = keyed(os.path.join(args.cgroup, "memory.stat"))
         if "zswapped" not in ms:
@@ -340,6 +369,20 @@ def bracket(args, row):
     row["compr_skew_bytes"] = abs(c2 - row["compr_bytes"])
     row["orig_bytes"] = (row["orig_bytes"] + o2) // 2
     row["compr_bytes"] = (row["compr_bytes"] + c2) // 2
+
+
+def own_count(args, row, afm):
+    """afmalloc: compare its pages with the bytes its pool file counts in
+    the same read (afm_stored_bytes), not with the swap side's count read
+    around them (kept as compr_ext_bytes): with the swap side's count the
+    mean of two reads faced pages read right after the first, which made
+    the ratio too low while the pool grew (below zero at times in the fill
+    of zram runs) and too high while it shrank; zsmalloc on zram has its
+    pages and bytes in one read."""
+    if args.alloc == "zsmalloc" or afm.get("afm_stored_bytes") is None:
+        return
+    row["compr_ext_bytes"] = row.get("compr_bytes")
+    row["compr_bytes"] = afm["afm_stored_bytes"]
 
 
 def sample(args, base, prog, t0):
@@ -392,6 +435,7 @@ def sample(args, base, prog, t0):
             row[k] = v
     held(args, row, afm)
     bracket(args, row)
+    own_count(args, row, afm)
     if "held_pages" in row and row.get("compr_bytes") is not None:
         ov = row["held_pages"] * PAGE - row["compr_bytes"]
         row["overhead_bytes"] = ov
