@@ -621,9 +621,10 @@ static void afm_zs_test_victim_tail(struct kunit *test)
 {
 	const unsigned int size = PAGE_SIZE - afm_zs_header_bytes();
 	struct afm_zs_obj_info first, info;
-	struct afm_zs_counters c;
+	struct afm_zs_counters c, after;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
+	unsigned long pages;
 	unsigned int i;
 
 	afm_zs_permille(test, 0);
@@ -649,9 +650,17 @@ static void afm_zs_test_victim_tail(struct kunit *test)
 					      &info), 0);
 	KUNIT_EXPECT_NE(test, info.zspage_id, first.zspage_id);
 
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	pages = afm_get_total_pages(ts->pool);
 	afm_free(ts->pool, ts->h[0]);
 	ts->h[0] = 0;
 	afm_zs_flush_work(ts->pool);
+	/* Released: one zspage and its pages fewer. */
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.zspages, c.zspages - 1);
+	KUNIT_EXPECT_LE(test, afm_get_total_pages(ts->pool),
+			pages - AFM_ZS_PAGES);
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_page,
 						0), 0);
 	afm_zs_expect_consistent(test, ts->pool);

@@ -892,9 +892,11 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
  * @pool: a zspage-store pool
  *
  * Runs each shard's queued automatic run (none if nothing queued one), not
- * the rest run, and then holds later runs back for a minute, so that only
- * the caller decides when the queued run goes: the state a run finds does
- * not depend on the host's speed.
+ * the rest run, then the frees of zspages left to the free worker (a page
+ * of theirs was locked by someone else, e.g. the kernel's compaction, when
+ * they emptied), and then holds later runs back for a minute, so that only
+ * the caller decides when the queued run goes: the state a run finds, and
+ * the pages the pool holds after it, do not depend on the host's speed.
  *
  * Context: process context, may sleep.
  */
@@ -903,8 +905,10 @@ void afm_zs_test_run_auto(struct afm_pool *pool)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
-	for (i = 0; i < afm_zs_created(set); i++)
+	for (i = 0; i < afm_zs_created(set); i++) {
 		flush_delayed_work(&set->shard[i]->compact_work);
+		flush_work(&set->shard[i]->free_work);
+	}
 	afm_zs_test_auto_next(pool, 60 * HZ);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_run_auto);
