@@ -57,6 +57,8 @@ done
 [ -z "$highalloc_ko" ] || [ -f "$highalloc_ko" ] ||
 	die "--highalloc-ko: no module at $highalloc_ko (bench/build-modules.sh builds it)"
 highalloc=$(dirname "$(realpath "$0")")/highalloc.sh
+# shellcheck source=lib/zram-held.sh
+. "$(dirname "$(realpath "$0")")/lib/zram-held.sh"
 [ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
 grep -qw slab_nomerge /proc/cmdline ||
 	die "boot with slab_nomerge: merged slab caches hide the allocators' metadata"
@@ -84,7 +86,9 @@ huge_csv=$out/hugetlb.csv
 #   afmalloc/slab: all of its afm-<dev>-* slab caches (chunks and
 #                  descriptors, empty slabs SLUB keeps included) + its
 #                  whole-page chunks (debugfs classes row "4096", the only
-#                  pages it takes from the page allocator)
+#                  pages it takes from the page allocator) + its kmalloc'd
+#                  metadata (slab_kmalloc_pages, bench/lib/zram-held.sh;
+#                  not in runs before 2026-12)
 #   afmalloc/zspage: mem_used_total + any afm-<dev>-* slab caches
 held_pages() {
 	local used=$(( $(awk '{ print $3 }' "$sys/mm_stat") / $(getconf PAGESIZE) )) meta dbg
@@ -96,7 +100,7 @@ held_pages() {
 		dbg=/sys/kernel/debug/afmalloc/$dev/classes
 		[ -r "$dbg" ] || die "no $dbg: the guest needs CONFIG_AFMALLOC_STAT and debugfs"
 		meta=$(slab_pages "^afm-$dev-")
-		echo "$((meta + $(awk '$1 == "4096" { print $5 }' "$dbg"))) $meta" ;;
+		echo "$((meta + $(awk '$1 == "4096" { print $5 }' "$dbg") + $(slab_kmalloc_pages "$dev"))) $meta" ;;
 	afmalloc/zspage)
 		meta=$(slab_pages "^afm-$dev-")
 		echo "$((used + meta)) $meta" ;;

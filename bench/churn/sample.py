@@ -51,8 +51,11 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                      afm-<pool>-* slab caches
     afmalloc/slab    the pages of its afm-<pool>-* slab caches (chunks and
                      descriptors, empty slabs SLUB keeps cached included)
-                     plus its whole-page chunks (debugfs classes row 4096),
-                     as bench/untar-remove.sh counts them
+                     plus its whole-page chunks (debugfs classes row 4096)
+                     plus its kmalloc'd descriptor bitmaps and slab tracker
+                     nodes, rounded up to pages (slab_kmalloc_pages(); not
+                     in runs before 2026-12), as bench/untar-remove.sh
+                     counts them
                 <pool> is the zram device for zram, every zswapN pool of
                 that allocator for zswap
   meta_pages    of held_pages, metadata: zsmalloc its two slab caches;
@@ -252,7 +255,7 @@ def afm_stats(dirs):
             "dest": ("afm_moved_hole", "afm_moved_tail", "afm_moved_new", None),
             "handles": (None, None, "afm_htab_pages", "afm_htab_dir_pages"),
             "descs": (None, None, "afm_dtab_pages", "afm_dtab_rtab_pages")}
-    four_k = 0
+    four_k = desc = 0
     for d in dirs:
         p = keyed(os.path.join(d, "pool"))
         for k in ("objects", "stored_bytes", "pages", "meta_bytes", "aux_bytes",
@@ -264,11 +267,23 @@ def afm_stats(dirs):
                 continue
             if f[0] == "4096":
                 four_k += int(f[4])
+            if f[0].startswith("desc") and f[4].isdigit():
+                desc += int(f[4])
             for name, val in zip(rows.get(f[0], ()), f[1:5]):
                 if name:
                     s[name] = s.get(name, 0) + int(val)
     s["afm_4096_pages"] = four_k
+    s["afm_desc_pages"] = desc
     return s
+
+
+def slab_kmalloc_pages(afm):
+    """afmalloc/slab's kmalloc'd metadata, in pages rounded up: its
+    descriptor bitmaps (meta_bytes beyond the descriptor slabs' pages) and
+    its slab tracker's xarray nodes (aux_bytes); both grow with the data."""
+    b = (afm.get("afm_meta_bytes", 0) - afm.get("afm_desc_pages", 0) * PAGE
+         + afm.get("afm_aux_bytes", 0))
+    return -(-max(b, 0) // PAGE)
 
 
 def held(args, row, afm):
@@ -289,7 +304,7 @@ def held(args, row, afm):
         return
     slabs = slab_pages(r"^afm-%s-" % pool) or 0
     if args.alloc == "afmalloc/slab":
-        row["held_pages"] = slabs + afm.get("afm_4096_pages", 0)
+        row["held_pages"] = slabs + afm.get("afm_4096_pages", 0) + slab_kmalloc_pages(afm)
     else:
         row["held_pages"] = afm.get("afm_pages", 0) + slabs
     row["meta_pages"] = afm.get("afm_meta_bytes", 0) // PAGE

@@ -17,11 +17,22 @@ slabs() {
 		sub(/-.*/, "", n); if (n ~ /^zram[0-9]+$/ && n != $1) p[n] += $15 * $6 }
 		END { for (n in p) print n, p[n] }' /proc/slabinfo)
 }
+# slab_kmalloc_pages DEV: afmalloc/slab's kmalloc'd metadata of DEV's
+# pool, in pages rounded up: its descriptor bitmaps (meta_bytes beyond the
+# pages of its descN slabs) and its slab tracker's xarray nodes
+# (aux_bytes), both growing with the data (debugfs pool and classes).
+slab_kmalloc_pages() {
+	local d=/sys/kernel/debug/afmalloc/$1
+	awk -v ps="$(getconf PAGESIZE)" '
+		FILENAME ~ /pool$/ && ($1 == "meta_bytes" || $1 == "aux_bytes") { b += $2 }
+		FILENAME ~ /classes$/ && $1 ~ /^desc/ { b -= $5 * ps }
+		END { if (b < 0) b = 0; print int((b + ps - 1) / ps) }' "$d/pool" "$d/classes"
+}
 # held ALLOC DEV USED: every byte the allocator of DEV holds into $held
 # (and its slab pages into $meta): zsmalloc and afmalloc/zspage:
 # mem_used_total (USED) + their slab caches (zsmalloc does not count its
 # own); afmalloc/slab: its slab caches + its whole-page chunks (debugfs
-# classes row "4096"). Call slabs first.
+# classes row "4096") + slab_kmalloc_pages. Call slabs first.
 held() {
 	local big=0 c
 	meta=${slab[$2]:-0}
@@ -32,7 +43,7 @@ held() {
 				[ "${c[0]}" != 4096 ] || big=${c[4]}
 			done < "/sys/kernel/debug/afmalloc/$2/classes"
 		fi
-		held=$(((meta + big) * pagesize)) ;;
+		held=$(((meta + big + $(slab_kmalloc_pages "$2")) * pagesize)) ;;
 	*) held=$(($3 + meta * pagesize)) ;;
 	esac
 }
