@@ -420,6 +420,10 @@ CHURN_SWAPIN_COL = "swap-in p99 us"
 CHURN_WB_COL = "written back"
 CHURN_PARTS_COLS = ("allocator", "run", "phase", "overhead mean", "holes", "tails", "headers",
                     "tables", "dead", "rest", "on lists", "into holes")
+# The guest's CPU table (runs sampled with /proc/stat): the workload's own
+# user-space time per 1000 pages, the same work whatever the allocator, so
+# the host's speed at the time.
+CHURN_CPU_COLS = ("allocator", "run", "phase", "busy ms per 1000 pages", "of it user")
 
 
 def churn(name):
@@ -445,6 +449,7 @@ def churn(name):
     pt = [(head, rows) for head, rows in tables if all(c in head for c in CHURN_PHASE_COLS)]
     rt = [rows for head, rows in tables if all(c in head for c in CHURN_REST_COLS)]
     zt = [rows for head, rows in tables if all(c in head for c in CHURN_PARTS_COLS)]
+    ct = [rows for head, rows in tables if all(c in head for c in CHURN_CPU_COLS)]
     if len(pt) != 1 or len(rt) != 1:
         fail(f"bench/churn/report.py's report of {d} lacks its per-phase table (columns "
              f"{', '.join(CHURN_PHASE_COLS)}) or its rest table ({', '.join(CHURN_REST_COLS)})")
@@ -477,6 +482,9 @@ def churn(name):
             rest_at.append(cnum(r["end at s"]))
     swapin = [per.get((a, "churn"), {}).get(CHURN_SWAPIN_COL) for a in (AF, ZS)]
     lat = CHURN_SWAPIN_COL if all(v and None not in v for v in swapin) else "fault p99 us"
+    cpu = {}
+    for r in (ct[0] if ct else []):
+        cpu.setdefault((r["allocator"], r["phase"]), {})[int(r["run"])] = cnum(r["of it user"])
     parts = {}
     for r in (zt[0] if zt else []):
         if r["allocator"] != AF:
@@ -558,7 +566,7 @@ def churn(name):
                           for k in ks))
     out = {"meta": report.load_meta(d), "text": text, "allocs": allocs, "runs": runs,
            "phases": phases, "phase": per, "rest": rest, "rest_at": rest_at, "lat": lat,
-           "parts": parts, "pairs": pairs}
+           "parts": parts, "pairs": pairs, "cpu": cpu}
     CHURN_CACHE[d] = out
     return out
 
@@ -766,7 +774,11 @@ def churn_targets(c):
                         f"zsmalloc's and {lat_label(c)} no worse (medians of the per-run "
                         "ratios)",
                 "met": None if not (tput and lat) else med(tput) >= 1 and med(lat) <= 1,
-                "measured": f"throughput {xr(med(tput))}, {lat_label(c, True)} {xr(med(lat))}"
+                "measured": (f"throughput {xr(med(tput))}, {lat_label(c, True)} {xr(med(lat))}"
+                             + (f"; throughput {xr(med(st))} with each run's rate scaled by "
+                                "the workload's own user-space CPU time per page then (the "
+                                "host's speed; not the target's measure)"
+                                if (st := scaled_tput(c)) else ""))
                 if tput and lat else "no run of both"})
     return out
 
@@ -1418,6 +1430,19 @@ def summary_rows(d):
         f"{zs_r:.2f} ({zs_h:.2f} counting its metadata slabs)", f"{af_r:.2f}",
         af_h > zs_h and af_r > zs_r, link(n), "zswap on Debian's kernel")
     return rows
+
+
+def scaled_tput(c):
+    """Per run, afmalloc's churn-phase pages/s over zsmalloc's, each rate
+    first scaled by the workload's own user-space CPU time per page in that
+    run (the same code whatever the allocator: how fast the shared, emulated
+    host ran it then); [] without the guest's CPU table."""
+    a = c["phase"].get((AF, "churn"), {})
+    z = c["phase"].get((ZS, "churn"), {})
+    ua, uz = c.get("cpu", {}).get((AF, "churn"), {}), c.get("cpu", {}).get((ZS, "churn"), {})
+    zr = dict(zip(z.get("run", []), z.get("pages/s", [])))
+    return [v * ua[r] / (zr[r] * uz[r]) for r, v in zip(a.get("run", []), a.get("pages/s", []))
+            if v and zr.get(r) and ua.get(r) and uz.get(r)]
 
 
 def per_run_ratios(c, phase, col):
