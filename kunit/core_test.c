@@ -12,6 +12,21 @@
 #include "afm_test.h"
 #include "../mm/zspage_store.h"
 
+/*
+ * afm_create_pool() refuses @name and @type with @err; a pool made anyway
+ * is destroyed, so that no later test finds it.
+ */
+static void afm_test_create_fails(struct kunit *test, const char *name,
+				  enum afm_store_type type, int err)
+{
+	struct afm_pool *p = afm_create_pool(name, type);
+
+	KUNIT_EXPECT_EQ_MSG(test, PTR_ERR_OR_ZERO(p), err, "name \"%s\", store %d",
+			    name ? name : "(null)", type);
+	if (!IS_ERR(p))
+		afm_destroy_pool(p);
+}
+
 static void afm_test_create_errors(struct kunit *test)
 {
 	struct afm_test_set *ts = afm_test_set(test, 0);
@@ -25,17 +40,12 @@ static void afm_test_create_errors(struct kunit *test)
 		afm_destroy_pool(p);
 	}
 
-	p = afm_create_pool("kunit-badtype", (enum afm_store_type)99);
-	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(p), -EINVAL);
-
-	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(afm_create_pool("", AFM_STORE_SLAB)),
-			-EINVAL);
-	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(afm_create_pool("a/b", AFM_STORE_SLAB)),
-			-EINVAL);
-	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(afm_create_pool("a b", AFM_STORE_SLAB)),
-			-EINVAL);
-	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(afm_create_pool(NULL, AFM_STORE_SLAB)),
-			-EINVAL);
+	afm_test_create_fails(test, "kunit-badtype", (enum afm_store_type)99,
+			      -EINVAL);
+	afm_test_create_fails(test, "", AFM_STORE_SLAB, -EINVAL);
+	afm_test_create_fails(test, "a/b", AFM_STORE_SLAB, -EINVAL);
+	afm_test_create_fails(test, "a b", AFM_STORE_SLAB, -EINVAL);
+	afm_test_create_fails(test, NULL, AFM_STORE_SLAB, -EINVAL);
 
 	/* Names are unique: caches and debugfs directories are named after them. */
 	p = afm_create_pool(ts->pool->name, AFM_STORE_SLAB);
