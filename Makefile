@@ -171,7 +171,7 @@ readme-check:
 script-tests:
 	$(TIMED) script-tests bash -c '$(TOP)/tests/scripts/shared-cache.sh && \
 		$(TOP)/tests/scripts/vm-run-boot.sh && $(TOP)/tests/scripts/beside.sh && \
-		$(TOP)/tests/scripts/timed.sh'
+		$(TOP)/tests/scripts/timed.sh && $(TOP)/tests/scripts/prepare-tree.sh'
 
 readme:
 	python3 $(TOP)/bench/readme_results.py

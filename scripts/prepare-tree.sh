@@ -26,6 +26,8 @@ if [ ! -f "$tree/.afmalloc-copied" ]; then
 	log "making a working copy of $AFMALLOC_SRC in $tree (once)"
 	rm -rf "$tree"
 	mkdir -p "$(dirname "$tree")"
+	# A copy an interrupted run left half done: cp would nest into it.
+	rm -rf "$tree.tmp"
 	cp -a "$AFMALLOC_SRC" "$tree.tmp"
 	chmod -R u+w "$tree.tmp"
 	rm -f "$tree.tmp/.afmalloc-unpacked"
@@ -54,11 +56,17 @@ if [ "$want" != "$have" ]; then
 	touched=$(mktemp)
 	printf '%s\n' mm/Kconfig mm/Makefile > "$touched"
 	for p in "${patches[@]}"; do
-		log "applying $(basename "$p")"
 		(cd "$tree" && git apply --numstat "$p" | cut -f3- >> "$touched") ||
 			die "cannot read $p"
+	done
+	# Before the first patch: every file the series touches, so that a
+	# run stopped half way (a patch that does not apply, an interrupt)
+	# leaves a state the next run puts back from the pristine source.
+	{ echo incomplete; sort -u "$touched"; } > "$state"
+	for p in "${patches[@]}"; do
+		log "applying $(basename "$p")"
 		(cd "$tree" && git apply --whitespace=nowarn "$p") ||
-			die "$(basename "$p") does not apply to $(basename "$AFMALLOC_SRC")"
+			die "$(basename "$p") does not apply to $(basename "$AFMALLOC_SRC"); the next run starts the series again from the pristine files"
 	done
 	# Hooks: our Kconfig after zsmalloc's options, our kbuild dir in mm/.
 	grep -qxF "$hook_kconfig" "$tree/mm/Kconfig" ||

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Host-side tests of scripts/prepare-tree.sh on a small fake source tree
+# (two files, mm/Kconfig and mm/Makefile) and a fake project whose
+# patches/ it applies:
+#
+#   tests/scripts/prepare-tree.sh
+#
+# 1. A series whose second patch does not apply fails, after the first
+#    patch changed the tree; once the patch is mended the next run applies
+#    the whole series from the pristine files (it used to refuse for good:
+#    the first patch, applied but not recorded, no longer applied).
+# 2. A working copy an interrupted run left half made ($tree.tmp) is
+#    thrown away, not copied into.
+#
+# Prints "ok" lines, exits non-zero on the first failure.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+
+mkdir -p "$t/src/mm" "$t/top/scripts" "$t/top/patches"
+printf 'a1\na2\n' > "$t/src/mm/a.c"
+printf 'b1\nb2\n' > "$t/src/mm/b.c"
+printf 'menu "Slab allocator options"\nendmenu\n' > "$t/src/mm/Kconfig"
+printf 'obj-y += x.o\n' > "$t/src/mm/Makefile"
+cp "$top/scripts/prepare-tree.sh" "$top/scripts/common.sh" "$t/top/scripts/"
+# The pristine source is there already: kernel-source.sh only names it.
+printf '#!/bin/sh\necho "%s"\n' "$t/src" > "$t/top/scripts/kernel-source.sh"
+chmod +x "$t/top/scripts/"*.sh
+touch "$t/top/Kconfig" "$t/top/Kbuild"
+patch_of() {  # FILE OLD NEW: a one-line change of the second line
+	printf -- '--- a/mm/%s\n+++ b/mm/%s\n@@ -1,2 +1,2 @@\n %s1\n-%s\n+%s\n' \
+		"$1" "$1" "${1%.c}" "$2" "$3"
+}
+patch_of a.c a2 A2 > "$t/top/patches/0001-a.patch"
+patch_of b.c bX B2 > "$t/top/patches/0002-b.patch"
+export AFMALLOC_CACHE=$t/cache AFMALLOC_SRC=$t/src AFMALLOC_TREE=$t/cache/tree
+tree=$t/cache/tree
+
+# 1.
+if "$t/top/scripts/prepare-tree.sh" > "$t/out" 2>&1; then
+	fail "a series with a patch that does not apply was applied"
+fi
+grep -q "0002-b.patch does not apply" "$t/out" || fail "no error naming the patch: $(cat "$t/out")"
+[ "$(cat "$tree/mm/a.c")" = "$(printf 'a1\nA2')" ] || fail "the first patch was not applied"
+patch_of b.c b2 B2 > "$t/top/patches/0002-b.patch"
+"$t/top/scripts/prepare-tree.sh" > "$t/out" 2>&1 || fail "the mended series: $(cat "$t/out")"
+[ "$(cat "$tree/mm/a.c")" = "$(printf 'a1\nA2')" ] || fail "mm/a.c: $(cat "$tree/mm/a.c")"
+[ "$(cat "$tree/mm/b.c")" = "$(printf 'b1\nB2')" ] || fail "mm/b.c: $(cat "$tree/mm/b.c")"
+grep -qxF 'source "mm/afmalloc/Kconfig"' "$tree/mm/Kconfig" || fail "mm/Kconfig not hooked"
+ok "a series stopped by a patch that does not apply is applied whole once mended"
+
+# 2.
+rm -f "$tree/.afmalloc-copied"
+mkdir -p "$tree.tmp/left-over"
+"$t/top/scripts/prepare-tree.sh" > "$t/out" 2>&1 || fail "copy over a left-over: $(cat "$t/out")"
+[ ! -e "$tree/linux-6.12" ] && [ ! -e "$tree/left-over" ] && [ ! -e "$tree/src" ] ||
+	fail "the working copy went into the left-over: $(ls "$tree")"
+[ "$(cat "$tree/mm/b.c")" = "$(printf 'b1\nB2')" ] || fail "mm/b.c after the new copy"
+ok "a half-made working copy is thrown away"
