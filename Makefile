@@ -182,7 +182,9 @@ readme:
 demo: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/demo.tsv
 demo: export AFMALLOC_TIMINGS_LOGS = $(AFMALLOC_CACHE)/timings/demo-logs
 demo: timings-begin setup
-	$(TIMED) demo $(TOP)/bench/run.sh --dataset quick --rounds 1 --alloc $(ALLOC)
+	@$(TIMED) demo $(TOP)/bench/run.sh --dataset quick --rounds 1 --alloc $(ALLOC) || \
+		{ $(TIMED) --report; $(TIMED) --failures; \
+		  echo "make demo: FAILED (step logs in $(AFMALLOC_CACHE)/timings/demo-logs)"; exit 1; }
 	@$(TIMED) --report
 
 bench: setup

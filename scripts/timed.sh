@@ -73,4 +73,7 @@ else
 	rc=$?
 fi
 [ -z "$f" ] || printf '%s\t%d\t%d\n' "$name" $(($(date +%s) - t0)) $rc >> "$f"
+if [ "$rc" -ne 0 ] && [ -n "$f" ]; then
+	echo "timed.sh: step $name failed (exit $rc); its whole output: $log" >&2
+fi
 exit $rc
