@@ -4,8 +4,9 @@
 # of tree against a kernel build dir, from a copy of the sources under
 # $AFMALLOC_CACHE/build/bench-module (nothing is written into the checkout).
 #   bench/build-modules.sh [--kdir DIR]   (default: $AFMALLOC_BUILD/guest)
-# Prints the folder holding the .ko files. The copy is refreshed with
-# cp -u, so unchanged sources are not rebuilt.
+# Prints the folder holding the .ko files. The copy is refreshed by content
+# (rsync -c): unchanged sources keep their mtime and are not rebuilt, and
+# another checkout's older file still replaces a different one.
 . "$(dirname "$0")/../scripts/common.sh"
 
 kdir=$AFMALLOC_BUILD/guest
@@ -33,7 +34,8 @@ if [ "$(cat "$out/.afmalloc-kdir" 2>/dev/null)" != "$stamp" ]; then
 	find "$out" -mindepth 1 -delete
 	echo "$stamp" > "$out/.afmalloc-kdir"
 fi
-cp -u "$AFMALLOC_TOP"/bench/module/Kbuild "$AFMALLOC_TOP"/bench/module/*.c "$out/"
+command -v rsync >/dev/null || apt_install rsync
+rsync -c "$AFMALLOC_TOP"/bench/module/Kbuild "$AFMALLOC_TOP"/bench/module/*.c "$out/"
 log "building bench modules against $kdir in $out"
 make -s -C "$kdir" M="$out" ARCH=x86_64 CC="$(kcc)" modules >&2 ||
 	die "bench module build failed against $kdir"

@@ -139,14 +139,20 @@ lock() {
 }
 
 # test_prog NAME: tests/vm/NAME.c built for the host (and the guest, which
-# shares its userland) into $AFMALLOC_BUILD/NAME/NAME when missing or older
-# than its source; prints its path.
+# shares its userland) into $AFMALLOC_BUILD/NAME/NAME when missing or built
+# from other source; prints its path.
 test_prog() {
-	local bdir=$AFMALLOC_BUILD/$1 src=$AFMALLOC_TOP/tests/vm/$1.c
+	local bdir=$AFMALLOC_BUILD/$1 src=$AFMALLOC_TOP/tests/vm/$1.c sum
 	mkdir -p "$bdir"
-	if [ ! -x "$bdir/$1" ] || [ "$src" -nt "$bdir/$1" ]; then
-		gcc -O2 -Wall -Werror -pthread -o "$bdir/$1" "$src" ||
+	# By the source's content, not its mtime (another checkout's may be
+	# older); built to a temporary name, so an interrupted build leaves
+	# no binary to trust.
+	sum=$(sha256sum < "$src" | cut -c1-16)
+	if [ ! -x "$bdir/$1" ] || [ "$(cat "$bdir/$1.src" 2>/dev/null)" != "$sum" ]; then
+		gcc -O2 -Wall -Werror -pthread -o "$bdir/$1.tmp" "$src" ||
 			die "cannot build $src"
+		mv "$bdir/$1.tmp" "$bdir/$1"
+		echo "$sum" > "$bdir/$1.src"
 	fi
 	echo "$bdir/$1"
 }

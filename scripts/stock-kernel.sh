@@ -80,9 +80,12 @@ build_module() {
 	local dir=$1; shift
 	local mlog=$dir/build.log
 	mkdir -p "$dir"
-	# Only sources: build outputs in DIR (excluded names) survive --delete,
-	# mtimes are kept, so a rebuild is incremental.
-	rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+	# Only sources: build outputs in DIR (excluded names) survive --delete.
+	# By content (-rc): an unchanged file keeps its mtime, so a rebuild is
+	# incremental, and a changed one gets a new mtime even when it comes
+	# from another checkout with an older one (-a kept that, and kbuild
+	# then kept the other checkout's objects).
+	rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
 		--exclude='*.mod' --exclude='*.mod.c' --exclude='.*.d' --exclude='*.a' \
 		--exclude='.kunitconfig' \
 		"$AFMALLOC_TOP/Kbuild" "$AFMALLOC_TOP/mm" "$AFMALLOC_TOP/include" \
