@@ -18,6 +18,11 @@ out=$AFMALLOC_DATA/linux-6.12-$kind.tar
 if [ ! -s "$out" ]; then
 	ver=$("$AFMALLOC_TOP/scripts/kernel-source.sh")
 	mkdir -p "$AFMALLOC_DATA"
+	# Two runs that both lack it (CI beside a developer's run) take turns:
+	# the second finds it made.
+	lock "data-$kind"
+fi
+if [ ! -s "$out" ]; then
 	log "making the $kind dataset from Linux $ver: $out"
 	list=$(mktemp)
 	(cd "$AFMALLOC_SRC" && find . -type f ! -name .afmalloc-unpacked | LC_ALL=C sort) > "$list"

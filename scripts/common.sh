@@ -111,7 +111,7 @@ qemu_install() {
 	lock apt
 	qemu_ok && exit 0
 	local src=/etc/apt/sources.list.d/afmalloc-bookworm-backports.sources
-	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	if ! grep -rqsE '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
 		log "adding bookworm-backports to apt's sources ($src)"
 		printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' \
 			'Suites: bookworm-backports' 'Components: main' \
