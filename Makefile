@@ -49,7 +49,7 @@ SETUP := $(if $(SETUP_DONE),,setup)
 # Each step of make check is timed into this file (scripts/timed.sh).
 TIMED := $(TOP)/scripts/timed.sh
 
-.PHONY: all help setup source tree kunit guest guest-debug guest-kasan vm-test vm-test-zswap \
+.PHONY: all help setup source tree kunit guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
 	vm-test-stock vm-test-debug vm-test-kasan check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time bench-speed-uml bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
 
@@ -107,10 +107,17 @@ DEBUG_SUITE = --timeout 3600 --append "slab_nomerge page_owner=on" \
 	--zswap-load "$$($(TOP)/tests/vm/zswap-stock.sh --print-load)" \
 	--churn-bin "$$($(TOP)/bench/churn/run.sh --print-bin)" \
 	--zero-race-bin "$$($(TOP)/tests/vm/zswap-zero-race.sh --print-bin)"
-vm-test-debug: guest-debug
+# The suite's inputs, made first as a step of their own: a failure there
+# is reported with its log, not lost inside the suite's command line.
+vm-inputs:
+	$(TIMED) vm-inputs bash -c 'set -e; $(TOP)/bench/dataset.sh tiny; \
+		$(TOP)/tests/vm/zswap-stock.sh --print-load; $(TOP)/bench/churn/run.sh --print-bin; \
+		$(TOP)/tests/vm/zswap-zero-race.sh --print-bin'
+
+vm-test-debug: guest-debug vm-inputs
 	$(TIMED) vm-debug-suite $(VM_DEBUG) --kernel $(DEBUG_KDIR) $(DEBUG_SUITE) --kunit-dir $(DEBUG_KDIR)
 
-vm-test-kasan: guest-kasan
+vm-test-kasan: guest-kasan vm-inputs
 	$(TIMED) vm-kasan-suite $(VM_DEBUG) --kernel $(KASAN_KDIR) $(DEBUG_SUITE) --kunit-dir $(KASAN_KDIR) --kasan
 
 # zswap's stale entries behind zero-filled pages (patches/0006): the
