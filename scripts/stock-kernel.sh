@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Prepare an unmodified Debian 6.12 kernel for the out-of-tree afmalloc
-# module: install linux-image-KVER and linux-headers-KVER (newest
-# 6.12.N+deb12-amd64 the archive offers, unless --kver is given; apt-get,
-# idempotent), then build afmalloc.ko against those headers in
+# module: install linux-image-KVER and linux-headers-KVER (unless --kver is
+# given, the newest 6.12.N+deb12-amd64 already installed with its headers,
+# else the newest the archive offers; apt-get, idempotent; the image goes
+# into /boot and the boot loader's menu, it is booted only in a VM here),
+# then build afmalloc.ko against those headers in
 # $AFMALLOC_BUILD/stock-KVER (never in the checkout: the module sources are
 # copied there first), and, when the kernel has CONFIG_KUNIT, a second
 # build with the KUnit suites (afmalloc.ko with test hooks +
@@ -24,7 +26,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--kver) kver=${2:?--kver needs a kernel release, e.g. 6.12.117+deb12-amd64}; shift ;;
 	--no-build) build=0 ;;
-	-h|--help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1'" ;;
 	esac
 	shift
@@ -53,8 +55,23 @@ newest_kver() {
 	return 1
 }
 
+# installed_kver: the newest linux-image-6.12.N+deb12-amd64 already
+# installed with its headers, if any: taken before the archive's newest, so
+# that a kernel update in the archive does not install another kernel (and
+# its /boot entry) on the host at every run.
+installed_kver() {
+	local n
+	n=$(dpkg-query -W -f '${Status} ${Package}\n' 'linux-headers-6.12.*+deb12-amd64' 2>/dev/null |
+		sed -n 's/^install ok installed linux-headers-\(6\.12\.[0-9]*+deb12-amd64\)$/\1/p' |
+		sort -V -r) || true
+	for n in $n; do
+		[ -r "/boot/vmlinuz-$n" ] && [ -r "/boot/config-$n" ] && { echo "$n"; return 0; }
+	done
+	return 1
+}
+
 if [ -z "$kver" ]; then
-	kver=$(newest_kver) ||
+	kver=$(installed_kver) || kver=$(newest_kver) ||
 		die "no linux-image-6.12.*+deb12-amd64 in the package lists (bookworm-security/backports enabled?)"
 fi
 [[ "$kver" =~ ^6\.12\.[0-9]+\+deb12-[a-z0-9-]+$ ]] ||
