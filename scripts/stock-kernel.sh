@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--kver) kver=${2:?--kver needs a kernel release, e.g. 6.12.117+deb12-amd64}; shift ;;
 	--no-build) build=0 ;;
-	-h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1'" ;;
 	esac
 	shift
