@@ -59,6 +59,16 @@ fi
 log "building $variant kernel in $out"
 "${mk[@]}" -s bzImage modules >&2
 "${mk[@]}" -s modules_prepare >&2
+# The tree is shared by every run using the cache: if another checkout's
+# run prepared it during this build, prepare it again and build again.
+for try in 1 2; do
+	"$AFMALLOC_TOP/scripts/prepare-tree.sh" --check && break
+	[ "$try" = 2 ] && die "the shared tree $tree keeps changing under this build (another run from another checkout); run again when it is done, or give each checkout its own AFMALLOC_TREE and AFMALLOC_BUILD"
+	log "building $variant again from this checkout's sources"
+	"$AFMALLOC_TOP/scripts/prepare-tree.sh" >/dev/null
+	"${mk[@]}" -s bzImage modules >&2
+	"${mk[@]}" -s modules_prepare >&2
+done
 # The project commit this kernel was built from, for the benchmarks'
 # meta.json (meta_kernel_fields); "-dirty": uncommitted changes.
 git -C "$AFMALLOC_TOP" describe --always --dirty > "$out/.afmalloc-source" 2>/dev/null ||

@@ -21,6 +21,10 @@ python3 tools/testing/kunit/kunit.py run \
 	--kunitconfig="$AFMALLOC_TOP/kunit/.kunitconfig" \
 	--build_dir="$out" --jobs="$AFMALLOC_JOBS" --timeout=900 \
 	--make_options="CC=$(kcc)" "$@"
+# The tree is shared by every run using the cache: what ran must have been
+# this checkout's code.
+"$AFMALLOC_TOP/scripts/prepare-tree.sh" --check ||
+	die "another run (another checkout) prepared the shared tree during this KUnit run: its result is not this checkout's; run again"
 # A passing suite can still have splatted (a lockdep report, a WARN in
 # another context): the kernel log must be clean too.
 [ -f "$out/test.log" ] || die "kunit.py left no $out/test.log"

@@ -9,18 +9,54 @@
 #      mm/afmalloc/, include/linux/afmalloc.h as include/linux/afmalloc.h.
 # Idempotent; files whose content did not change keep their mtime, so
 # incremental kernel builds stay incremental. Prints the tree path.
+#
+#   scripts/prepare-tree.sh --check: changes nothing; exits 0 if the tree
+#   holds this checkout's series and sources, 1 (saying so) if another run,
+#   from another checkout, prepared it since (the builders check after
+#   building: the tree is shared by every run using the cache).
 . "$(dirname "$0")/common.sh"
 
-[ $# -eq 0 ] || die "usage: $0 (no arguments)"
+check=0
+case "${1:-}" in
+--check) check=1; shift ;;
+esac
+[ $# -eq 0 ] || die "usage: $0 [--check]"
 "$AFMALLOC_TOP/scripts/kernel-source.sh" >/dev/null
 command -v rsync >/dev/null || apt_install rsync
 command -v git >/dev/null || apt_install git
 
-lock tree
 tree=$AFMALLOC_TREE
 # git apply must never find an enclosing repository of the cache folder.
 export GIT_CEILING_DIRECTORIES=$(dirname "$tree")
 state=$tree/.afmalloc-state
+shopt -s nullglob
+patches=("$AFMALLOC_TOP"/patches/*.patch)
+want=$( { cat "$0"; for p in "${patches[@]}"; do cat "$p"; done; } | sha256sum | cut -d' ' -f1)
+# The project's sources as the tree holds them (mm/afmalloc/).
+overlay() {
+	rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod*' \
+		--include='/Kconfig' --include='/Kbuild' \
+		--include='/mm/***' --include='/kunit/***' --include='/include/***' \
+		--include='/bench/' --include='/bench/module/***' \
+		--include='/bench/data/' --include='/bench/data/sizes-lz4.csv' \
+		--exclude='*' "$@" "$AFMALLOC_TOP/" "$tree/mm/afmalloc/"
+}
+
+if [ "$check" = 1 ]; then
+	lock tree
+	stale=()
+	[ "$(head -n1 "$state" 2>/dev/null)" = "$want" ] || stale+=("the patch series")
+	[ -z "$(overlay -n --out-format='%n' 2>/dev/null | grep -v '/$')" ] || stale+=("mm/afmalloc/")
+	if [ -f "$AFMALLOC_TOP/include/linux/afmalloc.h" ]; then
+		cmp -s "$AFMALLOC_TOP/include/linux/afmalloc.h" "$tree/include/linux/afmalloc.h" ||
+			stale+=("include/linux/afmalloc.h")
+	fi
+	[ ${#stale[@]} -eq 0 ] && exit 0
+	log "the shared tree $tree no longer holds this checkout's ${stale[*]}: another run (another checkout) prepared it"
+	exit 1
+fi
+
+lock tree
 
 if [ ! -f "$tree/.afmalloc-copied" ]; then
 	log "making a working copy of $AFMALLOC_SRC in $tree (once)"
@@ -37,9 +73,6 @@ fi
 
 hook_kconfig='source "mm/afmalloc/Kconfig"'
 hook_make='obj-y += afmalloc/'
-shopt -s nullglob
-patches=("$AFMALLOC_TOP"/patches/*.patch)
-want=$( { cat "$0"; for p in "${patches[@]}"; do cat "$p"; done; } | sha256sum | cut -d' ' -f1)
 have=$(head -n1 "$state" 2>/dev/null || true)
 
 if [ "$want" != "$have" ]; then
@@ -78,14 +111,8 @@ if [ "$want" != "$have" ]; then
 fi
 
 # Overlay the project's sources (checksum compare: unchanged files keep mtime).
-dst=$tree/mm/afmalloc
-mkdir -p "$dst"
-rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod*' \
-	--include='/Kconfig' --include='/Kbuild' \
-	--include='/mm/***' --include='/kunit/***' --include='/include/***' \
-	--include='/bench/' --include='/bench/module/***' \
-	--include='/bench/data/' --include='/bench/data/sizes-lz4.csv' \
-	--exclude='*' "$AFMALLOC_TOP/" "$dst/"
+mkdir -p "$tree/mm/afmalloc"
+overlay
 if [ -f "$AFMALLOC_TOP/include/linux/afmalloc.h" ]; then
 	rsync -c "$AFMALLOC_TOP/include/linux/afmalloc.h" "$tree/include/linux/afmalloc.h"
 fi

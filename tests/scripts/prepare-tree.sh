@@ -12,6 +12,8 @@
 #    the first patch, applied but not recorded, no longer applied).
 # 2. A working copy an interrupted run left half made ($tree.tmp) is
 #    thrown away, not copied into.
+# 3. --check: 0 while the tree holds this checkout's series and sources, 1
+#    (naming what) once another checkout's run prepared it.
 #
 # Prints "ok" lines, exits non-zero on the first failure.
 set -euo pipefail
@@ -33,6 +35,8 @@ cp "$top/scripts/prepare-tree.sh" "$top/scripts/common.sh" "$t/top/scripts/"
 printf '#!/bin/sh\necho "%s"\n' "$t/src" > "$t/top/scripts/kernel-source.sh"
 chmod +x "$t/top/scripts/"*.sh
 touch "$t/top/Kconfig" "$t/top/Kbuild"
+mkdir -p "$t/top/mm"
+echo 'int x;' > "$t/top/mm/core.c"
 patch_of() {  # FILE OLD NEW: a one-line change of the second line
 	printf -- '--- a/mm/%s\n+++ b/mm/%s\n@@ -1,2 +1,2 @@\n %s1\n-%s\n+%s\n' \
 		"$1" "$1" "${1%.c}" "$2" "$3"
@@ -63,3 +67,22 @@ mkdir -p "$tree.tmp/left-over"
 	fail "the working copy went into the left-over: $(ls "$tree")"
 [ "$(cat "$tree/mm/b.c")" = "$(printf 'b1\nB2')" ] || fail "mm/b.c after the new copy"
 ok "a half-made working copy is thrown away"
+
+# 3.
+"$t/top/scripts/prepare-tree.sh" --check > "$t/out" 2>&1 || fail "--check on a fresh tree: $(cat "$t/out")"
+cp -a "$t/top" "$t/other"
+echo 'int y;' > "$t/other/mm/core.c"
+"$t/other/scripts/prepare-tree.sh" > "$t/out" 2>&1 || fail "the other checkout: $(cat "$t/out")"
+[ "$(cat "$tree/mm/afmalloc/mm/core.c")" = "int y;" ] || fail "the other checkout's source not overlaid"
+if "$t/top/scripts/prepare-tree.sh" --check > "$t/out" 2>&1; then
+	fail "--check passed on another checkout's sources"
+fi
+grep -q "no longer holds this checkout's mm/afmalloc/" "$t/out" || fail "--check said: $(cat "$t/out")"
+patch_of a.c a2 AA2 > "$t/other/patches/0001-a.patch"
+"$t/other/scripts/prepare-tree.sh" > "$t/out" 2>&1 || fail "the other series: $(cat "$t/out")"
+"$t/top/scripts/prepare-tree.sh" --check > "$t/out" 2>&1 && fail "--check passed on another series"
+grep -q "the patch series" "$t/out" || fail "--check said: $(cat "$t/out")"
+"$t/top/scripts/prepare-tree.sh" > "$t/out" 2>&1 || fail "back to this checkout: $(cat "$t/out")"
+"$t/top/scripts/prepare-tree.sh" --check > "$t/out" 2>&1 || fail "--check after preparing again: $(cat "$t/out")"
+[ "$(cat "$tree/mm/a.c")" = "$(printf 'a1\nA2')" ] || fail "this checkout's series not back"
+ok "--check tells this checkout's tree from another checkout's"
