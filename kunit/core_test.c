@@ -498,6 +498,62 @@ static void afm_test_free_irqs_off(struct kunit *test)
 				       "a free with hardirqs off warned (kernel log)");
 }
 
+/*
+ * Misuse of the mapping and copy API is refused, counted and warned
+ * about, losing nothing, in both stores: an unmap with nothing mapped; a
+ * second map while this CPU has an object mapped (the mapping is per CPU:
+ * it would share the bounce buffer, end the first mapping at the first
+ * unmap and leave its object pinned for good); a read or write in an
+ * interrupt-like context (bottom halves off), where it could spin on a pin
+ * the interrupted task holds. The first mapping stays usable and every
+ * byte written through it reads back afterwards.
+ */
+static void afm_test_map_misuse(struct kunit *test)
+{
+	const enum afm_store_type *type = test->param_value;
+	struct afm_test_set *ts = afm_test_set_store(test, 2, *type);
+	unsigned long misuses;
+	size_t n;
+	u8 *buf, *a;
+	int rc;
+
+	buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	afm_test_expect_warnings(test);
+	ts->h[0] = afm_test_malloc(test, ts->pool, 100);
+	ts->h[1] = afm_test_malloc(test, ts->pool, 200);
+	misuses = afm_test_misuse_count();
+
+	afm_unmap_object(ts->pool, ts->h[0]);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 1);
+
+	a = afm_map_object(ts->pool, ts->h[0], AFM_MM_WO);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	memset(a, 0x5a, 100);
+	KUNIT_EXPECT_NULL(test, afm_map_object(ts->pool, ts->h[1], AFM_MM_RO));
+	a[99] = 0xa5;
+	afm_unmap_object(ts->pool, ts->h[0]);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 2);
+
+	local_bh_disable();
+	n = afm_read(ts->pool, ts->h[0], buf);
+	rc = afm_write(ts->pool, ts->h[1], buf, 200);
+	local_bh_enable();
+	KUNIT_EXPECT_EQ(test, n, 0);
+	KUNIT_EXPECT_EQ(test, rc, -EINVAL);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 4);
+
+	KUNIT_EXPECT_EQ(test, afm_read(ts->pool, ts->h[0], buf), 100);
+	KUNIT_EXPECT_NULL(test, memchr_inv(buf, 0x5a, 99));
+	KUNIT_EXPECT_EQ(test, buf[99], 0xa5);
+	/* Both objects can still be mapped, one after the other. */
+	a = afm_map_object(ts->pool, ts->h[1], AFM_MM_RO);
+	KUNIT_EXPECT_NOT_NULL(test, a);
+	if (a)
+		afm_unmap_object(ts->pool, ts->h[1]);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 4);
+}
+
 static struct kunit_case afm_core_test_cases[] = {
 	KUNIT_CASE(afm_test_create_errors),
 	KUNIT_CASE(afm_test_invalid_sizes),
@@ -505,6 +561,7 @@ static struct kunit_case afm_core_test_cases[] = {
 	KUNIT_CASE(afm_test_write_bounds),
 	KUNIT_CASE(afm_test_direct_handles),
 	KUNIT_CASE(afm_test_map_pins),
+	KUNIT_CASE_PARAM(afm_test_map_misuse, afm_irqoff_gen_params),
 	KUNIT_CASE(afm_test_class_index),
 	KUNIT_CASE(afm_test_stats),
 	KUNIT_CASE_PARAM(afm_test_free_irqs_off, afm_irqoff_gen_params),

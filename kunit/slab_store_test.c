@@ -296,6 +296,7 @@ static void afm_test_bad_free(struct kunit *test)
 	struct afm_test_set *ts = afm_test_set(test, 2);
 	struct afm_pool_stats before, after;
 	unsigned long pages, h, misuses;
+	struct page *page;
 	void *foreign;
 
 	afm_test_expect_warnings(test);
@@ -319,6 +320,32 @@ static void afm_test_bad_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, after.stored_bytes, before.stored_bytes);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[0]), 777);
+
+	/*
+	 * Whole-page objects (direct handles, zram's incompressible pages):
+	 * a second free of one while another lives, or a page that is not
+	 * the pool's behind such a handle, is refused, not given to
+	 * free_page().
+	 */
+	ts->h[1] = afm_test_malloc(test, ts->pool, PAGE_SIZE);
+	h = afm_test_malloc(test, ts->pool, PAGE_SIZE);
+	KUNIT_ASSERT_TRUE(test, afm_handle_is_direct(h));
+	afm_free(ts->pool, h);
+	page = alloc_page(GFP_KERNEL);
+	if (!page)
+		kunit_skip(test, "no memory for a foreign page");
+	afm_pool_stats(ts->pool, &before);
+	pages = afm_get_total_pages(ts->pool);
+	afm_free(ts->pool, h);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
+	afm_free(ts->pool, (unsigned long)page_address(page) | (h & ~PAGE_MASK));
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 4);
+	KUNIT_EXPECT_EQ(test, page_ref_count(page), 1);
+	__free_page(page);
+	afm_pool_stats(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[1]), PAGE_SIZE);
 }
 
 /* Indices that cross every level boundary of an xarray, both ways. */

@@ -332,6 +332,22 @@ void afm_free(struct afm_pool *pool, unsigned long handle)
 }
 EXPORT_SYMBOL_GPL(afm_free);
 
+/*
+ * Whether this CPU has an object mapped. Only the task that mapped it can
+ * be running here then (a mapping keeps preemption off, and interrupts map
+ * nothing), so the answer, true, is about the caller; false stays true
+ * wherever the caller runs next.
+ */
+static bool afm_mapped_here(void)
+{
+	bool mapped;
+
+	preempt_disable();
+	mapped = __this_cpu_read(afm_map_area.pool);
+	preempt_enable();
+	return mapped;
+}
+
 void *afm_map_object(struct afm_pool *pool, unsigned long handle,
 		     enum afm_mapmode mm)
 {
@@ -343,7 +359,8 @@ void *afm_map_object(struct afm_pool *pool, unsigned long handle,
 	 * mapping an object would clobber the mapping it interrupted.
 	 */
 	if (WARN_ON_ONCE(afm_misused(in_interrupt())) ||
-	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
+	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))) ||
+	    WARN_ON_ONCE(afm_misused(afm_mapped_here())))
 		return NULL;
 
 	local_lock(&afm_map_area.lock);
@@ -362,11 +379,18 @@ EXPORT_SYMBOL_GPL(afm_map_object);
 
 void afm_unmap_object(struct afm_pool *pool, unsigned long handle)
 {
-	struct afm_map_area *area = this_cpu_ptr(&afm_map_area);
+	struct afm_map_area *area;
 
-	/* Nothing mapped on this CPU: unbalanced or cross-CPU unmap. */
-	if (WARN_ON_ONCE(afm_misused(!area->pool)))
+	/*
+	 * Nothing mapped on this CPU (an unbalanced or cross-CPU unmap), or
+	 * an interrupt, which would end the mapping of the task it
+	 * interrupted (no mapping is made in one).
+	 */
+	if (WARN_ON_ONCE(afm_misused(in_interrupt())) ||
+	    WARN_ON_ONCE(afm_misused(!afm_mapped_here())))
 		return;
+	/* Preemption is off from here: the mapping holds the local lock. */
+	area = this_cpu_ptr(&afm_map_area);
 	/*
 	 * Unmap what is mapped here even if the caller names another
 	 * object: unpinning the wrong one would let compaction move it
@@ -382,7 +406,9 @@ EXPORT_SYMBOL_GPL(afm_unmap_object);
 
 size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst)
 {
-	if (WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
+	/* In an interrupt it could spin on a pin the interrupted task holds. */
+	if (WARN_ON_ONCE(afm_misused(in_interrupt())) ||
+	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
 		return 0;
 
 	return pool->ops->read(pool, handle, dst);
@@ -392,7 +418,8 @@ EXPORT_SYMBOL_GPL(afm_read);
 int afm_write(struct afm_pool *pool, unsigned long handle, const void *src,
 	      size_t len)
 {
-	if (WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
+	if (WARN_ON_ONCE(afm_misused(in_interrupt())) ||
+	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
 		return -EINVAL;
 
 	return pool->ops->write(pool, handle, src, len);
@@ -556,6 +583,24 @@ static int __init afm_init(void)
 
 static void __exit afm_exit(void)
 {
+	struct afm_pool *pool;
+
+	/*
+	 * A pool left by a user that was unloaded without destroying it
+	 * (zswap's pools hold a reference on the module, zram's users link
+	 * to it): its shrinkers, movable pages and work must not outlive the
+	 * module's code. Warn, then destroy it.
+	 */
+	for (;;) {
+		mutex_lock(&afm_pools_lock);
+		pool = list_first_entry_or_null(&afm_pools, struct afm_pool, list);
+		mutex_unlock(&afm_pools_lock);
+		if (!pool)
+			break;
+		WARN(1, "afmalloc: pool %s still exists at module unload; destroying it\n",
+		     pool->name);
+		afm_destroy_pool(pool);
+	}
 	afm_zpool_exit();
 	afm_stat_exit();
 	cpuhp_remove_state(afm_cpuhp_state);

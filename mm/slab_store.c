@@ -253,6 +253,12 @@ static void afm_desc_scatter(struct afm_desc *desc, const void *src,
 
 /* Chunks */
 
+/* page_private() of a page holding a whole-page object behind a direct handle. */
+static unsigned long afm_direct_page_tag(struct afm_slab_pool *sp)
+{
+	return (unsigned long)sp | 1;
+}
+
 /**
  * afm_chunk_alloc() - allocate a chunk of a class
  * @sp: the store
@@ -467,6 +473,9 @@ int afm_track_get(struct afm_slab_pool *sp, void *obj, unsigned int class,
 	afm_slab_lockdep_assert_held(sp);
 
 	if (class == AFM_PAGE_CLASS) {
+		/* Names a whole-page object's page as this pool's. */
+		if (direct)
+			set_page_private(virt_to_page(obj), afm_direct_page_tag(sp));
 		afm_class_account(sp, class, 1, 1);
 		goto count;
 	}
@@ -561,6 +570,8 @@ void afm_track_put(struct afm_slab_pool *sp, void *obj, unsigned int class,
 	afm_slab_lockdep_assert_held(sp);
 
 	if (class == AFM_PAGE_CLASS) {
+		if (direct)
+			set_page_private(virt_to_page(obj), 0);
 		afm_class_account(sp, class, -1, -1);
 		goto count;
 	}
@@ -637,7 +648,12 @@ bool afm_desc_is_live(struct afm_slab_pool *sp, struct afm_desc *desc)
 	return test_bit(afm_desc_bit(folio, desc), ds->map);
 }
 
-/* Is @chunk a live direct object of class @class? Pool lock held. */
+/*
+ * Is @chunk a live direct object of class @class? Pool lock held. A
+ * whole-page one is known by its page's private field, which
+ * afm_track_get() sets to afm_direct_page_tag() and afm_track_put() clears:
+ * a second free of it, or a page that is not the pool's, is refused.
+ */
 static bool afm_direct_is_live(struct afm_slab_pool *sp, void *chunk,
 			       unsigned int class)
 {
@@ -648,8 +664,8 @@ static bool afm_direct_is_live(struct afm_slab_pool *sp, void *chunk,
 	if (class > AFM_PAGE_CLASS || !virt_addr_valid(chunk))
 		return false;
 	if (class == AFM_PAGE_CLASS)
-		return sp->class[class].stat[AFM_CLASS_DIRECT] &&
-		       !folio_test_slab(virt_to_folio(chunk));
+		return !folio_test_slab(virt_to_folio(chunk)) &&
+		       page_private(virt_to_page(chunk)) == afm_direct_page_tag(sp);
 	folio = virt_to_folio(chunk);
 	entry = xa_load(&sp->slabs, folio_pfn(folio));
 	return xa_is_value(entry) &&

@@ -109,7 +109,7 @@ struct afm_pool;
  * Return: the new pool, or an ERR_PTR(): -EINVAL for a bad name or type,
  * -EEXIST if a pool of that name exists, -ENOMEM, -ENODEV if afmalloc's
  * initialisation failed (built in, its initcall's error does not unload
- * it). -EOPNOTSUPP when afmalloc is not built (the stub below); both
+ * it) or has not run yet. -EOPNOTSUPP when afmalloc is not built (the stub below); both
  * stores are implemented.
  */
 struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type);
@@ -117,6 +117,9 @@ struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type);
 /**
  * afm_destroy_pool() - destroy a pool
  * @pool: the pool; every object must have been freed.
+ *
+ * No object of the pool may be mapped, and no other call on it may run,
+ * meanwhile. NULL and error pointers are ignored.
  *
  * Objects still allocated are reported with a warning, and their handles
  * become invalid. The slab store frees those it reaches through their
@@ -145,7 +148,8 @@ void afm_destroy_pool(struct afm_pool *pool);
  * not disable interrupts or bottom halves), preemption may be disabled;
  * sleeps only if @gfp allows direct reclaim.
  * Return: a handle, or a negative errno encoded as in ERR_PTR() (test it
- * with IS_ERR_VALUE()): -EINVAL for @size 0 or above PAGE_SIZE, -ENOMEM.
+ * with IS_ERR_VALUE()): -EINVAL for @size 0 or above PAGE_SIZE, -ENOMEM,
+ * -EOPNOTSUPP without CONFIG_AFMALLOC.
  */
 unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
 
@@ -160,7 +164,8 @@ unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
  * so for a slab-store object behind a direct handle (a power-of-two size
  * stored as one chunk, the handle its address): it is never pinned, so
  * freeing it while mapped, or a second time while its slab holds another,
- * goes undetected (a use after free, as with zsmalloc).
+ * goes undetected (a use after free, as with zsmalloc); a whole-page one
+ * (PAGE_SIZE) is known by its page, so a second free of it is refused.
  * With the zspage store, a free that leaves enough holes queues the
  * automatic compaction worker (see afm_compact()); a free that finds its
  * shard's lock held does not wait for it: the holder, or a worker within
@@ -195,15 +200,16 @@ void afm_free(struct afm_pool *pool, unsigned long handle);
  * The address is only valid until afm_unmap_object(). The object cannot be
  * moved by compaction, nor its page migrated, while it is mapped.
  *
- * Only one object can be mapped per CPU at a time, there is no nesting,
- * and afm_unmap_object() must be called on the same CPU. Do not sleep in
- * between.
+ * Only one object can be mapped per CPU at a time, there is no nesting
+ * (a second map while one is held is refused), and afm_unmap_object() must
+ * be called on the same CPU. Do not sleep in between.
  *
  * Context: Task context, not in interrupt (in_interrupt() must be false).
  * Returns with a per-CPU local lock held, so preemption disabled, until
  * afm_unmap_object().
  * Return: the address of the object's first byte, or NULL on misuse
- * (interrupt context, invalid handle), with a warning. The zspage store
+ * (interrupt context, invalid handle, an object already mapped on this
+ * CPU), with a warning; the mapping already held stays as it was. The zspage store
  * checks every handle; the slab store, handles other than 0 and error
  * values only with CONFIG_DEBUG_VM (so for afm_read(), afm_write() and
  * afm_obj_size() too).
@@ -223,7 +229,9 @@ void *afm_map_object(struct afm_pool *pool, unsigned long handle,
  * local mapping of an object mapped in place.
  *
  * Context: The context afm_map_object() returned in; re-enables
- * preemption.
+ * preemption. With nothing mapped on this CPU, or in interrupt context,
+ * it warns and does nothing; naming another object than the one mapped
+ * here warns and unmaps the one mapped here.
  * Return: nothing.
  */
 void afm_unmap_object(struct afm_pool *pool, unsigned long handle);
@@ -242,7 +250,8 @@ void afm_unmap_object(struct afm_pool *pool, unsigned long handle);
  *
  * Context: Task context, not in interrupt; does not sleep.
  * Return: the number of bytes copied (the object size), 0 for an invalid
- * handle.
+ * handle or in interrupt context (with a warning: it could spin on an
+ * object the interrupted task holds).
  */
 size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst);
 
@@ -258,8 +267,9 @@ size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst);
  * mapped or accessed concurrently.
  *
  * Context: Task context, not in interrupt; does not sleep.
- * Return: 0, or -EINVAL if @len exceeds the object size or the handle is
- * invalid.
+ * Return: 0, or -EINVAL if @len exceeds the object size, the handle is
+ * invalid or the caller is in interrupt context (the last two with a
+ * warning), or -EOPNOTSUPP without CONFIG_AFMALLOC.
  */
 int afm_write(struct afm_pool *pool, unsigned long handle, const void *src,
 	      size_t len);
