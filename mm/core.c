@@ -510,6 +510,9 @@ EXPORT_SYMBOL_IF_KUNIT(afm_test_misuse_count);
  * @pool: the pool
  * @nth: fail the @nth internal allocation from now (1 = the next one);
  *	0 disarms.
+ *
+ * Context: any context.
+ * Return: nothing.
  */
 void afm_set_fail_nth(struct afm_pool *pool, unsigned int nth)
 {

@@ -142,6 +142,7 @@ void __init afm_slab_store_init(void)
  * @size: object size, 1..PAGE_SIZE
  * @chunks: filled with the chunk sizes, largest first (AFM_MAX_CHUNKS)
  *
+ * Context: any context.
  * Return: the number of chunks.
  */
 unsigned int afm_slab_decompose(size_t size, unsigned int *chunks)
@@ -190,6 +191,10 @@ static struct afm_desc *afm_handle_desc(unsigned long handle)
  *
  * Spins while compaction holds AFM_DESC_LOCKED, which it does only for a
  * copy of at most PAGE_SIZE bytes under a spinlock.
+ *
+ * Context: task context; spins, without sleeping, while compaction copies
+ * the object.
+ * Return: nothing.
  */
 void afm_desc_pin(struct afm_desc *desc)
 {
@@ -208,6 +213,9 @@ EXPORT_SYMBOL_IF_KUNIT(afm_desc_pin);
 /**
  * afm_desc_unpin() - drop a pin taken by afm_desc_pin()
  * @desc: the object's descriptor
+ *
+ * Context: any context, after afm_desc_pin() of the same object.
+ * Return: nothing.
  */
 void afm_desc_unpin(struct afm_desc *desc)
 {
@@ -965,6 +973,7 @@ static size_t afm_slab_obj_size(struct afm_pool *pool, unsigned long handle)
  * @handle: the object
  * @chunks: filled with the chunk addresses, largest first (AFM_MAX_CHUNKS)
  *
+ * Context: process context; takes the pool lock.
  * Return: the number of chunks, 0 if @handle is not a live object.
  */
 unsigned int afm_slab_obj_chunks(struct afm_pool *pool, unsigned long handle,

@@ -851,6 +851,7 @@ static struct afm_zs_pool *afm_zs_here(struct afm_zs_set *set)
  * afm_zs_test_alloc_shard(), when set, comes first.
  *
  * Context: any context.
+ * Return: nothing.
  */
 void afm_zs_test_alloc_cpu(struct afm_pool *pool, int cpu)
 {
@@ -915,6 +916,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_contended);
  * way (afm_zs_test_contended()). Called in pairs, by one task.
  *
  * Context: process context; may sleep.
+ * Return: nothing.
  */
 void afm_zs_test_grow_hold(struct afm_pool *pool, bool hold)
 {

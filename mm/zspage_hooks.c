@@ -97,6 +97,7 @@ static void afm_zs_add_counters(struct afm_zs_counters *dst,
  * @c: filled in: the sums over its shards
  *
  * Context: process context; takes each shard's pool lock.
+ * Return: nothing.
  */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 {
@@ -507,6 +508,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  * Shards created later take it too.
  *
  * Context: process context; may sleep.
+ * Return: nothing.
  */
 void afm_zs_test_quiet(struct afm_pool *pool, unsigned int what)
 {
@@ -548,6 +550,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_isolate_page);
  * @handle: the object
  * @info: filled in
  *
+ * Context: process context; takes the shard's pool lock.
  * Return: 0, or -ENOENT if @handle is not a live object.
  */
 int afm_zs_obj_info(struct afm_pool *pool, unsigned long handle,
@@ -684,6 +687,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pend_max);
  *
  * Context: process context, may sleep; the next run of a shard sets its
  * own (AFM_ZS_AUTO_GAP).
+ * Return: nothing.
  */
 void afm_zs_test_auto_next(struct afm_pool *pool, long delta)
 {
@@ -747,6 +751,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_top_ahead);
  * Takes the entry pin only (not the zspage gate), so the caller may sleep
  * while compaction runs.
  *
+ * Context: task context; does not sleep.
  * Return: true if pinned.
  */
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle)
@@ -763,6 +768,9 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pin);
  * afm_zs_test_unpin() - drop a pin of afm_zs_test_pin() (KUnit hook)
  * @pool: a zspage-store pool
  * @handle: the object
+ *
+ * Context: after afm_zs_test_pin() of the same object.
+ * Return: nothing.
  */
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle)
 {
@@ -780,6 +788,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
  * Pins the object and takes its zspage's gate shared, as a mapping does:
  * returns with preemption disabled.
  *
+ * Context: task context; on success returns with preemption disabled until
+ * afm_zs_test_release_zspage().
  * Return: true on success.
  */
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle)
@@ -796,6 +806,10 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_hold_zspage);
  * afm_zs_test_release_zspage() - undo afm_zs_test_hold_zspage() (KUnit hook)
  * @pool: a zspage-store pool
  * @handle: the object
+ *
+ * Context: after a successful afm_zs_test_hold_zspage() of the same object,
+ * on the same CPU; re-enables preemption.
+ * Return: nothing.
  */
 void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle)
 {
@@ -816,6 +830,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_release_zspage);
  *
  * Context: process context; returns with the lock held: nothing that
  * sleeps until afm_zs_test_unlock_shard().
+ * Return: nothing.
  */
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle)
 {
@@ -829,6 +844,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_lock_shard);
  * @handle: the object
  *
  * Context: after afm_zs_test_lock_shard() of the same handle's shard.
+ * Return: nothing.
  */
 void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle)
 {
@@ -841,6 +857,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unlock_shard);
  * @pool: a zspage-store pool
  * @handle: the object
  *
+ * Context: process context; takes the shard's pool lock.
  * Return: the page holding the object's first byte with a reference taken
  * (put_page() it), or NULL if @handle is not a live object.
  */
@@ -875,6 +892,7 @@ static void afm_zs_shard_flush_work(struct afm_zs_pool *zs);
  * A pending late run is run at once, as if the pool were at rest.
  *
  * Context: process context, may sleep.
+ * Return: nothing.
  */
 void afm_zs_flush_work(struct afm_pool *pool)
 {
@@ -899,6 +917,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_flush_work);
  * the pages the pool holds after it, do not depend on the host's speed.
  *
  * Context: process context, may sleep.
+ * Return: nothing.
  */
 void afm_zs_test_run_auto(struct afm_pool *pool)
 {
@@ -992,6 +1011,9 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_shrinker_scan);
  * afm_zs_set_auto_permille() - set the automatic compaction trigger
  *	(KUnit hook)
  * @permille: new value of the zspage_auto_permille parameter
+ *
+ * Context: any context.
+ * Return: nothing.
  */
 void afm_zs_set_auto_permille(unsigned int permille)
 {
@@ -1020,6 +1042,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_compact_holes);
  * afm_zs_get_auto_permille() - read the automatic compaction trigger
  *	(KUnit hook)
  *
+ * Context: any context.
  * Return: the zspage_auto_permille parameter.
  */
 unsigned int afm_zs_get_auto_permille(void)
@@ -1031,6 +1054,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_auto_permille);
 /**
  * afm_zs_entry_bytes() - bytes of metadata per object (KUnit hook)
  *
+ * Context: any context.
  * Return: the size of a handle table entry.
  */
 unsigned int afm_zs_entry_bytes(void)
@@ -1159,6 +1183,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_small_dirs);
  * spin_trylock() there is a bug report (CONFIG_DEBUG_SPINLOCK).
  *
  * Context: any context.
+ * Return: nothing.
  */
 void afm_zs_test_busy(struct afm_pool *pool, bool busy)
 {
@@ -1179,6 +1204,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_busy);
  * Shards created later start with the hook's count.
  *
  * Context: process context; may sleep.
+ * Return: nothing.
  */
 void afm_zs_test_migrate_wait(struct afm_pool *pool, int delta)
 {

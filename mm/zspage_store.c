@@ -1086,6 +1086,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_shards_grow);
  * @nr: new value of the zspage_shards parameter
  *
  * Context: any context.
+ * Return: nothing.
  */
 void afm_zs_set_shards(unsigned int nr)
 {
