@@ -31,6 +31,7 @@ static void afm_test_create_errors(struct kunit *test)
 {
 	struct afm_test_set *ts = afm_test_set(test, 0);
 	struct afm_pool *p;
+	char *name;
 
 	/* Both stores exist; a zspage pool starts empty. */
 	p = afm_create_pool("kunit-zspage", AFM_STORE_ZSPAGE);
@@ -46,6 +47,20 @@ static void afm_test_create_errors(struct kunit *test)
 	afm_test_create_fails(test, "a/b", AFM_STORE_SLAB, -EINVAL);
 	afm_test_create_fails(test, "a b", AFM_STORE_SLAB, -EINVAL);
 	afm_test_create_fails(test, NULL, AFM_STORE_SLAB, -EINVAL);
+	afm_test_create_fails(test, ".", AFM_STORE_SLAB, -EINVAL);
+	afm_test_create_fails(test, "..", AFM_STORE_ZSPAGE, -EINVAL);
+	afm_test_create_fails(test, "a\x01", AFM_STORE_SLAB, -EINVAL);
+	afm_test_create_fails(test, "a\x7f", AFM_STORE_SLAB, -EINVAL);
+	/* AFM_POOL_NAME_MAX bytes are taken, one more is not. */
+	name = kunit_kzalloc(test, AFM_POOL_NAME_MAX + 2, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, name);
+	memset(name, 'n', AFM_POOL_NAME_MAX + 1);
+	afm_test_create_fails(test, name, AFM_STORE_SLAB, -EINVAL);
+	name[AFM_POOL_NAME_MAX] = '\0';
+	p = afm_create_pool(name, AFM_STORE_ZSPAGE);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(p), 0);
+	if (!IS_ERR(p))
+		afm_destroy_pool(p);
 
 	/* Names are unique: caches and debugfs directories are named after them. */
 	p = afm_create_pool(ts->pool->name, AFM_STORE_SLAB);

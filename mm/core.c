@@ -236,13 +236,35 @@ static bool afm_handle_ok(unsigned long handle)
 	return handle && !IS_ERR_VALUE(handle);
 }
 
+/*
+ * A pool name names a debugfs directory, slab caches and shrinkers: not
+ * empty, "." or "..", at most AFM_POOL_NAME_MAX bytes, no '/', space or
+ * control character.
+ */
+static bool afm_name_ok(const char *name)
+{
+	size_t len, i;
+
+	if (!name)
+		return false;
+	len = strnlen(name, AFM_POOL_NAME_MAX + 1);
+	if (!len || len > AFM_POOL_NAME_MAX || !strcmp(name, ".") ||
+	    !strcmp(name, ".."))
+		return false;
+	for (i = 0; i < len; i++) {
+		if (name[i] == '/' || name[i] <= ' ' || name[i] == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type)
 {
 	const struct afm_store_ops *ops;
 	struct afm_pool *pool, *p;
 	int err;
 
-	if (!name || !*name || strpbrk(name, "/ \t\n"))
+	if (!afm_name_ok(name))
 		return ERR_PTR(-EINVAL);
 	if ((unsigned int)type >= ARRAY_SIZE(afm_stores))
 		return ERR_PTR(-EINVAL);

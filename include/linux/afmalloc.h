@@ -89,6 +89,9 @@ struct afm_pool_stats {
 
 struct afm_pool;
 
+/* The longest pool name afm_create_pool() takes, in bytes. */
+#define AFM_POOL_NAME_MAX	64
+
 /*
  * afmalloc's own sources define AFMALLOC_IMPL: they need the declarations
  * even when built out of tree against a kernel whose configuration does
@@ -102,7 +105,8 @@ struct afm_pool;
  *	the slab store's caches (afm-<name>-<size>) and the zspage store's
  *	shrinkers, one per shard (afm-zspage-<name>-<shard>). It must be
  *	unique among the pools (a pool being destroyed keeps its name until
- *	afm_destroy_pool() returns) and must not contain '/' or spaces.
+ *	afm_destroy_pool() returns), at most %AFM_POOL_NAME_MAX bytes, not
+ *	"." or "..", and must not contain '/', spaces or control characters.
  * @type: the store to use, see &enum afm_store_type.
  *
  * Context: Process context, may sleep.
