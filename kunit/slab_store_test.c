@@ -346,6 +346,19 @@ static void afm_test_bad_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[1]), PAGE_SIZE);
+
+	/*
+	 * Direct handles no object can have (no order bit; an order beyond
+	 * the word) are refused without shifting out of range.
+	 */
+	afm_free(ts->pool, AFM_HANDLE_DIRECT);
+	afm_free(ts->pool, BIT(BITS_PER_LONG - 1) | AFM_HANDLE_DIRECT);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 6);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, AFM_HANDLE_DIRECT), 0);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, BIT(BITS_PER_LONG - 1) |
+					   AFM_HANDLE_DIRECT), 0);
+	afm_pool_stats(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 }
 
 /* Indices that cross every level boundary of an xarray, both ways. */

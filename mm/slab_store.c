@@ -169,12 +169,25 @@ static unsigned long afm_direct_handle(void *chunk, unsigned int order)
 	return (unsigned long)chunk | 1UL << (order - 1) | AFM_HANDLE_DIRECT;
 }
 
+/*
+ * The chunk and order of a direct handle. A handle no direct handle can
+ * be (no order bit, or one above PAGE_SHIFT) gives order 0 or that order
+ * and NULL, without shifting out of range: callers refuse orders outside
+ * AFM_MIN_CHUNK_SHIFT..PAGE_SHIFT.
+ */
 static void *afm_direct_chunk(unsigned long handle, unsigned int *order)
 {
 	unsigned long low = handle & ~AFM_HANDLE_DIRECT;
-	unsigned int o = __ffs(low) + 1;
+	unsigned int o;
 
+	if (!low) {
+		*order = 0;
+		return NULL;
+	}
+	o = __ffs(low) + 1;
 	*order = o;
+	if (o > PAGE_SHIFT)
+		return NULL;
 	return (void *)(low & ~((1UL << o) - 1));
 }
 
@@ -915,6 +928,8 @@ static size_t afm_slab_read(struct afm_pool *pool, unsigned long handle,
 	if (afm_handle_is_direct(handle)) {
 		void *chunk = afm_direct_chunk(handle, &order);
 
+		if (!chunk)
+			return 0;
 		memcpy(dst, chunk, 1UL << order);
 		return 1UL << order;
 	}
@@ -938,7 +953,7 @@ static int afm_slab_write(struct afm_pool *pool, unsigned long handle,
 	if (afm_handle_is_direct(handle)) {
 		void *chunk = afm_direct_chunk(handle, &order);
 
-		if (len > 1UL << order)
+		if (!chunk || len > 1UL << order)
 			return -EINVAL;
 		memcpy(chunk, src, len);
 		return 0;
@@ -960,8 +975,7 @@ static size_t afm_slab_obj_size(struct afm_pool *pool, unsigned long handle)
 	if (!afm_handle_valid(pool->store, handle))
 		return 0;
 	if (afm_handle_is_direct(handle)) {
-		afm_direct_chunk(handle, &order);
-		return 1UL << order;
+		return afm_direct_chunk(handle, &order) ? 1UL << order : 0;
 	}
 	return afm_handle_desc(handle)->size;
 }
