@@ -520,8 +520,9 @@ static void afm_test_free_irqs_off(struct kunit *test)
  * it would share the bounce buffer, end the first mapping at the first
  * unmap and leave its object pinned for good); a read or write in an
  * interrupt-like context (bottom halves off), where it could spin on a pin
- * the interrupted task holds. The first mapping stays usable and every
- * byte written through it reads back afterwards.
+ * the interrupted task holds; a destroy of the pool while an object is
+ * mapped (the pool is left alone). The first mapping stays usable and
+ * every byte written through it reads back afterwards.
  */
 static void afm_test_map_misuse(struct kunit *test)
 {
@@ -546,9 +547,12 @@ static void afm_test_map_misuse(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, a);
 	memset(a, 0x5a, 100);
 	KUNIT_EXPECT_NULL(test, afm_map_object(ts->pool, ts->h[1], AFM_MM_RO));
+	/* Destroyed while an object is mapped: left alone (leaked). */
+	afm_destroy_pool(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
 	a[99] = 0xa5;
 	afm_unmap_object(ts->pool, ts->h[0]);
-	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 2);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
 
 	local_bh_disable();
 	n = afm_read(ts->pool, ts->h[0], buf);
@@ -556,7 +560,7 @@ static void afm_test_map_misuse(struct kunit *test)
 	local_bh_enable();
 	KUNIT_EXPECT_EQ(test, n, 0);
 	KUNIT_EXPECT_EQ(test, rc, -EINVAL);
-	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 4);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 5);
 
 	KUNIT_EXPECT_EQ(test, afm_read(ts->pool, ts->h[0], buf), 100);
 	KUNIT_EXPECT_NULL(test, memchr_inv(buf, 0x5a, 99));
@@ -566,7 +570,7 @@ static void afm_test_map_misuse(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, a);
 	if (a)
 		afm_unmap_object(ts->pool, ts->h[1]);
-	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 4);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 5);
 }
 
 static struct kunit_case afm_core_test_cases[] = {

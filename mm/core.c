@@ -317,8 +317,21 @@ EXPORT_SYMBOL_GPL(afm_create_pool);
 
 void afm_destroy_pool(struct afm_pool *pool)
 {
+	int cpu;
+
 	if (IS_ERR_OR_NULL(pool))
 		return;
+	/*
+	 * An object mapped (a caller's bug): its user would go on with freed
+	 * memory, and the zspage store would wait for the mapping for good.
+	 * Leak the pool instead.
+	 */
+	for_each_possible_cpu(cpu) {
+		if (WARN_ONCE(afm_misused(per_cpu(afm_map_area.pool, cpu) == pool),
+			      "afmalloc: pool %s destroyed with an object mapped on CPU %d; leaking it\n",
+			      pool->name, cpu))
+			return;
+	}
 
 	afm_stat_pool_del(pool);
 	/*

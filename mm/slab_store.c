@@ -974,9 +974,8 @@ static size_t afm_slab_obj_size(struct afm_pool *pool, unsigned long handle)
 
 	if (!afm_handle_valid(pool->store, handle))
 		return 0;
-	if (afm_handle_is_direct(handle)) {
+	if (afm_handle_is_direct(handle))
 		return afm_direct_chunk(handle, &order) ? 1UL << order : 0;
-	}
 	return afm_handle_desc(handle)->size;
 }
 

@@ -123,7 +123,8 @@ struct afm_pool *afm_create_pool(const char *name, enum afm_store_type type);
  * @pool: the pool; every object must have been freed.
  *
  * No object of the pool may be mapped, and no other call on it may run,
- * meanwhile. NULL and error pointers are ignored.
+ * meanwhile; a pool with an object mapped is left alone (leaked) with a
+ * warning. NULL and error pointers are ignored.
  *
  * Objects still allocated are reported with a warning, and their handles
  * become invalid. The slab store frees those it reaches through their
