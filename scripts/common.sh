@@ -129,13 +129,17 @@ qemu_install() {
 # lock NAME: hold an exclusive lock on $AFMALLOC_CACHE/locks/NAME until this
 # shell exits, so concurrent runs never share a tree or build dir mid-build.
 lock() {
-	local fd
+	local fd f=$AFMALLOC_CACHE/locks/$1
 	mkdir -p "$AFMALLOC_CACHE/locks"
-	exec {fd}>"$AFMALLOC_CACHE/locks/$1"
+	# <>: opening must not truncate what the holder wrote into it.
+	exec {fd}<>"$f"
 	if ! flock -n "$fd"; then
-		log "waiting for another run holding the '$1' lock"
+		log "waiting for another run holding the '$1' lock ($(head -c 300 "$f" 2>/dev/null || true))"
 		flock "$fd"
 	fi
+	# Who holds it, for the next one that waits.
+	printf 'pid %s, since %s: %s' "$$" "$(date -u +%FT%TZ)" \
+		"$(tr '\0' ' ' < "/proc/$$/cmdline" 2>/dev/null | head -c 200)" > "$f"
 }
 
 # test_prog NAME: tests/vm/NAME.c built for the host (and the guest, which

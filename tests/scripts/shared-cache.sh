@@ -6,7 +6,8 @@
 #
 #   tests/scripts/shared-cache.sh
 #
-# 1. lock NAME: a second holder waits (and says so) until the first lets go.
+# 1. lock NAME: a second holder waits (and says so, naming the holder's
+#    pid and command) until the first lets go.
 # 2. apt_install: two runs missing the same package install it once; the
 #    second, after waiting for the 'apt' lock, finds it installed. apt-get
 #    and dpkg-query are stubs (nothing is installed), so no root is needed.
@@ -53,6 +54,8 @@ b=$!
 wait_for "$t/b.err" "waiting for another run holding the 'x' lock" ||
 	fail "lock: the second run did not wait for the lock the first holds"
 [ ! -e "$t/b.state" ] || fail "lock: the second run took the lock the first holds"
+grep -Eq "lock \(pid [0-9]+, since [0-9TZ:-]+: bash -c .*lock x; echo held" "$t/b.err" ||
+	fail "lock: the wait does not name the holder: $(cat "$t/b.err")"
 echo > "$t/release"
 wait "$a" || fail "lock: the first run failed"
 wait "$b" || fail "lock: the second run failed: $(cat "$t/b.err")"
