@@ -171,10 +171,11 @@ guest_emulator() {
 	echo "${e:-unknown}"
 }
 
-# guest_accel LOG: the accelerator scripts/vm-run.sh reported in LOG.
+# guest_accel LOG: the accelerator scripts/vm-run.sh reported in LOG (its
+# last word on it: a probed KVM whose boot hung is given up for TCG).
 guest_accel() {
 	local a
-	a=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$1" | head -n 1)
+	a=$(sed -n 's/.*accelerator: \([a-z]*\).*/\1/p' "$1" | tail -n 1)
 	echo "${a:-unknown}"
 }
 

@@ -142,7 +142,9 @@ probe_accel() {
 	local cache=$AFMALLOC_CACHE/accel boot
 	boot=$(cat /proc/sys/kernel/random/boot_id)
 	if [ -f "$cache" ] && [ "$(cut -d' ' -f1 "$cache")" = "$boot" ]; then
-		cut -d' ' -f2 "$cache"; return
+		case $(cut -d' ' -f2 "$cache") in
+		kvm|tcg) cut -d' ' -f2 "$cache"; return ;;
+		esac
 	fi
 	local got=tcg
 	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
@@ -157,11 +159,16 @@ probe_accel() {
 		log "/dev/kvm not usable: using TCG"
 	fi
 	mkdir -p "$AFMALLOC_CACHE"
-	echo "$boot $got" > "$cache"
+	# Whole or not at all: a half-written cache would read as KVM.
+	echo "$boot $got" > "$cache.$$" && mv "$cache.$$" "$cache"
 	echo "$got"
 }
 
-[ "$accel" = auto ] && accel=$(probe_accel)
+accel_probed=0
+if [ "$accel" = auto ]; then
+	accel=$(probe_accel)
+	accel_probed=1
+fi
 log "accelerator: $accel"
 if [ -z "$logf" ]; then
 	mkdir -p "$AFMALLOC_CACHE/vm/logs"
@@ -366,6 +373,15 @@ while :; do
 	  tail -n 30 "$failed"
 	  splat_summary "$failed"; } >&2
 	log "WARNING: boot $boot of the guest ended (status $vrc) before the script started (above); booting again"
+	# A KVM that answered the probe but hangs a real boot (nested KVM
+	# does): the next boots, and the next runs of this host boot, go
+	# under TCG. Not when KVM was asked for.
+	if [ "$accel" = kvm ] && [ "$accel_probed" = 1 ]; then
+		accel=tcg
+		echo "$(cat /proc/sys/kernel/random/boot_id) tcg" > "$AFMALLOC_CACHE/accel.$$" &&
+			mv "$AFMALLOC_CACHE/accel.$$" "$AFMALLOC_CACHE/accel"
+		log "the KVM boot did not come up: booting under TCG from now on (accelerator: tcg)"
+	fi
 	start_log "boot $((boot + 1)): boot $boot died before the script started; its console: $failed"
 	boot=$((boot + 1))
 done

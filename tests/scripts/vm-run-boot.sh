@@ -28,6 +28,9 @@
 #    the run passes and the failed boot's console says why it was stopped.
 # 9. --boot-deadline with a value that is not a number: refused before
 #    any boot.
+# 10. With the accelerator probed (auto) as KVM, a boot that hangs under
+#    KVM is booted again under TCG, and the probe's cache says tcg from
+#    then on; with --accel kvm given, the next boot stays under KVM.
 #
 # Needs root (vm-run.sh refuses to run without it); skips otherwise.
 # Prints "ok" lines, exits non-zero on the first failure.
@@ -58,11 +61,15 @@ cat > "$t/venv/bin/vng" <<'STUB'
 t=$(dirname "$(dirname "$(dirname "$0")")")
 n=$(($(cat "$t/boots" 2>/dev/null || echo 0) + 1))
 echo "$n" > "$t/boots"
-run=
+run= acc=kvm
 while [ $# -gt 0 ]; do
+	[ "$1" = --disable-kvm ] && acc=tcg
+	[ "$1" = --exec ] && [ "$2" = "echo afmalloc-kvm-probe-ok" ] && {
+		echo afmalloc-kvm-probe-ok; echo 0 > "$t/boots"; exit 0; }
 	[ "$1" = --exec ] && { run=${2#bash }; run=$(dirname "${run%% *}"); }
 	shift
 done
+echo "$acc" >> "$t/accels"
 oops() {
 	cat <<OOPS
 [   24.100000] clocksource: Switched to clocksource tsc
@@ -109,7 +116,7 @@ chmod +x "$t/venv/bin/vng" "$t/bin/qemu-system-x86_64"
 # vmrun PLAN [ARGS]: vm-run.sh on the stub; status in $t/rc, output in $t/out.
 vmrun() {
 	echo "$1" > "$t/plan"
-	rm -f "$t/boots"
+	rm -f "$t/boots" "$t/accels"
 	shift
 	set +e
 	PATH=$t/bin:$PATH timeout 60 "$top/scripts/vm-run.sh" --kernel "$t/kernel/bzImage" \
@@ -200,3 +207,18 @@ vmrun "pass" --boot-deadline soon
 [ ! -e "$t/boots" ] || fail "9: --boot-deadline soon booted the guest"
 has "error: --boot-deadline must be a number of seconds, not 'soon'" || fail "9: no clear error: $(cat "$t/out")"
 ok "--boot-deadline soon is refused before any boot"
+
+# 10.
+if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+	rm -f "$AFMALLOC_CACHE/accel"
+	vmrun "boothang pass" --boot-deadline 3 --accel auto
+	[ "$(cat "$t/rc")" = 0 ] || fail "10: a KVM boot hang: status $(cat "$t/rc"), not 0: $(tail -n 5 "$t/out")"
+	[ "$(tr '\n' ' ' < "$t/accels")" = "kvm tcg " ] || fail "10: boots under $(tr '\n' ' ' < "$t/accels"), not kvm then tcg"
+	[ "$(cut -d' ' -f2 "$AFMALLOC_CACHE/accel")" = tcg ] || fail "10: the probe's cache says $(cat "$AFMALLOC_CACHE/accel")"
+	has "booting under TCG from now on" || fail "10: the output does not say it went to TCG"
+	vmrun "boothang pass" --boot-deadline 3 --accel kvm
+	[ "$(tr '\n' ' ' < "$t/accels")" = "kvm kvm " ] || fail "10: --accel kvm booted under $(tr '\n' ' ' < "$t/accels")"
+	ok "a KVM boot that hangs after the probe passed is booted again under TCG"
+else
+	echo "skip: 10 needs a /dev/kvm to probe"
+fi
