@@ -621,7 +621,7 @@ static int __init afm_init(void)
 
 static void __exit afm_exit(void)
 {
-	struct afm_pool *pool;
+	struct afm_pool *pool, *last = NULL;
 
 	/*
 	 * A pool left by a user that was unloaded without destroying it
@@ -633,11 +633,13 @@ static void __exit afm_exit(void)
 		mutex_lock(&afm_pools_lock);
 		pool = list_first_entry_or_null(&afm_pools, struct afm_pool, list);
 		mutex_unlock(&afm_pools_lock);
-		if (!pool)
+		/* None left, or one afm_destroy_pool() left alone (mapped). */
+		if (!pool || pool == last)
 			break;
 		WARN(1, "afmalloc: pool %s still exists at module unload; destroying it\n",
 		     pool->name);
 		afm_destroy_pool(pool);
+		last = pool;
 	}
 	afm_zpool_exit();
 	afm_stat_exit();
