@@ -375,12 +375,7 @@ EXPORT_SYMBOL_GPL(afm_free);
  */
 static bool afm_mapped_here(void)
 {
-	bool mapped;
-
-	preempt_disable();
-	mapped = __this_cpu_read(afm_map_area.pool);
-	preempt_enable();
-	return mapped;
+	return this_cpu_read(afm_map_area.pool);
 }
 
 void *afm_map_object(struct afm_pool *pool, unsigned long handle,

@@ -35,7 +35,7 @@ What is counted (every count in pages of 4 KiB unless _bytes):
   compr_ext_bytes  afmalloc: the swap side's count (zram mm_stat
                 compr_data_size; zswap memory.stat "zswap"), read before
                 and after the pages held and averaged, as compr_bytes was
-                before 2026-12 (bench/churn/report.py's samples() reads
+                before 2026-12 (bench/churn/report.py's load_samples() reads
                 older files so)
   compr_skew_bytes  how far apart the two reads of the swap side's count
                 were (0 for zsmalloc on zram: one read)
