@@ -36,7 +36,10 @@
  *   record o, and bit 0 set:  handle = addr | 1 << (o - 1) | 1.
  *   There is no descriptor. The handle is the address, so compaction can
  *   never move a direct object: slabs holding one cannot be emptied by
- *   compaction and are skipped by it.
+ *   compaction and are skipped by it. A PAGE_SIZE direct object's page
+ *   has page_private() set to the pool's tag while the object lives
+ *   (afm_direct_page_tag(), under the pool lock): how a free tells a live
+ *   one from a freed or foreign page.
  * - Descriptor handle (bit 0 clear): the address of a struct afm_desc from
  *   the pool's cache for descriptors of that many chunks
  *   (afm-<pool>-desc<n>): a state word (pin count and compaction lock), the
