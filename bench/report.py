@@ -254,7 +254,7 @@ def speed(run_dir):
     if meta:
         out += ["Run: " + ", ".join(f"{k} {meta[k]}" for k in (
             "kernel", "accelerator", "emulator", "guest_cpus", "boot_args", "runs", "duration_ms",
-            "working_set", "sizes", "date", "config_sha256", "source")
+            "working_set", "order", "sizes", "date", "config_sha256", "source")
             if meta.get(k) not in (None, "")), ""]
     out += _host_note(meta)
     out += [f"Operations per second, median of {len(runs)} run(s) in one boot; "

@@ -34,6 +34,9 @@
  *               compare with the expected bytes (zram's read path)
  *   read-copy   afm_read() of a random object, compare (afmalloc)
  *
+ * With @sequential the operations take the objects in order instead, the
+ * oldest first (fio's write and read shapes on a full zram device).
+ *
  * Sizes are drawn from the histogram (a bucket by its count, then a size
  * uniformly within it) and objects, sizes and contents from a per-thread
  * xorshift generator seeded with @seed and the thread number, restarted
@@ -102,6 +105,10 @@ static bool corrupt;
 module_param(corrupt, bool, 0444);
 MODULE_PARM_DESC(corrupt, "test the data checks: corrupt one byte after the fill, the run must fail");
 
+static bool sequential;
+module_param(sequential, bool, 0444);
+MODULE_PARM_DESC(sequential, "timed operations take the working set's objects in order, oldest first (fio's sequential write shape on a full zram device), not at random");
+
 static unsigned int rotate;
 module_param(rotate, uint, 0444);
 MODULE_PARM_DESC(rotate, "start with allocator number rotate % 3 (runs vary the order)");
@@ -147,6 +154,7 @@ struct sp_thread {
 	struct task_struct *task;
 	unsigned int id;
 	u64 rng;
+	unsigned int cursor;	/* next object in order (@sequential) */
 	struct sp_obj *objs;
 	void *buf;		/* PAGE_SIZE bytes: read destination */
 	u64 ops, ns;
@@ -299,7 +307,15 @@ static int sp_timed(struct sp_thread *t, enum sp_op op)
 	int err = 0;
 
 	while (n < max_ops) {
-		struct sp_obj *o = &t->objs[sp_next(t) % working_set];
+		u64 r = sp_next(t);
+		struct sp_obj *o;
+
+		if (sequential) {
+			o = &t->objs[t->cursor];
+			t->cursor = (t->cursor + 1) % working_set;
+		} else {
+			o = &t->objs[r % working_set];
+		}
 
 		if (op == SP_ALLOC_MAP || op == SP_ALLOC_COPY) {
 			sp_free_obj(t, o);

@@ -4,6 +4,7 @@
 # (bench/speed/run.sh boots the guest and calls it):
 #   bench/speed/guest.sh --ko PATH --sizes CSV --out DIR [--runs N]
 #                        [--duration-ms N] [--working-set N] [--seed N]
+#                        [--sequential]
 #
 # Loads afm_speed.ko (bench/module/afm_speed.c, built by
 # bench/build-modules.sh) N times (default 3), one run per load: gives it
@@ -11,7 +12,9 @@
 # every case (zsmalloc, afmalloc/slab, afmalloc/zspage x alloc-map,
 # alloc-copy, read-map, read-copy x 1 and nproc threads; see the module),
 # reads the results and unloads it. Run r starts with allocator number
-# (r - 1) % 3, so no allocator always goes first.
+# (r - 1) % 3, so no allocator always goes first. --sequential: the timed
+# operations take the objects in order, oldest first (the module's
+# sequential parameter: fio's write and read shapes), not at random.
 #
 # Writes DIR/speed.csv (run,alloc,op,threads,ops_per_s,ns_per_op,ops) and
 # DIR/speed-run<r>.txt (the module's raw results). Any failed case (a data
@@ -21,10 +24,10 @@ set -euo pipefail
 
 die() { echo "speed-guest: error: $*" >&2; exit 1; }
 usage() {
-	echo "usage: $0 --ko PATH --sizes CSV --out DIR [--runs N] [--duration-ms N] [--working-set N] [--seed N]"
+	echo "usage: $0 --ko PATH --sizes CSV --out DIR [--runs N] [--duration-ms N] [--working-set N] [--seed N] [--sequential]"
 }
 
-ko= sizes= out= runs=3 duration_ms=2000 working_set=4096 seed=1
+ko= sizes= out= runs=3 duration_ms=2000 working_set=4096 seed=1 sequential=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--ko) ko=${2:?}; shift ;;
@@ -34,6 +37,7 @@ while [ $# -gt 0 ]; do
 	--duration-ms) duration_ms=${2:?}; shift ;;
 	--working-set) working_set=${2:?}; shift ;;
 	--seed) seed=${2:?}; shift ;;
+	--sequential) sequential=1 ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -60,11 +64,11 @@ cleanup() { [ -d "$dbg" ] && rmmod afm_speed 2>/dev/null || true; }
 [ -d "$dbg" ] && { echo "speed-guest: unloading a module left from an earlier run" >&2; cleanup; }
 trap cleanup EXIT
 
-echo "speed-guest: $runs run(s), ${duration_ms} ms per case, $working_set objects per thread, $(nproc) CPUs"
+echo "speed-guest: $runs run(s), ${duration_ms} ms per case, $working_set objects per thread$([ "$sequential" = 0 ] || echo ', taken in order'), $(nproc) CPUs"
 for ((r = 1; r <= runs; r++)); do
 	t0=$SECONDS
 	insmod "$ko" "duration_ms=$duration_ms" "working_set=$working_set" "seed=$seed" \
-		"rotate=$((r - 1))" || die "cannot load $ko (built for another kernel? this one is $(uname -r))"
+		"rotate=$((r - 1))" "sequential=$sequential" || die "cannot load $ko (built for another kernel? this one is $(uname -r))"
 	[ -w "$dbg/run" ] || die "the module loaded but $dbg/run is missing"
 	# One write per line: the module takes complete lines only.
 	exec {fd}> "$dbg/sizes"

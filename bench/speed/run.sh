@@ -7,8 +7,12 @@
 # zsmalloc of the same run).
 #   bench/speed/run.sh [--out DIR] [--runs N] [--duration-ms N] [--working-set N]
 #                      [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]
+#                      [--sequential]
 # ARGS: extra guest kernel arguments, e.g. afmalloc.zspage_auto_permille=0
 # to measure the zspage store without its automatic compaction.
+# --sequential: the timed operations replace and read the objects in order,
+# oldest first (fio's write and read shapes on a full zram device), not at
+# random.
 # Object sizes: bench/data/sizes-lz4.csv (bench/sizes.py: LZ4 sizes of the
 # quick dataset's 4 KiB pages). Results: DIR (default
 # $AFMALLOC_CACHE/results/speed-<date>) gets speed.csv, speed-run<r>.txt,
@@ -21,9 +25,9 @@
 . "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
-	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]"
+	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS] [--sequential]"
 }
-out='' runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2 append=''
+out='' runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2 append='' sequential=0
 sizes=$AFMALLOC_TOP/bench/data/sizes-lz4.csv
 opts=()
 while [ $# -gt 0 ]; do
@@ -36,6 +40,7 @@ while [ $# -gt 0 ]; do
 	--memory) memory=${2:?--memory needs a size}; opts+=("$1 $2"); shift ;;
 	--cpus) cpus=${2:?--cpus needs a number}; opts+=("$1 $2"); shift ;;
 	--append) append=${2:?--append needs kernel arguments}; opts+=("$1 '$2'"); shift ;;
+	--sequential) sequential=1; opts+=("$1") ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -56,7 +61,8 @@ timeout_s=$((600 + runs * 20 * (duration_ms / 1000 + 10)))
 vmb_boot "$timeout_s" "speed: $runs run(s), ${duration_ms} ms per case, $working_set objects per thread" \
 	${append:+--append "$append"} -- \
 	"$AFMALLOC_TOP/bench/speed/guest.sh" --ko "$kodir/afm_speed.ko" --sizes "$sizes" \
-	--out "$out" --runs "$runs" --duration-ms "$duration_ms" --working-set "$working_set"
+	--out "$out" --runs "$runs" --duration-ms "$duration_ms" --working-set "$working_set" \
+	$([ "$sequential" = 0 ] || echo --sequential)
 vmb_need_rows "$out/speed.csv"
 
 vmb_command "make bench-speed" "${opts[@]}"
@@ -67,6 +73,7 @@ vmb_meta "$kernel" <<JSON
   "runs": $runs,
   "duration_ms": $duration_ms,
   "working_set": $working_set,
+  "order": "$([ "$sequential" = 0 ] && echo random || echo sequential)",
   "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
 $(vmb_speed_meta "$sizes" "$working_set")
 JSON

@@ -9,9 +9,11 @@
 # and the hottest functions are kept.
 #   bench/speed/uml.sh [--out DIR] [--runs N] [--duration-ms N]
 #                      [--working-set N] [--append ARGS] [--perf]
+#                      [--sequential]
 # --working-set: objects a thread (default 4096, about 6 MiB of the lz4 sizes,
 # inside a server's L2 or L3; 65536, about 92 MiB, beyond the L2 and most
-# L3s, as a zram pool is).
+# L3s, as a zram pool is). --sequential: the objects are replaced and read
+# in order, oldest first (fio's write and read shapes), not at random.
 # Results: DIR (default $AFMALLOC_CACHE/results/speed-uml-<date>) gets
 # speed.csv (the columns of make bench-speed), console.log (UML's output),
 # meta.json, speed.md and, with --perf, perf-report.txt (functions by share
@@ -22,9 +24,9 @@
 . "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
-	sed -n '10,11p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '10,12p' "$0" | sed 's/^# \{0,1\}//'
 }
-out='' runs=3 duration_ms=2000 working_set=4096 perf=0 append=''
+out='' runs=3 duration_ms=2000 working_set=4096 perf=0 append='' sequential=0
 opts=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
 	--working-set) working_set=${2:?--working-set needs a number}; opts+=("$1 $2"); shift ;;
 	--append) append=${2?--append needs boot arguments}; opts+=("$1 '$2'"); shift ;;
 	--perf) perf=1; opts+=("$1") ;;
+	--sequential) sequential=1; opts+=("$1") ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -68,6 +71,7 @@ rm -f "$out/speed.csv" "$out/console.log" "$out/meta.json" "$out/speed.md" "$out
 # fills and data checks.
 args=(mem=1G "afm_speed.boot_runs=$runs" "afm_speed.duration_ms=$duration_ms"
       "afm_speed.working_set=$working_set")
+[ "$sequential" = 0 ] || args+=(afm_speed.sequential=1)
 # Extra boot arguments (e.g. afmalloc.zspage_auto_permille=0), word by word.
 read -r -a extra <<< "$append"
 args+=("${extra[@]}")
@@ -134,6 +138,7 @@ vmb_command "make bench-speed-uml" "${opts[@]}"
   "runs": $runs,
   "duration_ms": $duration_ms,
   "working_set": $working_set,
+  "order": "$([ "$sequential" = 0 ] && echo random || echo sequential)",
   "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
   "host_cpu": "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)",
 JSON
