@@ -6,7 +6,8 @@
  * without it; directory pages shared by the three tables, counted before
  * an allocation takes anything; the hole table's growth left to a malloc
  * that does not need it; top levels grown by the shard's worker, ahead of
- * need and for callers that may not sleep.
+ * need and for callers that may not sleep; table pages freed after an RCU
+ * grace period.
  */
 
 #include "zspage_test.h"
@@ -178,6 +179,34 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 						     i, 100, buf, i & 1));
 
 	/* The last object freed: no slot kept, no table page left. */
+	afm_zs_free_all_empty(test, ts);
+}
+
+/*
+ * Table pages go back after an RCU grace period: a lockless lookup (a map)
+ * that read an entry's address just before the free of the last live entry
+ * of its table page gave the page back still reads that entry, free,
+ * not a page the page allocator may have handed out again (as a map of a
+ * stale handle can; under KASAN, the read reported a use after free when
+ * the page went back at once). The pool stops counting the page at once.
+ */
+static void afm_zs_test_table_page_rcu(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 1);
+	struct afm_zs_counters c;
+	bool live = true;
+
+	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
+	ts->h[0] = afm_test_malloc(test, ts->pool, 100);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.table_pages, 1);
+	KUNIT_ASSERT_TRUE(test, afm_zs_test_free_in_lookup(ts->pool, ts->h[0],
+							   &live));
+	ts->h[0] = 0;
+	KUNIT_EXPECT_FALSE(test, live);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 0);
 	afm_zs_free_all_empty(test, ts);
 }
 
@@ -526,6 +555,7 @@ static void afm_zs_test_top_grow_later(struct kunit *test)
 static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
 	KUNIT_CASE(afm_zs_test_table_magazine),
+	KUNIT_CASE(afm_zs_test_table_page_rcu),
 	KUNIT_CASE(afm_zs_test_table_locality),
 	KUNIT_CASE(afm_zs_test_dir_pages),
 	KUNIT_CASE(afm_zs_test_dir_hole_alloc),

@@ -643,6 +643,8 @@ static void __exit afm_exit(void)
 	afm_stat_exit();
 	cpuhp_remove_state(afm_cpuhp_state);
 	destroy_workqueue(afm_wq);
+	/* The zspage store's table pages freed by RCU callbacks in this module. */
+	rcu_barrier();
 }
 
 module_init(afm_init);

@@ -1415,11 +1415,14 @@ int afm_zs_write(struct afm_pool *pool, unsigned long handle,
 size_t afm_zs_obj_size(struct afm_pool *pool, unsigned long handle)
 {
 	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
-	atomic64_t *ent = afm_zs_entry(zs, handle);
-	u64 e;
+	atomic64_t *ent;
+	u64 e = 0;
 
-	if (!ent)
-		return 0;
-	e = atomic64_read(ent);
+	/* As in afm_zs_get(): the table page outlives the section. */
+	rcu_read_lock();
+	ent = afm_zs_entry(zs, handle);
+	if (ent)
+		e = atomic64_read(ent);
+	rcu_read_unlock();
 	return e & AFM_ZE_LIVE ? afm_ze_size(e) : 0;
 }

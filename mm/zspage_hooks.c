@@ -781,6 +781,39 @@ void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
 
 /**
+ * afm_zs_test_free_in_lookup() - free an object between a lockless lookup
+ * of its entry and the read of it (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object: the last one whose entry lies in its table page
+ * @live: set to whether the entry, read after the free, still says live
+ *
+ * Looks the entry up as a mapping does (afm_zs_get(): an RCU read-side
+ * section), frees the object, which gives its table page back, and reads
+ * the entry again in the same section: a map of a stale handle racing
+ * with the free of the last live entry of its table page.
+ *
+ * Context: task context; takes the shard's lock.
+ * Return: true if the lookup found the entry.
+ */
+bool afm_zs_test_free_in_lookup(struct afm_pool *pool, unsigned long handle,
+				bool *live)
+{
+	unsigned long h = handle;
+	struct afm_zs_pool *zs = afm_zs_of(pool, &h);
+	atomic64_t *ent;
+
+	rcu_read_lock();
+	ent = afm_zs_entry(zs, h);
+	if (ent) {
+		afm_zs_free(pool, handle);
+		*live = atomic64_read(ent) & AFM_ZE_LIVE;
+	}
+	rcu_read_unlock();
+	return ent;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_free_in_lookup);
+
+/**
  * afm_zs_test_hold_zspage() - enter an object's zspage (KUnit hook)
  * @pool: a zspage-store pool
  * @handle: the object

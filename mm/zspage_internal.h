@@ -398,7 +398,9 @@ struct afm_zt_top {
  *	the pages whatever their slots hold, afm_zt_destroy()).
  *
  * Everything is written under the pool lock; lookups of live slots are
- * lockless (the pages of live slots are not freed).
+ * lockless (the pages of live slots are not freed; emptied pages go back
+ * after an RCU grace period, so that a lookup in an RCU read-side section
+ * that raced with it, as one of a stale handle can, reads a free slot).
  */
 struct afm_zs_table {
 	struct afm_zt_top __rcu *top;
@@ -1231,10 +1233,19 @@ static __always_inline struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
 						     unsigned long handle,
 						     atomic64_t **entp, u64 *ep)
 {
-	atomic64_t *ent = afm_zs_entry(zs, handle);
 	struct afm_zspage *z;
+	atomic64_t *ent;
 
+	/*
+	 * Table pages are freed after a grace period (afm_zs_meta_page_free()):
+	 * the entry and descriptor looked up here stay readable until the
+	 * pin makes them stay (a live pinned object keeps both), even for a
+	 * stale handle whose table page is being freed.
+	 */
+	rcu_read_lock();
+	ent = afm_zs_entry(zs, handle);
 	if (!ent || !afm_ze_pin(ent, ep)) {
+		rcu_read_unlock();
 		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: invalid handle %#lx\n",
 			  zs->pool->name, handle);
 		return NULL;
@@ -1244,6 +1255,7 @@ static __always_inline struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
 	 * read a reused table page (a caller's bug): recover.
 	 */
 	z = afm_zs_desc(zs, afm_ze_id(*ep));
+	rcu_read_unlock();
 	if (unlikely(!z)) {
 		WARN_ONCE(afm_misused(true), "afmalloc: pool %s: handle %#lx names no zspage\n",
 			  zs->pool->name, handle);

@@ -180,6 +180,8 @@ unsigned int afm_zs_test_rfree_irqs_off(void);
 unsigned int afm_zs_test_top_ahead(void);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
+bool afm_zs_test_free_in_lookup(struct afm_pool *pool, unsigned long handle,
+				bool *live);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle);

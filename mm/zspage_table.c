@@ -13,7 +13,8 @@
  * it is taken for a slot); afm_zt_grow() and @top_work allocate without
  * it and swap the top array under it; a table's @want is raised and taken
  * without it (cmpxchg(), xchg()); lookups (zspage_internal.h) are
- * lockless, RCU for the top array.
+ * lockless, RCU for the top array and for table and directory pages, which
+ * go back after a grace period (afm_zs_meta_page_free()).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -120,13 +121,26 @@ static void *afm_zs_meta_page(struct afm_zs_pool *zs, struct afm_zs_spare *sp)
 	return page_address(page);
 }
 
+static void afm_zs_meta_page_rcu(struct rcu_head *head)
+{
+	__free_page(container_of(head, struct page, rcu_head));
+}
+
+/*
+ * Give table or directory page @addr back, after an RCU grace period: a
+ * lockless lookup (afm_zs_get(), under rcu_read_lock()) may have read its
+ * address just before its directory entry was cleared, as one of a stale
+ * handle (a caller's bug) can; it then reads cleared slots, not a page
+ * the page allocator gave to someone else. The pool stops counting it at
+ * once (afm_exit() waits for the callbacks: rcu_barrier()).
+ */
 static void afm_zs_meta_page_free(struct afm_zs_pool *zs, void *addr)
 {
 	struct page *page = virt_to_page(addr);
 
 	page->index = 0;
 	set_page_private(page, 0);
-	__free_page(page);
+	call_rcu(&page->rcu_head, afm_zs_meta_page_rcu);
 	atomic_long_dec(&zs->total_pages);
 }
 
