@@ -110,6 +110,11 @@ SUMMARY = {
     # The same with a working set of 92 MiB, beyond the L2 and most L3s
     # (uml.sh --working-set); missing: left out with a note.
     "speed_native_large": "speed-uml-large",
+    # The objects replaced and read in order, oldest first (fio's write and
+    # read shapes; --sequential), under TCG and natively; missing: left out
+    # with a note.
+    "speed_seq": "speed-tcg-seq",
+    "speed_native_seq": "speed-uml-seq",
     "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots"),
     "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel
     # A small zram device written from every CPU of a many-CPU guest
@@ -291,15 +296,19 @@ def working_set_mib(meta):
 
 
 def speed_ws(name):
-    """(objects a thread, their MiB, the host's L3 or None) of a speed run."""
+    """(objects a thread, their MiB, the host's L3 or None, the order the
+    objects are taken in) of a speed run."""
     m = run_meta(name)
-    return int(m["working_set"]), working_set_mib(m), m.get("host_l3")
+    return (int(m["working_set"]), working_set_mib(m), m.get("host_l3"),
+            m.get("order", "random"))
 
 
 def ws_words(ws):
     """How a speed row names its working set."""
-    n, mib, l3 = ws
-    return f"{n} objects a thread, {mib:.0f} MiB" + (f", host L3 {l3.split(' (')[0]}" if l3 else "")
+    n, mib, l3, order = ws
+    return (f"{n} objects a thread, {mib:.0f} MiB" + (f", host L3 {l3.split(' (')[0]}" if l3 else "")
+            + (", taken in order, oldest first: fio's write and read shapes"
+               if order == "sequential" else ""))
 
 
 def need(name, *files):
@@ -1105,17 +1114,18 @@ def summary_data():
     d["speed"] = {f"{op} {t}": sr[(AF, op, t)] for (a, op, t) in sr
                   if a == AF and op in ("alloc-map", "read-map")}
     d["speed_ws"] = {"speed": speed_ws(SUMMARY["speed"])}
-    if os.path.isfile(os.path.join(rdir(SUMMARY["speed_large"]), "speed.csv")):
-        sr = report.speed_ratios(rdir(SUMMARY["speed_large"]))
-        d["speed_large"] = {f"{op} {t}": sr[(AF, op, t)] for (a, op, t) in sr
-                            if a == AF and op in ("alloc-map", "read-map")}
-        d["speed_ws"]["speed_large"] = speed_ws(SUMMARY["speed_large"])
-    else:
-        print(f"readme_results: note: no {rdir(SUMMARY['speed_large'])}/speed.csv: "
-              "the summary has no row for it", file=sys.stderr)
+    for key in ("speed_large", "speed_seq"):
+        if not os.path.isfile(os.path.join(rdir(SUMMARY[key]), "speed.csv")):
+            print(f"readme_results: note: no {rdir(SUMMARY[key])}/speed.csv: "
+                  "the summary has no row for it", file=sys.stderr)
+            continue
+        sr = report.speed_ratios(rdir(SUMMARY[key]))
+        d[key] = {f"{op} {t}": sr[(AF, op, t)] for (a, op, t) in sr
+                  if a == AF and op in ("alloc-map", "read-map")}
+        d["speed_ws"][key] = speed_ws(SUMMARY[key])
     need(SUMMARY["speed_native"], "speed.csv")
     d["speed_native_ws"] = {}
-    for key in ("speed_native", "speed_native_large"):
+    for key in ("speed_native", "speed_native_large", "speed_native_seq"):
         name = SUMMARY[key]
         if not os.path.isfile(os.path.join(rdir(name), "speed.csv")):
             print(f"readme_results: note: no {rdir(name)}/speed.csv: the summary has no row for it",
@@ -1306,7 +1316,12 @@ def summary_rows(d):
               + (", afmalloc " + " and ".join(names[k] for k in won) if won else "")) + spread
     add(f"fio overwriting a full {run_meta(n).get('device_size', '?')} zram device{before(n)}: "
         f"{what}, after the fill / at the end / peak ("
-        + ("every page, slab caches included" if d["fio_held"] else "mm_stat") + ")",
+        + ("every page, slab caches included" if d["fio_held"] else "mm_stat")
+        + (f"; the end read after every device sat idle {run_meta(n)['settle_s']} s"
+           if run_meta(n).get("settle_s") else
+           "; the end read right after the last run's last job, the device that ran it "
+           "given no idle time")
+        + ")",
         " / ".join(f"{fm[ZS][k] / mib:.1f}" for k in pts) + " MiB",
         " / ".join(f"{fm[AF][k] / mib:.1f}" for k in pts) + " MiB",
         None, link(n),
@@ -1314,17 +1329,19 @@ def summary_rows(d):
         + ", ".join(f"{rel(deltas[pts.index(k)])} {names[k]}" for k in lost) + ")",
         better=better)
     word = {"slower": "**zsmalloc**", "faster": "afmalloc", "mixed": "neither"}
-    for key in ("speed", "speed_large"):
+    for key in ("speed", "speed_large", "speed_seq"):
         if key in d["speed_ws"]:
             speed_rows(add, word, d[key], SUMMARY[key], ws_words(d["speed_ws"][key]))
-    for key in ("speed_native", "speed_native_large"):
+    for key in ("speed_native", "speed_native_large", "speed_native_seq"):
         if key not in d["speed_native_ws"]:
             continue
         n = SUMMARY[key]
         where = ws_words(d["speed_native_ws"][key])
         ws = d["speed_native_ws"][key][0]
         for op, what in (("alloc-map", "allocate + write + free"), ("read-map", "map + read")):
-            r = d[key][op]
+            r = d[key].get(op)
+            if r is None:   # not measured in this run (afm_speed.ops)
+                continue
             v = runs_verdict(r)
             add(f"The same natively on the host's CPU (UML, 1 thread; {where}): {what}, ops/s",
                 "1.00x", xr(med(r)), None, link(n),

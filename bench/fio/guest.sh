@@ -4,6 +4,7 @@
 # (bench/fio/run.sh boots the guest and calls it):
 #   bench/fio/guest.sh --out DIR [--alloc LIST] [--runs N] [--runtime SEC]
 #                      [--size SIZE] [--shapes LIST] [--comp ALG]
+#                      [--settle SEC]
 #
 # Configures one zram device per allocator (hot-added; allocator, then
 # compressor, then the same disksize, all before any I/O), fills each
@@ -11,7 +12,12 @@
 # for every run, every shape and every allocator runs the [shape] job for
 # --runtime seconds (the shape mixwrite: the [mix25] and [mix75] jobs
 # together, random overwrites of changing compressibility). Allocator order rotates: run r starts with allocator
-# number (r - 1) % N, so no allocator always goes first.
+# number (r - 1) % N, so no allocator always goes first. After the last job
+# every device is left idle --settle seconds (default 5) before its end row
+# is read, so that each is read at least that long after its own last
+# write whatever the order (what an allocator does by itself once writes
+# stop, such as afmalloc/zspage's rest run a second after its last
+# allocation, is then in it for all).
 #
 # Writes DIR/fio/run<r>-<alloc>-<shape>.json (fio's JSON output, "/" in the
 # allocator name written as "-"), DIR/fio.csv (run, alloc, shape, dir, iops,
@@ -29,12 +35,12 @@ set -euo pipefail
 
 die() { echo "fio-guest: error: $*" >&2; exit 1; }
 usage() {
-	echo "usage: $0 --out DIR [--alloc LIST] [--runs N] [--runtime SEC] [--size SIZE] [--shapes LIST] [--comp ALG]"
+	echo "usage: $0 --out DIR [--alloc LIST] [--runs N] [--runtime SEC] [--size SIZE] [--shapes LIST] [--comp ALG] [--settle SEC]"
 }
 here=$(cd "$(dirname "$0")" && pwd)
 jobfile=$here/zram.fio
 out='' allocs=zsmalloc,afmalloc/zspage,afmalloc/slab runs=3 runtime=10 size=256M
-shapes=write,read,randwrite,randread,randrw,mixwrite comp=lz4
+shapes=write,read,randwrite,randread,randrw,mixwrite comp=lz4 settle=5
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--out) out=${2:?}; shift ;;
@@ -44,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--size) size=${2:?}; shift ;;
 	--shapes) shapes=${2:?}; shift ;;
 	--comp) comp=${2:?}; shift ;;
+	--settle) settle=${2:?}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -53,6 +60,7 @@ done
 for v in runs runtime; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v must be a positive number"
 done
+[[ "$settle" =~ ^[0-9]+$ ]] || die "--settle must be a number of seconds, not '$settle'"
 [[ "$size" =~ ^[1-9][0-9]*[MG]$ ]] || die "--size must look like 256M or 1G, not '$size'"
 [ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
 [ "${AFMALLOC_IN_VM:-}" = 1 ] || die "runs inside a throw-away VM (scripts/vm-run.sh) only"
@@ -216,6 +224,8 @@ for ((r = 1; r <= runs; r++)); do
 	rm -f "$out/fio-run$r.csv"
 	echo "fio-guest: run $r (first: ${alist[${order[0]}]}) done in $((SECONDS - t0)) s"
 done
+echo "fio-guest: every device idle for $settle s before the end rows"
+sleep "$settle"
 kill "$sampler_pid" 2>/dev/null || true
 wait "$sampler_pid" 2>/dev/null || true
 trap - EXIT
