@@ -1231,7 +1231,8 @@ def speed_rows(add, word, sp, n, where):
                 if runs_verdict(r) == "slower"]
         add(f"In-kernel microbenchmark{before(n)} ({where}): {what}, ops/s with 1 / 2 threads",
             "1.00x", " / ".join(xr(med(r)) for _, r in cases), None, link(n),
-            f"{what} in the microbenchmark with {where.split(',')[0]} ({', '.join(slow)})",
+            f"{what} in the microbenchmark with {where.split(',')[0]}"
+            + (" in order" if "in order" in where else "") + f" ({', '.join(slow)})",
             better=better)
 
 
@@ -1345,7 +1346,8 @@ def summary_rows(d):
             v = runs_verdict(r)
             add(f"The same natively on the host's CPU (UML, 1 thread; {where}): {what}, ops/s",
                 "1.00x", xr(med(r)), None, link(n),
-                f"{what} natively with {ws} objects a thread ({xr(med(r))})",
+                f"{what} natively with {ws} objects a thread"
+                + (" in order" if "in order" in where else "") + f" ({xr(med(r))})",
                 better=word[v] + (f" (all {len(r)} runs)" if v != "mixed" else " (runs disagree)"))
     n = SUMMARY["fio"]
     fi = d["fio_iops"]

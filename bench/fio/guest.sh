@@ -60,7 +60,7 @@ done
 for v in runs runtime; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v must be a positive number"
 done
-[[ "$settle" =~ ^[0-9]+$ ]] || die "--settle must be a number of seconds, not '$settle'"
+[[ "$settle" =~ ^(0|[1-9][0-9]*)$ ]] || die "--settle must be a number of seconds, not '$settle'"
 [[ "$size" =~ ^[1-9][0-9]*[MG]$ ]] || die "--size must look like 256M or 1G, not '$size'"
 [ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
 [ "${AFMALLOC_IN_VM:-}" = 1 ] || die "runs inside a throw-away VM (scripts/vm-run.sh) only"

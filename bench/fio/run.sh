@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 vmb_positive runs runtime cpus
-[[ "$settle" =~ ^[0-9]+$ ]] || die "--settle must be a number of seconds, not '$settle'"
+[[ "$settle" =~ ^(0|[1-9][0-9]*)$ ]] || die "--settle must be a number of seconds, not '$settle'"
 [[ "$size" =~ ^[1-9][0-9]*[MG]$ ]] || die "--size must look like 256M or 1G, not '$size'"
 IFS=, read -r -a alist <<< "$allocs"
 IFS=, read -r -a slist <<< "$shapes"
