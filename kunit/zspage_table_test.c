@@ -186,15 +186,16 @@ static void afm_zs_test_table_magazine(struct kunit *test)
  * Table pages go back after an RCU grace period: a lockless lookup (a map)
  * that read an entry's address just before the free of the last live entry
  * of its table page gave the page back still reads that entry, free,
- * not a page the page allocator may have handed out again (as a map of a
- * stale handle can; under KASAN, the read reported a use after free when
- * the page went back at once). The pool stops counting the page at once.
+ * from a page not yet back to the page allocator, which may hand it out
+ * again (as a map of a stale handle can; when the page went back at once,
+ * its count was 0 here and KASAN reported the read a use after free). The
+ * pool stops counting the page at once.
  */
 static void afm_zs_test_table_page_rcu(struct kunit *test)
 {
 	struct afm_test_set *ts = afm_zs_set(test, 1);
+	struct afm_zs_test_stale seen;
 	struct afm_zs_counters c;
-	bool live = true;
 
 	afm_zs_permille(test, 0);
 	afm_zs_quiet(ts);
@@ -202,11 +203,93 @@ static void afm_zs_test_table_page_rcu(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_ASSERT_EQ(test, c.table_pages, 1);
 	KUNIT_ASSERT_TRUE(test, afm_zs_test_free_in_lookup(ts->pool, ts->h[0],
-							   &live));
+							   0, &seen));
 	ts->h[0] = 0;
-	KUNIT_EXPECT_FALSE(test, live);
+	KUNIT_EXPECT_FALSE(test, seen.live);
+	KUNIT_EXPECT_TRUE(test, seen.page_held);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.table_pages, 0);
+	afm_zs_free_all_empty(test, ts);
+}
+
+/*
+ * Directory blocks cool down for an RCU grace period before a directory
+ * takes them again: a lookup that read a directory block's address just
+ * before the free that gave the block back reads clear entries, even after
+ * an allocation that needed a directory block (when it took the same block
+ * at once, the lookup read its new table page; of another table, such as
+ * the hole table, the lookup would have taken records for entries). After
+ * a grace period the block is free again: the directory page fills up to
+ * its eight blocks. With one table page per directory
+ * (afm_zs_test_small_dirs(), shift 0) and no handle slots kept at hand: a
+ * table page of handles, the first of a second one and a descriptor page
+ * take three blocks of one directory page; the newest object goes (its
+ * extent back to its zspage's tail: no hole record), its table page and
+ * block with it, and the next object needs a table page and a block.
+ */
+static void afm_zs_test_dir_block_rcu(struct kunit *test)
+{
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	struct afm_zs_test_stale seen;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i, blocks = 0;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 8 * per_page);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, 0), 0);
+	for (i = 0; i <= per_page; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.table_pages, 2);
+	KUNIT_ASSERT_EQ(test, c.desc_pages, 1);
+	KUNIT_ASSERT_EQ(test, c.hole_pages, 0);
+	KUNIT_ASSERT_EQ(test, c.dir_pages, 1);
+
+	KUNIT_ASSERT_TRUE(test, afm_zs_test_free_in_lookup(ts->pool,
+							   ts->h[per_page],
+							   100, &seen));
+	ts->h[per_page] = seen.handle;
+	if (!seen.handle)
+		kunit_skip(test, "no memory for an allocation without sleeping");
+	afm_zs_put_pattern(test, ts->pool, ts->h[per_page], per_page, 100,
+			   buf, 0);
+	KUNIT_EXPECT_FALSE(test, seen.live);
+	KUNIT_EXPECT_TRUE(test, seen.page_held);
+	KUNIT_EXPECT_FALSE(test, seen.dir_set);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.table_pages, 2);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 1);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/*
+	 * Blocks that have cooled down serve again: eight fill the directory
+	 * page (a grace period before each new table page; a block freed
+	 * meanwhile, such as a hole table page's, cools down too).
+	 */
+	for (i = per_page + 1; i < ts->n; i++) {
+		afm_zs_get_counters(ts->pool, &c);
+		blocks = c.table_pages + c.desc_pages + c.hole_pages;
+		if (blocks >= 8)
+			break;
+		if (!(i % per_page))
+			synchronize_rcu();
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+	}
+	KUNIT_ASSERT_EQ(test, blocks, 8);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 1);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < ts->n; i++)
+		if (ts->h[i])
+			KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool,
+							     ts->h[i], i, 100,
+							     buf, i & 1));
 	afm_zs_free_all_empty(test, ts);
 }
 
@@ -317,9 +400,10 @@ static void afm_zs_dir_fill(struct kunit *test, struct afm_test_set *ts,
  * directory (afm_zs_test_small_dirs(), shift 0) every table page takes a
  * block: 15 handle table pages and a descriptor page fill two directory
  * pages; when the last three handle table pages empty, their blocks (in
- * the second directory page) are freed, and the next objects take them
- * back, not a new directory page (a page with a free block comes before
- * full ones); the last free gives every directory page back.
+ * the second directory page) are freed, and the next objects, after a
+ * grace period, take them back, not a new directory page (a page with a
+ * block not in use comes before full ones); the last free gives every
+ * directory page back.
  */
 static void afm_zs_test_dir_pages(struct kunit *test)
 {
@@ -352,7 +436,11 @@ static void afm_zs_test_dir_pages(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
 	afm_zs_expect_consistent(test, ts->pool);
 
-	/* Their blocks come back: still two directory pages. */
+	/*
+	 * Their blocks come back once they have cooled down (an RCU grace
+	 * period, see afm_zs_test_dir_block_rcu): still two directory pages.
+	 */
+	synchronize_rcu();
 	afm_zs_dir_fill(test, ts, 12 * per_page, buf);
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_dir,
 						0), 0);
@@ -556,6 +644,7 @@ static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE_SLOW(afm_zs_test_table_growth),
 	KUNIT_CASE(afm_zs_test_table_magazine),
 	KUNIT_CASE(afm_zs_test_table_page_rcu),
+	KUNIT_CASE(afm_zs_test_dir_block_rcu),
 	KUNIT_CASE(afm_zs_test_table_locality),
 	KUNIT_CASE(afm_zs_test_dir_pages),
 	KUNIT_CASE(afm_zs_test_dir_hole_alloc),

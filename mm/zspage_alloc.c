@@ -1048,7 +1048,9 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	 * Every slot and page counted above is taken before anything is given
 	 * back: taking a hole may free the hole table's last record and with
 	 * it a directory page, one whose free block afm_zs_dir_need() counted
-	 * on (KUnit afm_zs_test_dir_hole_alloc).
+	 * on (KUnit afm_zs_test_dir_hole_alloc). (A directory block given back
+	 * never puts a page with fewer free blocks before the one counted on:
+	 * afm_zt_dir_free().)
 	 */
 	idx = afm_zt_take(zs, &zs->htab, hpg, &sp);
 	if (in_hole) {

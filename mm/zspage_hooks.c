@@ -159,19 +159,22 @@ static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 
 /*
  * Directory pages of @zs, pool lock held: their blocks in use are the
- * tables' (@dirs of them), none is empty, and those with a free block come
- * first. Counts what is wrong in *@bad. Return: their number.
+ * tables' (@dirs of them), none is empty, none both in use and cooling
+ * down, and those with a block not in use come first. Counts what is wrong
+ * in *@bad. Return: their number.
  */
 static unsigned long afm_zs_audit_dirs(struct afm_zs_pool *zs,
 				       unsigned long dirs, unsigned int *bad)
 {
-	unsigned long pages = 0, blocks = 0, used;
+	unsigned long pages = 0, blocks = 0, used, cool;
 	bool full = false;
 	struct page *page;
 
 	list_for_each_entry(page, &zs->dpages, lru) {
-		used = page_private(page);
-		if (!used || (full && used != AFM_ZT_DIRS_FULL))
+		used = page_private(page) & AFM_ZT_DIRS_FULL;
+		cool = page_private(page) >> AFM_ZT_DIRS_COOL_SHIFT;
+		if (!used || (full && used != AFM_ZT_DIRS_FULL) ||
+		    (used & cool) || (cool & ~AFM_ZT_DIRS_FULL))
 			(*bad)++;
 		full = used == AFM_ZT_DIRS_FULL;
 		blocks += hweight_long(used);
@@ -785,31 +788,48 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_unpin);
  * of its entry and the read of it (KUnit hook)
  * @pool: a zspage-store pool
  * @handle: the object: the last one whose entry lies in its table page
- * @live: set to whether the entry, read after the free, still says live
+ * @size: size of an object to allocate after the free, without sleeping,
+ *	or 0 for none
+ * @seen: what the lookup reads after the free (and the allocation)
  *
  * Looks the entry up as a mapping does (afm_zs_get(): an RCU read-side
- * section), frees the object, which gives its table page back, and reads
- * the entry again in the same section: a map of a stale handle racing
- * with the free of the last live entry of its table page.
+ * section), keeping the directory block it went through, frees the object,
+ * which gives its table page back (and the directory block, if it was the
+ * page's last), allocates one of @size, and reads the entry and the
+ * directory block again in the same section: a map of a stale handle
+ * racing with the free of the last live entry of its table page and with
+ * an allocation that needs a directory block.
  *
  * Context: task context; takes the shard's lock.
  * Return: true if the lookup found the entry.
  */
 bool afm_zs_test_free_in_lookup(struct afm_pool *pool, unsigned long handle,
-				bool *live)
+				size_t size, struct afm_zs_test_stale *seen)
 {
-	unsigned long h = handle;
+	unsigned long h = handle, pg;
 	struct afm_zs_pool *zs = afm_zs_of(pool, &h);
+	struct afm_zs_table *t = &zs->htab;
+	unsigned long *dir;
 	atomic64_t *ent;
 
+	memset(seen, 0, sizeof(*seen));
+	pg = (h - 1) / AFM_ZH_PER_PAGE;
 	rcu_read_lock();
+	dir = afm_zt_dir(t, afm_zt_d(t, pg));
 	ent = afm_zs_entry(zs, h);
-	if (ent) {
+	if (dir && ent) {
 		afm_zs_free(pool, handle);
-		*live = atomic64_read(ent) & AFM_ZE_LIVE;
+		if (size)
+			seen->handle = afm_malloc(pool, size,
+						  GFP_NOWAIT | __GFP_NOWARN);
+		seen->live = atomic64_read(ent) & AFM_ZE_LIVE;
+		seen->page_held = page_ref_count(virt_to_page(ent)) > 0;
+		seen->dir_set = READ_ONCE(dir[afm_zt_di(t, pg)]);
 	}
 	rcu_read_unlock();
-	return ent;
+	if (IS_ERR_VALUE(seen->handle))
+		seen->handle = 0;
+	return dir && ent;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_free_in_lookup);
 

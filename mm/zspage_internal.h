@@ -77,6 +77,13 @@
 #define AFM_ZT_DIR_BYTES	(PAGE_SIZE / AFM_ZT_DIRS_PER_PAGE)
 #define AFM_ZT_PTRS		(AFM_ZT_DIR_BYTES / sizeof(unsigned long))
 #define AFM_ZT_DIRS_FULL	GENMASK(AFM_ZT_DIRS_PER_PAGE - 1, 0)
+/*
+ * A directory page's ->private: the blocks in use (AFM_ZT_DIRS_FULL),
+ * and above them the blocks cooling down: freed at or before the RCU
+ * cookie in its ->index was taken, they wait for the grace period it
+ * names (afm_zt_dir_free()).
+ */
+#define AFM_ZT_DIRS_COOL_SHIFT	AFM_ZT_DIRS_PER_PAGE
 #define AFM_ZT_OPEN		1UL	/* directory entry: page open for allocation */
 /* Free slots a table keeps at hand (struct afm_zs_table, @mag). */
 #define AFM_ZT_MAG		16
@@ -466,9 +473,10 @@ struct afm_zs_pend {
  * @htab: handle table.
  * @dtab: descriptor table.
  * @rtab: hole table: the records of the hole index.
- * @dpages: the directory pages of the three tables, those with a free
- *	block first (linked through ->lru; ->private: bitmap of the blocks
- *	in use). Under @lock.
+ * @dpages: the directory pages of the three tables, those with a block
+ *	not in use first (linked through ->lru; ->private: bitmaps of the
+ *	blocks in use and of those cooling down, see afm_zt_dir_free();
+ *	->index: an RCU cookie). Under @lock.
  * @dir_pages: number of them. Under @lock.
  * @tails: tail buckets: zspages by the size of their tail.
  * @tail_map: non-empty tail buckets.
@@ -1237,10 +1245,12 @@ static __always_inline struct afm_zspage *afm_zs_get(struct afm_zs_pool *zs,
 	atomic64_t *ent;
 
 	/*
-	 * Table pages are freed after a grace period (afm_zs_meta_page_free()):
-	 * the entry and descriptor looked up here stay readable until the
-	 * pin makes them stay (a live pinned object keeps both), even for a
-	 * stale handle whose table page is being freed.
+	 * Table pages are freed after a grace period (afm_zs_meta_page_free()),
+	 * and directory blocks serve another directory only after one
+	 * (afm_zt_dir_free()): the entry and descriptor looked up here stay
+	 * readable, and of their own tables, until the pin makes them stay (a
+	 * live pinned object keeps both), even for a stale handle whose table
+	 * page is being freed.
 	 */
 	rcu_read_lock();
 	ent = afm_zs_entry(zs, handle);

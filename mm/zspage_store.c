@@ -167,8 +167,9 @@
  * caller that may not sleep (zswap) failed to grow it, so that such
  * callers do not depend on kmalloc finding several pages at once; empty
  * table pages, directory blocks and directory pages go back (pages after
- * an RCU grace period: a map looks its entry up and pins it in an RCU
- * read-side section). Free entries
+ * an RCU grace period, and blocks serve another directory only after one:
+ * a map looks its entry up and pins it in an RCU read-side section). Free
+ * entries
  * of a table page are chained through the entries; up to AFM_ZT_MAG (16) freed
  * entries are kept at hand instead, cleared, for the next allocations (the
  * table's magazine; the hole table has one too), so that churn does not

@@ -180,8 +180,23 @@ unsigned int afm_zs_test_rfree_irqs_off(void);
 unsigned int afm_zs_test_top_ahead(void);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
+
+/**
+ * struct afm_zs_test_stale - what afm_zs_test_free_in_lookup() read
+ * @live: the entry, read after the free, still says live.
+ * @page_held: its table page was not yet back to the page allocator.
+ * @dir_set: the directory block read before the free names a table page.
+ * @handle: the object allocated after the free, or 0.
+ */
+struct afm_zs_test_stale {
+	bool live;
+	bool page_held;
+	bool dir_set;
+	unsigned long handle;
+};
+
 bool afm_zs_test_free_in_lookup(struct afm_pool *pool, unsigned long handle,
-				bool *live);
+				size_t size, struct afm_zs_test_stale *seen);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle);

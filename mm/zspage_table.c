@@ -14,7 +14,9 @@
  * it and swap the top array under it; a table's @want is raised and taken
  * without it (cmpxchg(), xchg()); lookups (zspage_internal.h) are
  * lockless, RCU for the top array and for table and directory pages, which
- * go back after a grace period (afm_zs_meta_page_free()).
+ * go back after a grace period (afm_zs_meta_page_free()), and for
+ * directory blocks, which cool down for one before a directory takes them
+ * again (afm_zt_dir_free()).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -145,30 +147,48 @@ static void afm_zs_meta_page_free(struct afm_zs_pool *zs, void *addr)
 }
 
 /*
+ * The blocks of directory page @page free for afm_zt_dir_new(): neither in
+ * use nor cooling down, after those that have cooled down (their grace
+ * period is over) are free again. Pool lock held.
+ */
+static unsigned long afm_zt_dir_avail(struct page *page)
+{
+	unsigned long priv = page_private(page);
+
+	if ((priv >> AFM_ZT_DIRS_COOL_SHIFT) &&
+	    poll_state_synchronize_rcu(page->index)) {
+		priv &= AFM_ZT_DIRS_FULL;
+		set_page_private(page, priv);
+	}
+	return ~(priv | priv >> AFM_ZT_DIRS_COOL_SHIFT) & AFM_ZT_DIRS_FULL;
+}
+
+/*
  * A cleared directory block: from the first directory page on @zs->dpages
- * when it has a free one (those with one come first), else from a new
- * directory page taken from @sp. Pool lock held.
+ * when it has a free one (afm_zt_dir_avail(); those with a block not in
+ * use come first), else from a new directory page taken from @sp. Pool
+ * lock held.
  */
 static unsigned long *afm_zt_dir_new(struct afm_zs_pool *zs,
 				     struct afm_zs_spare *sp)
 {
 	struct page *page;
-	unsigned long used;
+	unsigned long avail;
 	unsigned long *dir;
 	unsigned int b;
 
 	lockdep_assert_held(&zs->lock);
 	page = list_first_entry_or_null(&zs->dpages, struct page, lru);
-	if (!page || page_private(page) == AFM_ZT_DIRS_FULL) {
+	avail = page ? afm_zt_dir_avail(page) : 0;
+	if (!avail) {
 		page = virt_to_page(afm_zs_meta_page(zs, sp));
 		list_add(&page->lru, &zs->dpages);
 		zs->dir_pages++;
+		avail = AFM_ZT_DIRS_FULL;
 	}
-	used = page_private(page);
-	b = ffz(used);
-	used |= BIT(b);
-	set_page_private(page, used);
-	if (used == AFM_ZT_DIRS_FULL)
+	b = __ffs(avail);
+	set_page_private(page, page_private(page) | BIT(b));
+	if ((page_private(page) & AFM_ZT_DIRS_FULL) == AFM_ZT_DIRS_FULL)
 		list_move_tail(&page->lru, &zs->dpages);
 	dir = page_address(page) + b * AFM_ZT_DIR_BYTES;
 	memset(dir, 0, AFM_ZT_DIR_BYTES);
@@ -177,18 +197,40 @@ static unsigned long *afm_zt_dir_new(struct afm_zs_pool *zs,
 
 /*
  * Give directory block @dir back to its page, and the page back when it
- * was its last block in use. Pool lock held.
+ * was its last block in use. Its entries are all clear, but a lockless
+ * lookup (afm_zs_get(), under rcu_read_lock()) may have read its address
+ * just before the table's directory entry was cleared, as one of a stale
+ * handle (a caller's bug) can: the block cools down for an RCU grace
+ * period before afm_zt_dir_new() gives it to a directory again, of this
+ * table or another, so that the lookup reads clear entries and not the
+ * addresses of pages it would take for its own table's. One cookie a page
+ * covers its blocks: the latest free's, whose grace period ends after the
+ * earlier ones' (those whose grace period is over already are free first,
+ * not made to wait for the new one). The page goes first on @zs->dpages unless the first one
+ * has more free blocks (it then goes second): a block not in use comes
+ * before full pages, and an allocation that counted on the first page's
+ * free blocks (afm_zs_dir_need()) finds at least as many. Pool lock held.
  */
 static void afm_zt_dir_free(struct afm_zs_pool *zs, unsigned long *dir)
 {
-	struct page *page = virt_to_page(dir);
-	unsigned long used = page_private(page);
+	unsigned long mask = BIT(offset_in_page(dir) / AFM_ZT_DIR_BYTES);
+	struct page *page = virt_to_page(dir), *first;
+	unsigned long priv;
 
 	lockdep_assert_held(&zs->lock);
-	used &= ~BIT(offset_in_page(dir) / AFM_ZT_DIR_BYTES);
-	set_page_private(page, used);
-	if (used) {
-		list_move(&page->lru, &zs->dpages);
+	afm_zt_dir_avail(page);
+	priv = page_private(page);
+	priv = (priv & ~mask) | mask << AFM_ZT_DIRS_COOL_SHIFT;
+	set_page_private(page, priv);
+	if (priv & AFM_ZT_DIRS_FULL) {
+		page->index = get_state_synchronize_rcu();
+		first = list_first_entry(&zs->dpages, struct page, lru);
+		if (first != page &&
+		    hweight_long(afm_zt_dir_avail(first)) >
+		    hweight_long(afm_zt_dir_avail(page)))
+			list_move(&page->lru, &first->lru);
+		else
+			list_move(&page->lru, &zs->dpages);
 		return;
 	}
 	list_del(&page->lru);
@@ -383,8 +425,9 @@ unsigned int afm_zt_need_page(const struct afm_zs_table *t, unsigned long pg,
 /*
  * Directory pages needed for @blocks new directory blocks (afm_zt_need();
  * fewer than AFM_ZT_DIRS_PER_PAGE): none if the first directory page has
- * that many free (afm_zt_dir_new() takes them from it), else one. Pool
- * lock held.
+ * that many free (afm_zt_dir_new() takes them from it; a block cooling
+ * down now may be free by then, none free now may be in use), else one.
+ * Pool lock held.
  */
 unsigned int afm_zs_dir_need(struct afm_zs_pool *zs,
 			     unsigned int blocks)
@@ -395,8 +438,7 @@ unsigned int afm_zs_dir_need(struct afm_zs_pool *zs,
 	if (!blocks)
 		return 0;
 	page = list_first_entry_or_null(&zs->dpages, struct page, lru);
-	return !page || AFM_ZT_DIRS_PER_PAGE -
-			hweight_long(page_private(page)) < blocks;
+	return !page || hweight_long(afm_zt_dir_avail(page)) < blocks;
 }
 
 /* afm_zt_take() from table page @pg (not the magazine). */
