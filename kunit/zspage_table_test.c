@@ -183,6 +183,25 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 }
 
 /*
+ * A quiet set of @n objects whose tables take a directory every table page
+ * (afm_zs_test_small_dirs(), shift 0), with handle slots kept at hand or,
+ * without @keep_slots, none (afm_zs_test_handle_mag()).
+ */
+static struct afm_test_set *afm_zs_dir_set(struct kunit *test, unsigned int n,
+					   bool keep_slots)
+{
+	struct afm_test_set *ts;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	if (!keep_slots)
+		KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, 0), 0);
+	return ts;
+}
+
+/*
  * Table pages go back after an RCU grace period: a lockless lookup (a map)
  * that read an entry's address just before the free of the last live entry
  * of its table page gave the page back still reads that entry, free,
@@ -236,11 +255,7 @@ static void afm_zs_test_dir_block_rcu(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 	unsigned int i, blocks = 0;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, 8 * per_page);
-	afm_zs_quiet(ts);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, 0), 0);
+	ts = afm_zs_dir_set(test, 8 * per_page, false);
 	for (i = 0; i <= per_page; i++) {
 		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
@@ -413,10 +428,7 @@ static void afm_zs_test_dir_pages(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 	unsigned int i;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, 15 * per_page);
-	afm_zs_quiet(ts);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	ts = afm_zs_dir_set(test, 15 * per_page, true);
 	afm_zs_dir_fill(test, ts, 0, buf);
 
 	/*
@@ -449,6 +461,63 @@ static void afm_zs_test_dir_pages(struct kunit *test)
 }
 
 /*
+ * A directory page given back a block goes first on the shard's list only
+ * if the first page has no more free blocks: a block given back cools down
+ * (afm_zs_test_dir_block_rcu), and a page whose only block not in use is
+ * cooling, put before one with a free block, would make the next
+ * directory take a new page. Sixteen blocks, taken as a table's new
+ * directories take them, fill two directory pages; the last one, given
+ * back, is free after a grace period; then one of the first page is given
+ * back: the next block comes from the second page, not a third one.
+ */
+static void afm_zs_test_dir_free_order(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 1);
+	struct afm_zs_counters c;
+	struct page *first, *second, *got;
+	void *blk[16], *dir;
+	unsigned int i, n;
+
+	afm_zs_quiet(ts);
+	for (n = 0; n < ARRAY_SIZE(blk); n++) {
+		blk[n] = afm_zs_test_dir_take(ts->pool);
+		if (!blk[n])
+			break;
+	}
+	if (n < ARRAY_SIZE(blk)) {
+		while (n)
+			afm_zs_test_dir_give(ts->pool, blk[--n]);
+		kunit_skip(test, "no memory for a directory page");
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
+	first = virt_to_page(blk[0]);
+	second = virt_to_page(blk[15]);
+	KUNIT_EXPECT_PTR_NE(test, first, second);
+
+	afm_zs_test_dir_give(ts->pool, blk[15]);
+	synchronize_rcu();
+	afm_zs_test_dir_give(ts->pool, blk[3]);
+	dir = afm_zs_test_dir_take(ts->pool);
+	if (dir) {
+		got = virt_to_page(dir);
+		KUNIT_EXPECT_PTR_EQ(test, got, second);
+		afm_zs_get_counters(ts->pool, &c);
+		KUNIT_EXPECT_EQ(test, c.dir_pages, 2);
+	}
+	blk[3] = NULL;
+	blk[15] = dir;
+	for (i = 0; i < ARRAY_SIZE(blk); i++)
+		if (blk[i])
+			afm_zs_test_dir_give(ts->pool, blk[i]);
+	if (!dir)
+		kunit_skip(test, "no memory for a directory page");
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.dir_pages, 0);
+	KUNIT_EXPECT_EQ(test, c.total_pages, 0);
+}
+
+/*
  * An allocation counts the pages it needs before it takes anything: here
  * a new handle table page and its directory block, which the first
  * directory page (one with a free block) was counted on to hold. The
@@ -469,11 +538,7 @@ static void afm_zs_test_dir_hole_alloc(struct kunit *test)
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, 15 * per_page);
-	afm_zs_quiet(ts);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, 0), 0);
+	ts = afm_zs_dir_set(test, 15 * per_page, false);
 	afm_zs_dir_fill(test, ts, 0, buf);
 
 	afm_free(ts->pool, ts->h[0]);
@@ -516,10 +581,7 @@ static void afm_zs_test_rtab_grow_fail(struct kunit *test)
 	unsigned long h;
 	unsigned int i;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, n);
-	afm_zs_quiet(ts);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	ts = afm_zs_dir_set(test, n, true);
 	for (i = 0; i < n; i++) {
 		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
@@ -593,10 +655,7 @@ static void afm_zs_test_top_grow_later(struct kunit *test)
 	unsigned long top;
 	long h;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, 64 * per_page);
-	afm_zs_quiet(ts);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 0), 0);
+	ts = afm_zs_dir_set(test, 64 * per_page, true);
 	afm_zs_get_counters(ts->pool, &c);
 	top = c.top_dirs;
 	n = top * per_page;
@@ -647,6 +706,7 @@ static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_dir_block_rcu),
 	KUNIT_CASE(afm_zs_test_table_locality),
 	KUNIT_CASE(afm_zs_test_dir_pages),
+	KUNIT_CASE(afm_zs_test_dir_free_order),
 	KUNIT_CASE(afm_zs_test_dir_hole_alloc),
 	KUNIT_CASE(afm_zs_test_rtab_grow_fail),
 	KUNIT_CASE(afm_zs_test_top_grow_later),

@@ -238,6 +238,57 @@ static void afm_zt_dir_free(struct afm_zs_pool *zs, unsigned long *dir)
 	afm_zs_meta_page_free(zs, page_address(page));
 }
 
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/**
+ * afm_zs_test_dir_take() - take a directory block of a pool's first shard,
+ * as a table's new directory does (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * The block belongs to no table: give it back with afm_zs_test_dir_give()
+ * before the pool is checked or destroyed.
+ *
+ * Context: process context; may sleep; takes the shard's lock.
+ * Return: the block, or NULL without memory.
+ */
+void *afm_zs_test_dir_take(struct afm_pool *pool)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = set->shard[0];
+	struct afm_zs_spare sp;
+	void *dir = NULL;
+
+	afm_zs_spare_init(&sp);
+	if (!afm_zs_spare_fill(zs, &sp, 1, 0, GFP_KERNEL)) {
+		afm_zs_lock(zs);
+		dir = afm_zt_dir_new(zs, &sp);
+		afm_zs_unlock(zs);
+	}
+	afm_zs_spare_drain(&sp);
+	return dir;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_dir_take);
+
+/**
+ * afm_zs_test_dir_give() - give back a block of afm_zs_test_dir_take()
+ * (KUnit hook)
+ * @pool: the pool it came from
+ * @dir: the block
+ *
+ * Context: process context; takes the shard's lock.
+ * Return: nothing.
+ */
+void afm_zs_test_dir_give(struct afm_pool *pool, void *dir)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs = set->shard[0];
+
+	afm_zs_lock(zs);
+	afm_zt_dir_free(zs, dir);
+	afm_zs_unlock(zs);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_dir_give);
+#endif
+
 /* Directory @d holds every table page it can, none of them open. */
 static bool afm_zt_dir_full(const struct afm_zs_table *t,
 			    const struct afm_zt_dent *de)
