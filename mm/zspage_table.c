@@ -206,10 +206,11 @@ static unsigned long *afm_zt_dir_new(struct afm_zs_pool *zs,
  * addresses of pages it would take for its own table's. One cookie a page
  * covers its blocks: the latest free's, whose grace period ends after the
  * earlier ones' (those whose grace period is over already are free first,
- * not made to wait for the new one). The page goes first on @zs->dpages unless the first one
- * has more free blocks (it then goes second): a block not in use comes
- * before full pages, and an allocation that counted on the first page's
- * free blocks (afm_zs_dir_need()) finds at least as many. Pool lock held.
+ * not made to wait for the new one). The page goes first on @zs->dpages
+ * unless the first one has more free blocks (it then goes second): a block
+ * not in use comes before full pages, and an allocation that counted on
+ * the first page's free blocks (afm_zs_dir_need()) finds at least as many.
+ * Pool lock held.
  */
 static void afm_zt_dir_free(struct afm_zs_pool *zs, unsigned long *dir)
 {

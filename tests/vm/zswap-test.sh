@@ -232,7 +232,14 @@ set_zpool() {  # set_zpool TYPE: switch zswap's allocator, check it took
 zdev=/dev/zram0
 [ -e /sys/block/zram0 ] || fail "no zram0"
 zram_up() {
-	echo 1 > /sys/block/zram0/reset
+	# udev probes a device just added (it opens it): reset says EBUSY
+	# until it is done (seen once, on a boot of the stock kernel).
+	local i
+	for i in $(seq 20); do
+		echo 1 > /sys/block/zram0/reset 2>/dev/null && break
+		[ "$i" -lt 20 ] || fail "zram0: reset refused 20 times (device busy)"
+		udevadm settle 2>/dev/null; sleep 0.2
+	done
 	echo lz4 > /sys/block/zram0/comp_algorithm 2>/dev/null || true
 	echo 2G > /sys/block/zram0/disksize
 	mkswap -q $zdev >/dev/null
