@@ -242,9 +242,9 @@ static void afm_zs_test_table_page_rcu(struct kunit *test)
  * its eight blocks. With one table page per directory
  * (afm_zs_test_small_dirs(), shift 0) and no handle slots kept at hand: a
  * table page of handles, the first of a second one and a descriptor page
- * take three blocks of one directory page; the newest object goes (its
- * extent back to its zspage's tail: no hole record), its table page and
- * block with it, and the next object needs a table page and a block.
+ * take three blocks of one directory page; the newest object goes, its
+ * table page and block with it, and the next object needs a table page and
+ * a block.
  */
 static void afm_zs_test_dir_block_rcu(struct kunit *test)
 {
