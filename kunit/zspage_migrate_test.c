@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * KUnit tests of page migration (mm/zspage_migrate.c): the movable_operations
- * callbacks as the migration core calls them, busy zspages, and the
- * migration counters.
+ * callbacks as the migration core calls them, busy zspages, zspages that
+ * empty while a page is isolated, and the migration counters.
  */
 
 #include "zspage_test.h"
 
 #ifdef CONFIG_COMPACTION
-/* What afm_zs_migrate() holds while it calls migrate_page. */
-enum afm_zs_hold { AFM_HOLD_NONE, AFM_HOLD_ZSPAGE, AFM_HOLD_SHARD };
+/*
+ * What afm_zs_migrate() holds while it calls migrate_page, or does before
+ * it (AFM_HOLD_FREED: frees the object, the zspage's last).
+ */
+enum afm_zs_hold {
+	AFM_HOLD_NONE, AFM_HOLD_ZSPAGE, AFM_HOLD_SHARD, AFM_HOLD_FREED
+};
 
 /*
  * Migrate the page holding @h's first byte as the migration core would:
  * isolate under the page lock, then lock both and call migrate_page, and
  * put the page back if that fails. Meanwhile @hold: @h's zspage is held
- * (as by a mapping), or its shard's pool lock (as by a malloc or free).
+ * (as by a mapping), or its shard's pool lock (as by a malloc or free); or
+ * before it, with both pages locked, @h is freed.
  * The pool must be quiet for migration. Returns the migrate_page result;
  * *@dstp is the new page on success.
  */
@@ -53,6 +59,8 @@ static int afm_zs_migrate(struct kunit *test, struct afm_pool *pool,
 	}
 	if (hold == AFM_HOLD_SHARD)
 		afm_zs_test_lock_shard(pool, h);
+	if (hold == AFM_HOLD_FREED)
+		afm_free(pool, h);
 	rc = mops->migrate_page(dst, src, mode);
 	if (hold == AFM_HOLD_ZSPAGE)
 		afm_zs_test_release_zspage(pool, h);
@@ -394,6 +402,38 @@ static void afm_zs_test_migrate_counters(struct kunit *test)
 						0), 0);
 	afm_zs_expect_consistent(test, ts->pool);
 }
+
+/*
+ * A page whose zspage empties while the page is isolated (the page locked
+ * by the migration core, so the zspage's pages are left to the free
+ * worker, which waits for that lock) is not copied: migrate_page says
+ * -EAGAIN, and the worker frees the page once the core lets go of it (the
+ * core's next try finds it freed). Before, it was copied to a new page,
+ * which the worker then waited for and freed.
+ */
+static void afm_zs_test_migrate_dead(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 1);
+	struct afm_zs_counters b, a;
+
+	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
+	ts->h[0] = afm_test_malloc(test, ts->pool, 100);
+	afm_zs_get_counters(ts->pool, &b);
+	KUNIT_ASSERT_GT(test, b.total_pages, 0);
+	KUNIT_EXPECT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[0],
+					     MIGRATE_SYNC, AFM_HOLD_FREED, NULL),
+			-EAGAIN);
+	ts->h[0] = 0;
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);
+	KUNIT_EXPECT_EQ(test, a.putback, b.putback + 1);
+	KUNIT_EXPECT_EQ(test, a.objects, 0);
+	KUNIT_EXPECT_EQ(test, a.dead_zspages, 0);
+	KUNIT_EXPECT_EQ(test, a.data_pages, 0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
 #else
 static void afm_zs_test_migrate(struct kunit *test)
 {
@@ -406,6 +446,11 @@ static void afm_zs_test_migrate_counters(struct kunit *test)
 }
 
 static void afm_zs_test_migrate_one_page(struct kunit *test)
+{
+	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
+}
+
+static void afm_zs_test_migrate_dead(struct kunit *test)
 {
 	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
 }
@@ -461,6 +506,7 @@ static struct kunit_case afm_zspage_migrate_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_migrate_shard_locked),
 	KUNIT_CASE(afm_zs_test_migrate_counters),
 	KUNIT_CASE(afm_zs_test_migrate_one_page),
+	KUNIT_CASE(afm_zs_test_migrate_dead),
 	{}
 };
 

@@ -5,7 +5,8 @@
  * slots a table keeps at hand (its magazine); handles in address order
  * without it; directory pages shared by the three tables, counted before
  * an allocation takes anything; the hole table's growth left to a malloc
- * that does not need it; top levels grown by the shard's worker, ahead of
+ * that does not need it, or to the shard's worker when frees come and no
+ * malloc does; top levels grown by the shard's worker, ahead of
  * need and for callers that may not sleep; table pages freed after an RCU
  * grace period.
  */
@@ -617,6 +618,64 @@ static void afm_zs_test_rtab_grow_fail(struct kunit *test)
 }
 
 /*
+ * A shard that frees and does not allocate (zswap's writeback, frees from
+ * other CPUs) gets its hole table's top level grown all the same: a free
+ * that finds it too small for a record has the shard's worker grow it
+ * (before, only the shard's next malloc did, and until one came every hole
+ * stayed off the index, left to compaction). With one table page per
+ * directory (afm_zs_test_small_dirs(), shift 0) the first top level holds
+ * one page of records: the first frees below leave more holes than that.
+ * No malloc follows them; once the worker has run, every hole of the next
+ * frees is on the index (their records fit the grown top level, two pages
+ * at least, whenever the worker ran during the first frees).
+ */
+static void afm_zs_test_rtab_grow_by_free(struct kunit *test)
+{
+	const unsigned int per_page = PAGE_SIZE / (2 * sizeof(u64));
+	const unsigned int first = per_page + per_page / 4, n = 4 * per_page;
+	struct afm_zs_counters c, c2;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long later;
+	unsigned int i;
+
+	ts = afm_zs_dir_set(test, n, true);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	later = c.tops_later;
+	/* Every other object of the first 2 * first: first holes. */
+	for (i = 1; i < 2 * first; i += 2) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_test_flush(ts->pool);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_GT(test, c.tops_later, later);
+
+	/* per_page / 4 more holes, apart from the first ones. */
+	for (i = 2 * first + 9; i < 2 * first + 9 + per_page / 2; i += 2) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_test_flush(ts->pool);
+	afm_zs_get_counters(ts->pool, &c2);
+	KUNIT_EXPECT_GT(test, c2.hole_bytes, c.hole_bytes);
+	KUNIT_EXPECT_GE(test, c2.hole_pages, 2);
+	KUNIT_EXPECT_EQ(test, c2.hole_recorded - c.hole_recorded,
+			c2.hole_bytes - c.hole_bytes);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_TRUE(test, !ts->h[i] ||
+				  afm_zs_check(test, ts->pool, ts->h[i], i, 100,
+					       buf, 0));
+	afm_zs_free_all_empty(test, ts);
+}
+
+/*
  * A malloc with @gfp whose first internal allocation, the growth of the
  * handle table's top level, fails: -ENOMEM; then the shard's worker is
  * flushed and the counters read into @c.
@@ -709,6 +768,7 @@ static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_dir_free_order),
 	KUNIT_CASE(afm_zs_test_dir_hole_alloc),
 	KUNIT_CASE(afm_zs_test_rtab_grow_fail),
+	KUNIT_CASE(afm_zs_test_rtab_grow_by_free),
 	KUNIT_CASE(afm_zs_test_top_grow_later),
 	{}
 };

@@ -65,8 +65,15 @@ static noinline u32 afm_zs_rec_new_page(struct afm_zs_pool *zs,
 
 	afm_zs_spare_init(&sp);
 	if (afm_zt_short(&zs->rtab, pg)) {
-		/* The next malloc grows the top level. */
+		/*
+		 * The shard's worker grows the top level, and so does the next
+		 * malloc if it comes first: a shard that frees and does not
+		 * allocate (zswap's writeback, frees from other CPUs) would
+		 * otherwise leave the holes of its frees off the index until
+		 * one comes.
+		 */
 		zs->rtab_short = true;
+		afm_zt_grow_later(zs, &zs->rtab, pg);
 		return 0;
 	}
 	meta = afm_zt_need(&zs->rtab, pg, &blocks);

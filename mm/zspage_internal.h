@@ -509,7 +509,8 @@ struct afm_zs_pend {
  *	of their zspage.
  * @hole_map: classes with any hole.
  * @rtab_short: a free found the hole table's top level too small for a
- *	record; the next malloc grows it (frees cannot sleep).
+ *	record; the next malloc grows it (frees cannot sleep), unless the
+ *	shard's worker (@top_work, queued by that free) did first.
  * @hole_rec_bytes: bytes of the holes on the index.
  * @hole_nr: holes on the index.
  * @pend: frees whose extents have yet to become holes on the index or
@@ -711,6 +712,8 @@ struct afm_zs_pool {
  *	doubles the shards once.
  * @test_migrate_wait: KUnit hook (afm_zs_test_migrate_wait()): what it
  *	added to every shard's migrate_wait, for shards created later.
+ * @test_grow_held: KUnit hook (afm_zs_test_grow_hold()): the test holds
+ *	@grow_lock, so that a doubling that starts waits for it.
  * @test_shard: KUnit hook (afm_zs_test_alloc_shard()): the shard new
  *	objects go to, -1 for the current CPU's.
  * @test_cpu: KUnit hook (afm_zs_test_alloc_cpu()): the CPU number the

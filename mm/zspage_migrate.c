@@ -8,8 +8,10 @@
  * exclusive gate (keeps accessors out) and then the pool lock (keeps out
  * malloc, free and compaction, whose header accesses and copies take no
  * gate), both with trylocks (a bounded number of attempts for synchronous
- * migration), and returns -EAGAIN when the zspage stays busy: it never
- * waits with preemption off. A synchronous migration that got the gate
+ * migration), and returns -EAGAIN when the zspage stays busy (or has
+ * emptied since the page was isolated: nothing is copied, the free worker
+ * takes the page once the core unlocks it): it never waits with
+ * preemption off. A synchronous migration that got the gate
  * but not the pool lock says so in the shard's @migrate_wait while it
  * tries again, and a compaction pass holding the lock then lets go of it
  * after its current move (afm_zs_breathe()).
@@ -94,6 +96,15 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	zs = afm_zs_desc_pool(z);
 	if (!afm_zs_migrate_lock(z, zs, mode != MIGRATE_ASYNC)) {
 		atomic_long_inc(&zs->st.migrate_busy);
+		return -EAGAIN;
+	}
+	/*
+	 * Emptied since its isolation: the free worker waits for this page's
+	 * lock to free it. Nothing to copy; when the core tries again (with
+	 * the page unlocked meanwhile) it finds the page freed.
+	 */
+	if (z->flags & AFM_ZS_DEAD) {
+		afm_zs_migrate_unlock(z, zs);
 		return -EAGAIN;
 	}
 	/* Find the link to @src: the descriptor's or its predecessor's. */
