@@ -73,7 +73,8 @@ static noinline u32 afm_zs_rec_new_page(struct afm_zs_pool *zs,
 		 * one comes.
 		 */
 		zs->rtab_short = true;
-		afm_zt_grow_later(zs, &zs->rtab, pg);
+		if (!afm_zs_quiet(zs, AFM_ZS_QUIET_RTAB))
+			afm_zt_grow_later(zs, &zs->rtab, pg);
 		return 0;
 	}
 	meta = afm_zt_need(&zs->rtab, pg, &blocks);

@@ -499,7 +499,9 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  *	automatic run waits for its work to be flushed
  *	(afm_zs_test_run_auto(), afm_zs_flush_work()) or for the time
  *	afm_zs_test_auto_next() set, however far, and the rest run only
- *	for afm_zs_flush_work(); 0: none (the default).
+ *	for afm_zs_flush_work(); AFM_ZS_QUIET_RTAB: a free that finds the
+ *	hole table's top level too small leaves its growth to the next
+ *	malloc, not to the shard's worker; 0: none (the default).
  *
  * For tests that assert exact counts of what compaction, migration or a
  * free did, which the debug guest's drop_caches and compact_memory loops

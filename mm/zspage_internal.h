@@ -571,7 +571,10 @@ struct afm_zs_pend {
  *	AFM_ZS_QUIET_RUNS makes every new zspage a chain, so that the tests
  *	reach the page-by-page paths whatever pages they get;
  *	AFM_ZS_QUIET_RFREE makes a free wait for a lock held elsewhere;
- *	AFM_ZS_QUIET_AUTO runs automatic compaction only when a test says.
+ *	AFM_ZS_QUIET_AUTO runs automatic compaction only when a test says;
+ *	AFM_ZS_QUIET_RTAB leaves the hole table's growth to the next malloc
+ *	when a free finds it too small (not to @top_work, whose timing a
+ *	test could not tell).
  */
 struct afm_zs_pool {
 	struct afm_pool *pool;

@@ -161,6 +161,7 @@ struct afm_zs_obj_info {
 #define AFM_ZS_QUIET_RUNS	BIT(2)	/* new zspages as runs (struct afm_zspage) */
 #define AFM_ZS_QUIET_RFREE	BIT(3)	/* frees wait for a lock held elsewhere */
 #define AFM_ZS_QUIET_AUTO	BIT(4)	/* automatic runs only when flushed */
+#define AFM_ZS_QUIET_RTAB	BIT(5)	/* hole table grown by a malloc only */
 
 /* KUnit hooks (EXPORT_SYMBOL_IF_KUNIT), CONFIG_AFMALLOC_KUNIT_TEST only. */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c);
