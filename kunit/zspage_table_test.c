@@ -565,6 +565,23 @@ static void afm_zs_test_dir_hole_alloc(struct kunit *test)
 }
 
 /*
+ * The pool of @ts consistent, each object of @size bytes (patterns of
+ * seed 0) reads back; then every object goes, and every page with them.
+ */
+static void afm_zs_check_free_all(struct kunit *test, struct afm_test_set *ts,
+				  unsigned int size, void *buf)
+{
+	unsigned int i;
+
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 0; i < ts->n; i++)
+		KUNIT_EXPECT_TRUE(test, !ts->h[i] ||
+				  afm_zs_check(test, ts->pool, ts->h[i], i, size,
+					       buf, 0));
+	afm_zs_free_all_empty(test, ts);
+}
+
+/*
  * A free takes a hole record without sleeping, so the hole table's top
  * level, when a record needs a directory beyond it, is grown by the next
  * malloc (or by the shard's worker, kept out of this test: it would race
@@ -613,12 +630,7 @@ static void afm_zs_test_rtab_grow_fail(struct kunit *test)
 			      (long)h);
 	ts->h[1] = h;
 	afm_zs_put_pattern(test, ts->pool, h, 1, 100, buf, 0);
-	afm_zs_expect_consistent(test, ts->pool);
-	for (i = 0; i < n; i++)
-		KUNIT_EXPECT_TRUE(test, !ts->h[i] ||
-				  afm_zs_check(test, ts->pool, ts->h[i], i, 100,
-					       buf, 0));
-	afm_zs_free_all_empty(test, ts);
+	afm_zs_check_free_all(test, ts, 100, buf);
 }
 
 /*
@@ -671,12 +683,7 @@ static void afm_zs_test_rtab_grow_by_free(struct kunit *test)
 	KUNIT_EXPECT_GE(test, c2.hole_pages, 2);
 	KUNIT_EXPECT_EQ(test, c2.hole_recorded - c.hole_recorded,
 			c2.hole_bytes - c.hole_bytes);
-	afm_zs_expect_consistent(test, ts->pool);
-	for (i = 0; i < n; i++)
-		KUNIT_EXPECT_TRUE(test, !ts->h[i] ||
-				  afm_zs_check(test, ts->pool, ts->h[i], i, 100,
-					       buf, 0));
-	afm_zs_free_all_empty(test, ts);
+	afm_zs_check_free_all(test, ts, 100, buf);
 }
 
 /*
