@@ -100,8 +100,10 @@ static int afm_zs_migrate_page(struct page *dst, struct page *src,
 	}
 	/*
 	 * Emptied since its isolation: the free worker waits for this page's
-	 * lock to free it. Nothing to copy; when the core tries again (with
-	 * the page unlocked meanwhile) it finds the page freed.
+	 * lock to free it. Nothing to copy: the core tries again a bounded
+	 * number of times and then lets go of the page, which the worker
+	 * frees; the core's next look at it (a later try, the putback) finds
+	 * it freed.
 	 */
 	if (z->flags & AFM_ZS_DEAD) {
 		afm_zs_migrate_unlock(z, zs);
