@@ -165,7 +165,9 @@
  * fixed capacity; a large one (AFM_ZT_AHEAD_DIRS) is grown by the shard's
  * worker with GFP_KERNEL a quarter before it is full, and whenever a
  * caller that may not sleep (zswap) failed to grow it, so that such
- * callers do not depend on kmalloc finding several pages at once; empty
+ * callers do not depend on kmalloc finding several pages at once (and
+ * the hole table's whenever a free, which never grows a top level, found
+ * it too small for a record: the next malloc grows it too); empty
  * table pages, directory blocks and directory pages go back (pages after
  * an RCU grace period, and blocks serve another directory only after one:
  * a map looks its entry up and pins it in an RCU read-side section). Free
