@@ -183,6 +183,12 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 	afm_zs_free_all_empty(test, ts);
 }
 
+/* Objects of 100 bytes, for afm_zs_verify_all(). */
+static size_t afm_zs_size100(unsigned int i)
+{
+	return 100;
+}
+
 /*
  * A quiet set of @n objects whose tables take a directory every table page
  * (afm_zs_test_small_dirs(), shift 0), with handle slots kept at hand or,
@@ -301,11 +307,8 @@ static void afm_zs_test_dir_block_rcu(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, blocks, 8);
 	KUNIT_EXPECT_EQ(test, c.dir_pages, 1);
 	afm_zs_expect_consistent(test, ts->pool);
-	for (i = 0; i < ts->n; i++)
-		if (ts->h[i])
-			KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool,
-							     ts->h[i], i, 100,
-							     buf, i & 1));
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size100,
+						0), 0);
 	afm_zs_free_all_empty(test, ts);
 }
 
@@ -565,23 +568,6 @@ static void afm_zs_test_dir_hole_alloc(struct kunit *test)
 }
 
 /*
- * The pool of @ts consistent, each object of @size bytes (patterns of
- * seed 0) reads back; then every object goes, and every page with them.
- */
-static void afm_zs_check_free_all(struct kunit *test, struct afm_test_set *ts,
-				  unsigned int size, void *buf)
-{
-	unsigned int i;
-
-	afm_zs_expect_consistent(test, ts->pool);
-	for (i = 0; i < ts->n; i++)
-		KUNIT_EXPECT_TRUE(test, !ts->h[i] ||
-				  afm_zs_check(test, ts->pool, ts->h[i], i, size,
-					       buf, 0));
-	afm_zs_free_all_empty(test, ts);
-}
-
-/*
  * A free takes a hole record without sleeping, so the hole table's top
  * level, when a record needs a directory beyond it, is grown by the next
  * malloc (or by the shard's worker, kept out of this test: it would race
@@ -630,7 +616,10 @@ static void afm_zs_test_rtab_grow_fail(struct kunit *test)
 			      (long)h);
 	ts->h[1] = h;
 	afm_zs_put_pattern(test, ts->pool, h, 1, 100, buf, 0);
-	afm_zs_check_free_all(test, ts, 100, buf);
+	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size100,
+						0), 0);
+	afm_zs_free_all_empty(test, ts);
 }
 
 /*
@@ -683,7 +672,10 @@ static void afm_zs_test_rtab_grow_by_free(struct kunit *test)
 	KUNIT_EXPECT_GE(test, c2.hole_pages, 2);
 	KUNIT_EXPECT_EQ(test, c2.hole_recorded - c.hole_recorded,
 			c2.hole_bytes - c.hole_bytes);
-	afm_zs_check_free_all(test, ts, 100, buf);
+	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size100,
+						0), 0);
+	afm_zs_free_all_empty(test, ts);
 }
 
 /*
