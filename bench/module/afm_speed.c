@@ -37,6 +37,15 @@
  * With @sequential the operations take the objects in order instead, the
  * oldest first (fio's write and read shapes on a full zram device).
  *
+ * With @shared the threads' working sets form one set that every thread
+ * takes its random objects from (each fills its own part first, on its
+ * own CPU): with N threads, N - 1 of N replaced objects were allocated on
+ * another CPU, so frees and maps meet another CPU's allocations, as in
+ * zram and zswap (a page swapped out on one CPU is swapped in, or its
+ * slot rewritten, on another; fio's mixwrite). A thread takes an object
+ * with a bit lock of its own (test_and_set_bit_lock(); a busy one is
+ * skipped for the next draw), the same for every allocator.
+ *
  * Sizes are drawn from the histogram (a bucket by its count, then a size
  * uniformly within it) and objects, sizes and contents from a per-thread
  * xorshift generator seeded with @seed and the thread number, restarted
@@ -60,6 +69,8 @@
 
 #include <linux/afmalloc.h>
 #include <linux/atomic.h>
+#include <linux/bitmap.h>
+#include <linux/bitops.h>
 #include <linux/cpumask.h>
 #include <linux/debugfs.h>
 #include <linux/err.h>
@@ -108,6 +119,10 @@ MODULE_PARM_DESC(corrupt, "test the data checks: corrupt one byte after the fill
 static bool sequential;
 module_param(sequential, bool, 0444);
 MODULE_PARM_DESC(sequential, "timed operations take the working set's objects in order, oldest first (fio's sequential write shape on a full zram device), not at random");
+
+static bool shared;
+module_param(shared, bool, 0444);
+MODULE_PARM_DESC(shared, "the threads take their random objects from one working set (each fills its part): frees and maps of objects another CPU allocated (not with sequential)");
 
 static unsigned int rotate;
 module_param(rotate, uint, 0444);
@@ -167,6 +182,8 @@ struct sp_case {
 	struct afm_pool *afm;
 	unsigned int nr_threads;
 	struct sp_thread *threads;
+	struct sp_obj *objs;	/* @shared: every thread's, one after another */
+	unsigned long *busy;	/* @shared: a bit lock per object of @objs */
 	enum sp_op op;
 	atomic_t ready;
 	bool go;
@@ -309,10 +326,16 @@ static int sp_timed(struct sp_thread *t, enum sp_op op)
 	while (n < max_ops) {
 		u64 r = sp_next(t);
 		struct sp_obj *o;
+		unsigned long i = 0;
 
 		if (sequential) {
 			o = &t->objs[t->cursor];
 			t->cursor = (t->cursor + 1) % working_set;
+		} else if (shared) {
+			i = r % ((unsigned long)working_set * t->c->nr_threads);
+			if (test_and_set_bit_lock(i, t->c->busy))
+				continue;
+			o = &t->c->objs[i];
 		} else {
 			o = &t->objs[r % working_set];
 		}
@@ -324,6 +347,8 @@ static int sp_timed(struct sp_thread *t, enum sp_op op)
 		} else {
 			err = sp_read_obj(t, o, copy);
 		}
+		if (shared)
+			clear_bit_unlock(i, t->c->busy);
 		if (err)
 			break;
 		if (++n % SP_CHECK_EVERY == 0) {
@@ -527,12 +552,23 @@ static int sp_run_case(enum sp_alloc alloc, unsigned int nr_threads)
 		err = -ENOMEM;
 		goto out;
 	}
+	if (shared) {
+		c->objs = kvcalloc((size_t)working_set * nr_threads,
+				   sizeof(*c->objs), GFP_KERNEL);
+		c->busy = bitmap_zalloc((size_t)working_set * nr_threads,
+					GFP_KERNEL);
+		if (!c->objs || !c->busy) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
 	for (i = 0; i < nr_threads; i++) {
 		struct sp_thread *t = &c->threads[i];
 
 		t->c = c;
 		t->id = i;
-		t->objs = kvcalloc(working_set, sizeof(*t->objs), GFP_KERNEL);
+		t->objs = shared ? c->objs + (size_t)i * working_set :
+			  kvcalloc(working_set, sizeof(*t->objs), GFP_KERNEL);
 		t->buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
 		if (!t->objs || !t->buf) {
 			err = -ENOMEM;
@@ -579,10 +615,13 @@ static int sp_run_case(enum sp_alloc alloc, unsigned int nr_threads)
 out:
 	if (c->threads) {
 		for (i = 0; i < nr_threads; i++) {
-			kvfree(c->threads[i].objs);
+			if (!shared)
+				kvfree(c->threads[i].objs);
 			kfree(c->threads[i].buf);
 		}
 	}
+	kvfree(c->objs);
+	bitmap_free(c->busy);
 	kfree(c->threads);
 	kfree(c);
 	return err;
@@ -733,6 +772,10 @@ static int __init afm_speed_init(void)
 {
 	if (!working_set || !duration_ms || !max_ops)
 		return -EINVAL;
+	if (shared && sequential) {
+		pr_err("shared and sequential together: shared draws its objects at random\n");
+		return -EINVAL;
+	}
 	sp_src = kmalloc(2 * PAGE_SIZE, GFP_KERNEL);
 	if (!sp_src)
 		return -ENOMEM;

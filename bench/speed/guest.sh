@@ -4,7 +4,7 @@
 # (bench/speed/run.sh boots the guest and calls it):
 #   bench/speed/guest.sh --ko PATH --sizes CSV --out DIR [--runs N]
 #                        [--duration-ms N] [--working-set N] [--seed N]
-#                        [--sequential]
+#                        [--sequential | --shared]
 #
 # Loads afm_speed.ko (bench/module/afm_speed.c, built by
 # bench/build-modules.sh) N times (default 3), one run per load: gives it
@@ -15,6 +15,9 @@
 # (r - 1) % 3, so no allocator always goes first. --sequential: the timed
 # operations take the objects in order, oldest first (the module's
 # sequential parameter: fio's write and read shapes), not at random.
+# --shared: the threads take their random objects from one working set
+# (the module's shared parameter: frees and maps of objects allocated on
+# another CPU, as zram's and zswap's are).
 #
 # Writes DIR/speed.csv (run,alloc,op,threads,ops_per_s,ns_per_op,ops) and
 # DIR/speed-run<r>.txt (the module's raw results). Any failed case (a data
@@ -24,10 +27,10 @@ set -euo pipefail
 
 die() { echo "speed-guest: error: $*" >&2; exit 1; }
 usage() {
-	echo "usage: $0 --ko PATH --sizes CSV --out DIR [--runs N] [--duration-ms N] [--working-set N] [--seed N] [--sequential]"
+	echo "usage: $0 --ko PATH --sizes CSV --out DIR [--runs N] [--duration-ms N] [--working-set N] [--seed N] [--sequential | --shared]"
 }
 
-ko= sizes= out= runs=3 duration_ms=2000 working_set=4096 seed=1 sequential=0
+ko= sizes= out= runs=3 duration_ms=2000 working_set=4096 seed=1 sequential=0 shared=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--ko) ko=${2:?}; shift ;;
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--working-set) working_set=${2:?}; shift ;;
 	--seed) seed=${2:?}; shift ;;
 	--sequential) sequential=1 ;;
+	--shared) shared=1 ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -47,6 +51,7 @@ done
 for v in runs duration_ms working_set seed; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v//_/-} must be a positive number"
 done
+[ "$sequential$shared" != 11 ] || die "--sequential and --shared exclude each other"
 [ -f "$ko" ] || die "module $ko not found (build it with bench/build-modules.sh)"
 [ -s "$sizes" ] || die "size histogram $sizes not found (make it with bench/sizes.py)"
 [ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
@@ -64,11 +69,11 @@ cleanup() { [ -d "$dbg" ] && rmmod afm_speed 2>/dev/null || true; }
 [ -d "$dbg" ] && { echo "speed-guest: unloading a module left from an earlier run" >&2; cleanup; }
 trap cleanup EXIT
 
-echo "speed-guest: $runs run(s), ${duration_ms} ms per case, $working_set objects per thread$([ "$sequential" = 0 ] || echo ', taken in order'), $(nproc) CPUs"
+echo "speed-guest: $runs run(s), ${duration_ms} ms per case, $working_set objects per thread$([ "$sequential" = 0 ] || echo ', taken in order')$([ "$shared" = 0 ] || echo ', one set shared by the threads'), $(nproc) CPUs"
 for ((r = 1; r <= runs; r++)); do
 	t0=$SECONDS
 	insmod "$ko" "duration_ms=$duration_ms" "working_set=$working_set" "seed=$seed" \
-		"rotate=$((r - 1))" "sequential=$sequential" || die "cannot load $ko (built for another kernel? this one is $(uname -r))"
+		"rotate=$((r - 1))" "sequential=$sequential" "shared=$shared" || die "cannot load $ko (built for another kernel? this one is $(uname -r))"
 	[ -w "$dbg/run" ] || die "the module loaded but $dbg/run is missing"
 	# One write per line: the module takes complete lines only.
 	exec {fd}> "$dbg/sizes"

@@ -7,12 +7,15 @@
 # zsmalloc of the same run).
 #   bench/speed/run.sh [--out DIR] [--runs N] [--duration-ms N] [--working-set N]
 #                      [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS]
-#                      [--sequential]
+#                      [--sequential | --shared]
 # ARGS: extra guest kernel arguments, e.g. afmalloc.zspage_auto_permille=0
 # to measure the zspage store without its automatic compaction.
 # --sequential: the timed operations replace and read the objects in order,
 # oldest first (fio's write and read shapes on a full zram device), not at
-# random.
+# random. --shared: the threads take their random objects from one working
+# set, so that frees and maps meet objects another CPU allocated (zram's and
+# zswap's: a page swapped out on one CPU comes back or is rewritten on
+# another; fio's mixwrite), not each its own.
 # Object sizes: bench/data/sizes-lz4.csv (bench/sizes.py: LZ4 sizes of the
 # quick dataset's 4 KiB pages). Results: DIR (default
 # $AFMALLOC_CACHE/results/speed-<date>) gets speed.csv, speed-run<r>.txt,
@@ -25,9 +28,9 @@
 . "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
-	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS] [--sequential]"
+	echo "usage: $0 [--out DIR] [--runs N] [--duration-ms N] [--working-set N] [--sizes CSV] [--memory SIZE] [--cpus N] [--append ARGS] [--sequential | --shared]"
 }
-out='' runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2 append='' sequential=0
+out='' runs=3 duration_ms=2000 working_set=4096 memory=2G cpus=2 append='' sequential=0 shared=0
 sizes=$AFMALLOC_TOP/bench/data/sizes-lz4.csv
 opts=()
 while [ $# -gt 0 ]; do
@@ -41,12 +44,14 @@ while [ $# -gt 0 ]; do
 	--cpus) cpus=${2:?--cpus needs a number}; opts+=("$1 $2"); shift ;;
 	--append) append=${2:?--append needs kernel arguments}; opts+=("$1 '$2'"); shift ;;
 	--sequential) sequential=1; opts+=("$1") ;;
+	--shared) shared=1; opts+=("$1") ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
 	shift
 done
 vmb_positive runs duration_ms working_set cpus
+[ "$sequential$shared" != 11 ] || die "--sequential and --shared exclude each other"
 [ -s "$sizes" ] || die "no size histogram $sizes (make it with bench/sizes.py)"
 sizes=$(realpath "$sizes")
 
@@ -62,7 +67,7 @@ vmb_boot "$timeout_s" "speed: $runs run(s), ${duration_ms} ms per case, $working
 	${append:+--append "$append"} -- \
 	"$AFMALLOC_TOP/bench/speed/guest.sh" --ko "$kodir/afm_speed.ko" --sizes "$sizes" \
 	--out "$out" --runs "$runs" --duration-ms "$duration_ms" --working-set "$working_set" \
-	$([ "$sequential" = 0 ] || echo --sequential)
+	$([ "$sequential" = 0 ] || echo --sequential) $([ "$shared" = 0 ] || echo --shared)
 vmb_need_rows "$out/speed.csv"
 
 vmb_command "make bench-speed" "${opts[@]}"
@@ -74,6 +79,7 @@ vmb_meta "$kernel" <<JSON
   "duration_ms": $duration_ms,
   "working_set": $working_set,
   "order": "$([ "$sequential" = 0 ] && echo random || echo sequential)",
+  "shared": $([ "$shared" = 0 ] && echo false || echo true),
   "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
 $(vmb_speed_meta "$sizes" "$working_set")
 JSON
