@@ -812,6 +812,78 @@ static void afm_zs_test_auto_next_new_shard(struct kunit *test)
 }
 
 /*
+ * A free of another shard's object than the one this CPU allocates in
+ * (here, with allocations named to shard 0, a free of shard 1's) is left
+ * to that shard's lock holder without trying its lock, free though it is:
+ * it returns with the object still live and counted, waiting; a free of
+ * the CPU's own shard's object is done at once and takes none of the
+ * other shard's. Shard 1's next malloc frees it (its handle is gone, the
+ * counts drop by it) and every other object reads back byte for byte.
+ * The shards' workers are kept out (AFM_ZS_QUIET_RWORK), so that what
+ * waits is counted whatever the host's speed.
+ */
+static void afm_zs_test_rfree_remote(struct kunit *test)
+{
+	const unsigned int size = 300;
+	struct afm_zs_counters before, c;
+	struct afm_zs_obj_info info;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long gone;
+	unsigned int i;
+
+	ts = afm_zs_set_sharded(test, 2, 4);
+	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
+			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RWORK);
+	for (i = 0; i < 3; i++) {
+		/* Objects 0 and 1 in shard 1, object 2 in shard 0. */
+		KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, i < 2),
+				2);
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_ASSERT_EQ(test, info.shard, i < 2);
+	}
+	afm_zs_get_counters(ts->pool, &before);
+
+	/* Allocations go to shard 0: shard 1's object waits. */
+	gone = ts->h[0];
+	afm_free(ts->pool, gone);
+	ts->h[0] = 0;
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 1);
+	KUNIT_EXPECT_EQ(test, c.rfreed, before.rfreed);
+	KUNIT_EXPECT_EQ(test, c.objects, 3);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, 3 * size);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, gone), size);
+
+	/* Shard 0's own: at once, and shard 1's still waits. */
+	afm_free(ts->pool, ts->h[2]);
+	ts->h[2] = 0;
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.objects, 2);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 1);
+
+	/* Shard 1's next malloc frees it. */
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 1), 2);
+	ts->h[3] = afm_test_malloc(test, ts->pool, size);
+	afm_zs_put_pattern(test, ts->pool, ts->h[3], 3, size, buf, 3);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 0);
+	KUNIT_EXPECT_EQ(test, c.rfreed, before.rfreed + 1);
+	KUNIT_EXPECT_EQ(test, c.objects, 2);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, 2 * size);
+	if (ts->h[3] != gone)
+		KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, gone), 0);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[1], 1,
+					     size, buf, false));
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[3], 3,
+					     size, buf, true));
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * Donors: holes left in a shard whose CPUs stopped allocating are reused.
  * Shard 0 of a pool of two fills and frees every other object, so that it
  * holds far more than AFM_ZS_DONOR_ON bytes of indexed holes; allocations
@@ -1693,6 +1765,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_shards),
 	KUNIT_CASE(afm_zs_test_shards_grow),
 	KUNIT_CASE(afm_zs_test_auto_next_new_shard),
+	KUNIT_CASE(afm_zs_test_rfree_remote),
 	KUNIT_CASE(afm_zs_test_donor),
 	KUNIT_CASE(afm_zs_test_donor_tail),
 	KUNIT_CASE(afm_zs_test_gfp),

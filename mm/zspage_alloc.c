@@ -1175,7 +1175,15 @@ static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
  * goes). A free that finds the pool lock held does not wait for it: it
  * leaves its handle (as the caller passed it) in a free slot of @rfree
  * (cmpxchg from 0, trying every slot once from one that depends on the
- * CPU) and returns; only with every slot taken does it wait for the lock.
+ * CPU; none when @rfree_nr says all are taken) and returns; only with
+ * every slot taken does it wait for the lock. A free of another shard's
+ * object than the one this CPU allocates in (afm_zs_here()) does the same
+ * without trying the lock: the shard's lock, entries, descriptors, hole
+ * index and deferred frees then stay in the caches of the CPU that
+ * allocates there, which frees such handles a batch at a time at its next
+ * malloc, and the freer writes a slot and the count (bench/speed/run.sh
+ * --shared: allocation + write + free with two threads whose frees are
+ * of either CPU's objects went from behind zsmalloc to ahead of it).
  * The next holder of the lock frees them: afm_zs_malloc() and
  * afm_zs_free() call afm_zs_rfree_drain() once they hold it (a read of
  * @rfree_nr when there are none; a free with hardirqs off takes at most
@@ -1202,7 +1210,8 @@ static bool afm_zs_rfree_put(struct afm_zs_pool *zs, unsigned long handle)
 {
 	unsigned int i, s;
 
-	if (unlikely(!handle))
+	if (unlikely(!handle) ||
+	    atomic_read(&zs->rfree_nr) >= AFM_ZS_RFREE)
 		return false;
 	/*
 	 * Not preempted between a slot's fill and its count: until the count
@@ -1290,6 +1299,9 @@ void afm_zs_rfree_work(struct work_struct *work)
 				   AFM_ZS_RFREE_DELAY);
 		return;
 	}
+	/* A test waits for a lock holder instead, whenever it comes. */
+	if (afm_zs_quiet(zs, AFM_ZS_QUIET_RWORK))
+		return;
 #endif
 	afm_zs_lock(zs);
 	afm_zs_rfree_drain(zs);
@@ -1307,6 +1319,14 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 	    afm_zs_rfree_put(zs, handle))
 		return;
 #endif
+	/*
+	 * Another CPU's shard: left to its lock holder without trying the
+	 * lock (see "Frees that find the lock held").
+	 */
+	if (zs != afm_zs_here(pool->store) &&
+	    !afm_zs_quiet(zs, AFM_ZS_QUIET_RFREE) &&
+	    afm_zs_rfree_put(zs, handle))
+		return;
 	if (!spin_trylock(&zs->lock)) {
 		if (!afm_zs_quiet(zs, AFM_ZS_QUIET_RFREE) &&
 		    afm_zs_rfree_put(zs, handle))

@@ -501,7 +501,10 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  *	afm_zs_test_auto_next() set, however far, and the rest run only
  *	for afm_zs_flush_work(); AFM_ZS_QUIET_RTAB: a free that finds the
  *	hole table's top level too small leaves its growth to the next
- *	malloc, not to the shard's worker; 0: none (the default).
+ *	malloc, not to the shard's worker; AFM_ZS_QUIET_RWORK: the frees
+ *	left to the lock holder wait for the next one (a malloc, a free, a
+ *	compaction pass or the pool's destruction), not for @rfree_work;
+ *	0: none (the default).
  *
  * For tests that assert exact counts of what compaction, migration or a
  * free did, which the debug guest's drop_caches and compact_memory loops

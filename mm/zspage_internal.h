@@ -574,7 +574,8 @@ struct afm_zs_pend {
  *	AFM_ZS_QUIET_AUTO runs automatic compaction only when a test says;
  *	AFM_ZS_QUIET_RTAB leaves the hole table's growth to the next malloc
  *	when a free finds it too small (not to @top_work, whose timing a
- *	test could not tell).
+ *	test could not tell); AFM_ZS_QUIET_RWORK leaves the frees left to
+ *	the lock holder to the next one, not to @rfree_work (same reason).
  */
 struct afm_zs_pool {
 	struct afm_pool *pool;

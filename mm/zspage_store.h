@@ -68,9 +68,9 @@
  * @runs: zspages made whose pages were a run of PFNs.
  * @chains: zspages made whose pages were not.
  * @blocks: sets of zspage pages allocated as one block (zspage_contig).
- * @rfreed: frees that found the pool lock held and were left to its
- *	holder, who freed them (see "Frees that find the lock held" in
- *	zspage_alloc.c).
+ * @rfreed: frees that found the pool lock held, or were of another
+ *	shard than the freeing CPU's, and were left to its holder, who freed
+ *	them (see "Frees that find the lock held" in zspage_alloc.c).
  * @rfree_waiting: such frees not freed yet (live in every other count).
  * @top_dirs: directories the largest top level of a shard's handle table
  *	holds now (the pool's, not a sum: a test's shard's).
@@ -162,6 +162,7 @@ struct afm_zs_obj_info {
 #define AFM_ZS_QUIET_RFREE	BIT(3)	/* frees wait for a lock held elsewhere */
 #define AFM_ZS_QUIET_AUTO	BIT(4)	/* automatic runs only when flushed */
 #define AFM_ZS_QUIET_RTAB	BIT(5)	/* hole table grown by a malloc only */
+#define AFM_ZS_QUIET_RWORK	BIT(6)	/* frees left to the holder: no worker */
 
 /* KUnit hooks (EXPORT_SYMBOL_IF_KUNIT), CONFIG_AFMALLOC_KUNIT_TEST only. */
 void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c);
