@@ -115,6 +115,9 @@ SUMMARY = {
     # with a note.
     "speed_seq": "speed-tcg-seq",
     "speed_native_seq": "speed-uml-seq",
+    # One working set shared by the threads (--shared: frees and maps of
+    # objects another CPU allocated); missing: left out with a note.
+    "speed_shared": "speed-tcg-shared",
     "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots"),
     "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel
     # A small zram device written from every CPU of a many-CPU guest
@@ -300,7 +303,7 @@ def speed_ws(name):
     objects are taken in) of a speed run."""
     m = run_meta(name)
     return (int(m["working_set"]), working_set_mib(m), m.get("host_l3"),
-            m.get("order", "random"))
+            "shared" if m.get("shared") else m.get("order", "random"))
 
 
 def ws_words(ws):
@@ -308,7 +311,9 @@ def ws_words(ws):
     n, mib, l3, order = ws
     return (f"{n} objects a thread, {mib:.0f} MiB" + (f", host L3 {l3.split(' (')[0]}" if l3 else "")
             + (", taken in order, oldest first: fio's write and read shapes"
-               if order == "sequential" else ""))
+               if order == "sequential" else "")
+            + (", one set shared by the threads: frees and maps of objects another CPU allocated"
+               if order == "shared" else ""))
 
 
 def need(name, *files):
@@ -1114,7 +1119,7 @@ def summary_data():
     d["speed"] = {f"{op} {t}": sr[(AF, op, t)] for (a, op, t) in sr
                   if a == AF and op in ("alloc-map", "read-map")}
     d["speed_ws"] = {"speed": speed_ws(SUMMARY["speed"])}
-    for key in ("speed_large", "speed_seq"):
+    for key in ("speed_large", "speed_seq", "speed_shared"):
         if not os.path.isfile(os.path.join(rdir(SUMMARY[key]), "speed.csv")):
             print(f"readme_results: note: no {rdir(SUMMARY[key])}/speed.csv: "
                   "the summary has no row for it", file=sys.stderr)
@@ -1232,7 +1237,9 @@ def speed_rows(add, word, sp, n, where):
         add(f"In-kernel microbenchmark{before(n)} ({where}): {what}, ops/s with 1 / 2 threads",
             "1.00x", " / ".join(xr(med(r)) for _, r in cases), None, link(n),
             f"{what} in the microbenchmark with {where.split(',')[0]}"
-            + (" in order" if "in order" in where else "") + f" ({', '.join(slow)})",
+            + (" in order" if "in order" in where else "")
+            + (" shared by the threads" if "shared by the threads" in where else "")
+            + f" ({', '.join(slow)})",
             better=better)
 
 
@@ -1330,7 +1337,7 @@ def summary_rows(d):
         + ", ".join(f"{rel(deltas[pts.index(k)])} {names[k]}" for k in lost) + ")",
         better=better)
     word = {"slower": "**zsmalloc**", "faster": "afmalloc", "mixed": "neither"}
-    for key in ("speed", "speed_large", "speed_seq"):
+    for key in ("speed", "speed_large", "speed_seq", "speed_shared"):
         if key in d["speed_ws"]:
             speed_rows(add, word, d[key], SUMMARY[key], ws_words(d["speed_ws"][key]))
     for key in ("speed_native", "speed_native_large", "speed_native_seq"):
