@@ -255,7 +255,9 @@ def speed(run_dir):
         out += ["Run: " + ", ".join(f"{k} {meta[k]}" for k in (
             "kernel", "accelerator", "emulator", "guest_cpus", "boot_args", "runs", "duration_ms",
             "working_set", "order", "sizes", "date", "config_sha256", "source")
-            if meta.get(k) not in (None, "")), ""]
+            if meta.get(k) not in (None, ""))
+            + ("; one working set shared by the threads (--shared): frees and maps"
+               " of objects another CPU allocated" if meta.get("shared") else ""), ""]
     out += _host_note(meta)
     out += [f"Operations per second, median of {len(runs)} run(s) in one boot; "
             "x zsmalloc: median of the per-run ratios to zsmalloc in the same run "
