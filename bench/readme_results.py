@@ -821,7 +821,8 @@ def speed_targets_line(d):
     and with 2 threads (the guest's vCPUs), afmalloc's scaling from 1 to 2
     threads at least zsmalloc's (per run: its 2-thread ratio over its
     1-thread ratio), fio IOPS at least 1.0x in every shape; medians of the
-    per-run ratios, as the summary's rows."""
+    per-run ratios, as the summary's rows; with the shared working set's
+    run (speed_shared) the 2-thread ratio and the scaling there too."""
     one, two = d["speed"].get("alloc-map 1"), d["speed"].get("alloc-map 2")
     if not one or not two:
         return ""
@@ -841,6 +842,15 @@ def speed_targets_line(d):
           f"guest's vCPUs ({x(two)}, {runs(two)})"),
          (med(scale) >= 1, "scaling from 1 to 2 threads at least zsmalloc's (afmalloc's over "
           f"zsmalloc's {x(scale)}, {runs(scale)})")]
+    sh = d.get("speed_shared", {})
+    one_s, two_s = sh.get("alloc-map 1"), sh.get("alloc-map 2")
+    if one_s and two_s:
+        scale_s = [b / a for a, b in zip(one_s, two_s)]
+        where = link(SUMMARY["speed_shared"])
+        t += [(med(two_s) >= 1, "the same with 2 threads that free each other's objects as "
+               f"often as their own ({where}: {x(two_s)}, {runs(two_s)})"),
+              (med(scale_s) >= 1, "and their scaling from 1 to 2 threads at least zsmalloc's "
+               f"({where}: {x(scale_s)}, {runs(scale_s)})")]
     fio = d.get("fio_iops", {})
     if fio:
         low = [f"{s} {x(r)}" for s, r in fio.items() if med(r) < 1]
