@@ -813,73 +813,97 @@ static void afm_zs_test_auto_next_new_shard(struct kunit *test)
 
 /*
  * A free of another shard's object than the one this CPU allocates in
- * (here, with allocations named to shard 0, a free of shard 1's) is left
- * to that shard's lock holder without trying its lock, free though it is:
- * it returns with the object still live and counted, waiting; a free of
- * the CPU's own shard's object is done at once and takes none of the
- * other shard's. Shard 1's next malloc frees it (its handle is gone, the
- * counts drop by it) and every other object reads back byte for byte.
- * The shards' workers are kept out (AFM_ZS_QUIET_RWORK), so that what
- * waits is counted whatever the host's speed.
+ * (here, with allocations named to shard 0, frees of shard 1's) is left
+ * to that shard's lock holder without trying its lock, free though it is,
+ * while fewer than afm_zs_test_rfree_remote_max() wait: each returns with its
+ * object still live and counted, waiting; a free of the CPU's own shard's
+ * object is done at once and takes none of the other shard's. With that
+ * many waiting, the next such free takes the lock and frees them all with
+ * its own. One more waits, and shard 1's next malloc frees it. The freed
+ * handles are gone, the counts drop by them and every other object reads
+ * back byte for byte. The shards' workers are kept out
+ * (AFM_ZS_QUIET_RWORK), so that what waits is counted whatever the
+ * host's speed.
  */
 static void afm_zs_test_rfree_remote(struct kunit *test)
 {
-	const unsigned int size = 300;
+	const unsigned int size = 300, max = afm_zs_test_rfree_remote_max();
+	/* Shard 1: max + 2 freed, one kept; shard 0: one; one new. */
+	const unsigned int n1 = max + 3, n = n1 + 2;
 	struct afm_zs_counters before, c;
 	struct afm_zs_obj_info info;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
-	unsigned long gone;
 	unsigned int i;
 
-	ts = afm_zs_set_sharded(test, 2, 4);
+	KUNIT_ASSERT_GT(test, max, 0);
+	KUNIT_ASSERT_LT(test, max, afm_zs_test_rfree_max());
+	ts = afm_zs_set_sharded(test, 2, n);
 	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
 			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RWORK);
-	for (i = 0; i < 3; i++) {
-		/* Objects 0 and 1 in shard 1, object 2 in shard 0. */
-		KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, i < 2),
+	for (i = 0; i <= n1; i++) {
+		/* Objects 0 to n1 - 1 in shard 1, object n1 in shard 0. */
+		KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, i < n1),
 				2);
 		ts->h[i] = afm_test_malloc(test, ts->pool, size);
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
 		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
 				0);
-		KUNIT_ASSERT_EQ(test, info.shard, i < 2);
+		KUNIT_ASSERT_EQ(test, info.shard, i < n1);
 	}
 	afm_zs_get_counters(ts->pool, &before);
 
-	/* Allocations go to shard 0: shard 1's object waits. */
-	gone = ts->h[0];
-	afm_free(ts->pool, gone);
-	ts->h[0] = 0;
+	/* Allocations go to shard 0: shard 1's objects wait. */
+	for (i = 0; i < max; i++)
+		afm_free(ts->pool, ts->h[i]);
 	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 1);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, max);
 	KUNIT_EXPECT_EQ(test, c.rfreed, before.rfreed);
-	KUNIT_EXPECT_EQ(test, c.objects, 3);
-	KUNIT_EXPECT_EQ(test, c.live_bytes, 3 * size);
-	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, gone), size);
+	KUNIT_EXPECT_EQ(test, c.objects, n1 + 1);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, (n1 + 1) * size);
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[0]), size);
 
-	/* Shard 0's own: at once, and shard 1's still waits. */
-	afm_free(ts->pool, ts->h[2]);
-	ts->h[2] = 0;
+	/* Shard 0's own: at once, and shard 1's still wait. */
+	afm_free(ts->pool, ts->h[n1]);
+	ts->h[n1] = 0;
 	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_EQ(test, c.objects, 2);
-	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 1);
+	KUNIT_EXPECT_EQ(test, c.objects, n1);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, max);
 
-	/* Shard 1's next malloc frees it. */
-	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 1), 2);
-	ts->h[3] = afm_test_malloc(test, ts->pool, size);
-	afm_zs_put_pattern(test, ts->pool, ts->h[3], 3, size, buf, 3);
+	/* That many waiting: this one takes shard 1's lock, frees them all. */
+	afm_free(ts->pool, ts->h[max]);
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 0);
-	KUNIT_EXPECT_EQ(test, c.rfreed, before.rfreed + 1);
-	KUNIT_EXPECT_EQ(test, c.objects, 2);
-	KUNIT_EXPECT_EQ(test, c.live_bytes, 2 * size);
-	if (ts->h[3] != gone)
-		KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, gone), 0);
-	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[1], 1,
-					     size, buf, false));
-	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[3], 3,
-					     size, buf, true));
+	KUNIT_EXPECT_EQ(test, c.rfreed, before.rfreed + max);
+	KUNIT_EXPECT_EQ(test, c.objects, n1 - max - 1);
+	for (i = 0; i <= max; i++) {
+		KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[i]), 0);
+		ts->h[i] = 0;
+	}
+
+	/* One more waits; shard 1's next malloc frees it. */
+	afm_free(ts->pool, ts->h[max + 1]);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 1);
+	KUNIT_EXPECT_EQ(test, c.objects, n1 - max - 1);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 1), 2);
+	ts->h[n1 + 1] = afm_test_malloc(test, ts->pool, size);
+	afm_zs_put_pattern(test, ts->pool, ts->h[n1 + 1], n1 + 1, size, buf,
+			   n1 + 1);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.rfree_waiting, 0);
+	KUNIT_EXPECT_EQ(test, c.rfreed, before.rfreed + max + 1);
+	KUNIT_EXPECT_EQ(test, c.objects, n1 - max - 1);
+	KUNIT_EXPECT_EQ(test, c.live_bytes, (n1 - max - 1) * size);
+	if (ts->h[n1 + 1] != ts->h[max + 1])
+		KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[max + 1]),
+				0);
+	ts->h[max + 1] = 0;
+	for (i = 0; i < n; i++)
+		if (ts->h[i])
+			KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool,
+							     ts->h[i], i, size,
+							     buf, i & 1));
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
@@ -890,8 +914,11 @@ static void afm_zs_test_rfree_remote(struct kunit *test)
  * named to shard 1 (no zspage yet) then take those holes instead of
  * opening a zspage: the objects live in shard 0 (their handles say so), no
  * page is added, the donated counter counts each, and every byte reads
- * back. Once shard 0's holes drop below AFM_ZS_DONOR_OFF it is no donor:
- * shard 1 opens its own zspage and the rest go there.
+ * back. A free of a lent object from shard 1's CPU waits for shard 0's
+ * lock holder (see afm_zs_test_rfree_remote), and the next allocation
+ * lent by shard 0 frees it (shard 0's own CPUs may never come back). Once
+ * shard 0's holes drop below AFM_ZS_DONOR_OFF it is no donor: shard 1
+ * opens its own zspage and the rest go there.
  */
 static void afm_zs_test_donor(struct kunit *test)
 {
@@ -928,6 +955,23 @@ static void afm_zs_test_donor(struct kunit *test)
 			donated++;
 		} else {
 			own++;
+		}
+		if (i == n + 1) {
+			/* Lent: freed from shard 1's CPU, it waits. */
+			KUNIT_ASSERT_EQ(test, info.shard, 0);
+			afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
+					  AFM_ZS_QUIET_MIGRATION |
+					  AFM_ZS_QUIET_RWORK);
+			afm_free(ts->pool, ts->h[n]);
+			ts->h[n] = 0;
+			afm_zs_get_counters(ts->pool, &c);
+			KUNIT_EXPECT_EQ(test, c.rfree_waiting, 1);
+		} else if (i == n + 2) {
+			/* The next lent object's allocation freed it. */
+			KUNIT_ASSERT_EQ(test, info.shard, 0);
+			afm_zs_get_counters(ts->pool, &c);
+			KUNIT_EXPECT_EQ(test, c.rfree_waiting, 0);
+			afm_zs_quiet(ts);
 		}
 		if (i == n + n / 4) {
 			/* A quarter in: all in shard 0's holes, no new page. */

@@ -721,6 +721,8 @@ afm_zs_commit(struct afm_zs_set *set, struct afm_zs_pool *zs,
 	return (idx + 1) << set->shift | zs->nr;
 }
 
+static void afm_zs_rfree_drain_max(struct afm_zs_pool *zs, unsigned int max);
+
 /*
  * Allocate @size bytes in an indexed hole, else in a tail, of donor @zs,
  * on behalf of another shard: without waiting for its lock, growing any
@@ -739,6 +741,13 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 	afm_zs_spare_init(&sp);
 	if (!spin_trylock(&zs->lock))
 		return 0;
+	/*
+	 * A donor's own CPUs may no longer allocate: the frees of what it
+	 * lent wait for a lock holder (see "Frees that find the lock held").
+	 */
+	if (unlikely(atomic_read(&zs->rfree_nr) > 0))
+		afm_zs_rfree_drain_max(zs, irqs_disabled() ?
+				       AFM_ZS_RFREE_IRQS_OFF : AFM_ZS_RFREE);
 	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
 	    afm_zt_need(&zs->htab, hpg, &blocks) || blocks)
 		goto none;
@@ -1178,12 +1187,19 @@ static void afm_zs_auto_queue(struct afm_zs_pool *zs, int want)
  * CPU; none when @rfree_nr says all are taken) and returns; only with
  * every slot taken does it wait for the lock. A free of another shard's
  * object than the one this CPU allocates in (afm_zs_here()) does the same
- * without trying the lock: the shard's lock, entries, descriptors, hole
- * index and deferred frees then stay in the caches of the CPU that
- * allocates there, which frees such handles a batch at a time at its next
- * malloc, and the freer writes a slot and the count (bench/speed/run.sh
- * --shared: allocation + write + free with two threads whose frees are
- * of either CPU's objects went from behind zsmalloc to ahead of it).
+ * without trying the lock while fewer than AFM_ZS_RFREE_REMOTE handles
+ * wait: the shard's lock, entries, descriptors, hole index and deferred
+ * frees then stay in the caches of the CPU that allocates there, which
+ * frees such handles a batch at a time at its next malloc, and the freer
+ * writes a slot and the count (bench/speed/run.sh --shared: allocation +
+ * write + free with two threads whose frees are of either CPU's objects
+ * went from behind zsmalloc to ahead of it). With more waiting (the
+ * shard's CPUs allocate no more, or not as fast: zswap's writeback frees
+ * from a worker on any CPU) the free takes the lock as any other and
+ * frees them all, so that what waits stays below AFM_ZS_RFREE_REMOTE
+ * objects a shard (a donor's lock holder frees them too: its own CPUs
+ * may not come back), besides what waits AFM_ZS_RFREE_DELAY for the
+ * worker after the last free.
  * The next holder of the lock frees them: afm_zs_malloc() and
  * afm_zs_free() call afm_zs_rfree_drain() once they hold it (a read of
  * @rfree_nr when there are none; a free with hardirqs off takes at most
@@ -1300,8 +1316,11 @@ void afm_zs_rfree_work(struct work_struct *work)
 		return;
 	}
 	/* A test waits for a lock holder instead, whenever it comes. */
-	if (afm_zs_quiet(zs, AFM_ZS_QUIET_RWORK))
+	if (afm_zs_quiet(zs, AFM_ZS_QUIET_RWORK)) {
+		queue_delayed_work(afm_wq, &zs->rfree_work,
+				   AFM_ZS_RFREE_DELAY);
 		return;
+	}
 #endif
 	afm_zs_lock(zs);
 	afm_zs_rfree_drain(zs);
@@ -1321,9 +1340,11 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 #endif
 	/*
 	 * Another CPU's shard: left to its lock holder without trying the
-	 * lock (see "Frees that find the lock held").
+	 * lock while half the slots are free (see "Frees that find the lock
+	 * held").
 	 */
 	if (zs != afm_zs_here(pool->store) &&
+	    atomic_read(&zs->rfree_nr) < AFM_ZS_RFREE_REMOTE &&
 	    !afm_zs_quiet(zs, AFM_ZS_QUIET_RFREE) &&
 	    afm_zs_rfree_put(zs, handle))
 		return;

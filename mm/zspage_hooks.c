@@ -495,16 +495,19 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
  *	struct afm_zspage), for the page-by-page paths; AFM_ZS_QUIET_RFREE:
  *	a free that finds the pool lock held (by one of the pool's workers
  *	on another CPU) waits for it instead of leaving its handle to the
- *	holder (afm_zs_test_busy() still leaves it); AFM_ZS_QUIET_AUTO: an
+ *	holder, and a free of another shard than its CPU's takes the lock
+ *	(afm_zs_test_busy() still leaves it); AFM_ZS_QUIET_AUTO: an
  *	automatic run waits for its work to be flushed
  *	(afm_zs_test_run_auto(), afm_zs_flush_work()) or for the time
  *	afm_zs_test_auto_next() set, however far, and the rest run only
  *	for afm_zs_flush_work(); AFM_ZS_QUIET_RTAB: a free that finds the
  *	hole table's top level too small leaves its growth to the next
  *	malloc, not to the shard's worker; AFM_ZS_QUIET_RWORK: the frees
- *	left to the lock holder wait for the next one (a malloc, a free, a
- *	compaction pass or the pool's destruction), not for @rfree_work;
- *	0: none (the default).
+ *	left to the lock holder wait for the next one (a malloc, a free
+ *	that takes the lock, a donor's lock holder, a compaction pass,
+ *	afm_zs_test_flush() or the pool's destruction), not for the shard's
+ *	worker (which looks again later, so that they are freed once the
+ *	bit is cleared); 0: none (the default).
  *
  * For tests that assert exact counts of what compaction, migration or a
  * free did, which the debug guest's drop_caches and compact_memory loops
@@ -736,6 +739,20 @@ unsigned int afm_zs_test_rfree_irqs_off(void)
 	return AFM_ZS_RFREE_IRQS_OFF;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_rfree_irqs_off);
+
+/**
+ * afm_zs_test_rfree_remote_max() - frees of another CPU's shard left to its
+ * lock holder without trying the lock (KUnit hook)
+ *
+ * Context: any.
+ * Return: AFM_ZS_RFREE_REMOTE: with that many waiting, such a free takes
+ * the lock (and frees them).
+ */
+unsigned int afm_zs_test_rfree_remote_max(void)
+{
+	return AFM_ZS_RFREE_REMOTE;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_rfree_remote_max);
 
 /**
  * afm_zs_test_top_ahead() - the smallest top level of a slot table that

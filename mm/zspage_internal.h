@@ -444,6 +444,8 @@ struct afm_zs_table {
  * shard at once; when all are taken the free waits for the lock.
  */
 #define AFM_ZS_RFREE		32
+/* Frees of another CPU's shard left to its holder while fewer wait. */
+#define AFM_ZS_RFREE_REMOTE	(AFM_ZS_RFREE / 2)
 /*
  * Of them, what a free with hardirqs off frees besides its own: each may
  * release a zspage, and such frees come in batches (zram's, from the swap
@@ -525,8 +527,9 @@ struct afm_zs_pend {
  *	before they are taken (so it may lag them for an instant, and go
  *	below zero for one). Atomic, no lock.
  * @rfree: frees left to the lock holder (the callers' handles; 0: a free
- *	slot): a free that finds the pool lock held puts its handle in a
- *	free slot (cmpxchg from 0) and returns; slots are taken (xchg to 0)
+ *	slot): a free that finds the pool lock held, or of another shard
+ *	than its CPU's, puts its handle in a free slot (cmpxchg from 0) and
+ *	returns; slots are taken (xchg to 0)
  *	only under the pool lock, by afm_zs_rfree_drain(). Atomic, see
  *	"Frees that find the lock held" in zspage_alloc.c.
  * @migrate_wait: page migrations spinning for @lock, having got their
@@ -570,7 +573,8 @@ struct afm_zs_pend {
  *	(isolation refused); the KUnit hooks still reach both.
  *	AFM_ZS_QUIET_RUNS makes every new zspage a chain, so that the tests
  *	reach the page-by-page paths whatever pages they get;
- *	AFM_ZS_QUIET_RFREE makes a free wait for a lock held elsewhere;
+ *	AFM_ZS_QUIET_RFREE makes a free wait for a lock held elsewhere, and
+ *	one of another shard than its CPU's take the lock;
  *	AFM_ZS_QUIET_AUTO runs automatic compaction only when a test says;
  *	AFM_ZS_QUIET_RTAB leaves the hole table's growth to the next malloc
  *	when a free finds it too small (not to @top_work, whose timing a

@@ -124,9 +124,10 @@
  * the shard the handle names; so CPUs that allocate and free their own
  * objects (once their shards are active) never share a lock or a cache
  * line, and a free from another CPU only
- * meets that shard's allocations: when it finds the lock held it leaves
- * the handle to the holder instead of waiting (afm_zs_pool.rfree, "Frees
- * that find the lock held" in zspage_alloc.c). Objects never move between
+ * meets that shard's allocations: it leaves the handle to the lock holder
+ * instead of taking the lock, at once while few wait, else when it finds
+ * the lock held (afm_zs_pool.rfree, "Frees that find the lock held" in
+ * zspage_alloc.c). Objects never move between
  * shards.
  * Pool-wide queries (pages, statistics, afm_compact()) visit every shard
  * created.
@@ -350,7 +351,9 @@
  *                                   taken with spin_lock(); free may also
  *                                   run with hardirqs off (zram as swap).
  *                                   Free takes it with spin_trylock()
- *                                   first; failing, it puts the handle in
+ *                                   first (a free of another CPU's shard
+ *                                   only when many wait, below); failing,
+ *                                   it puts the handle in
  *                                   afm_zs_pool.rfree (atomics, no lock),
  *                                   which only a holder empties.
  *   entry LOCK bit                  compaction moving one object: only set

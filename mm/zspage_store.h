@@ -179,6 +179,7 @@ unsigned int afm_zs_test_pend_max(void);
 void afm_zs_test_auto_next(struct afm_pool *pool, long delta);
 unsigned int afm_zs_test_rfree_max(void);
 unsigned int afm_zs_test_rfree_irqs_off(void);
+unsigned int afm_zs_test_rfree_remote_max(void);
 unsigned int afm_zs_test_top_ahead(void);
 bool afm_zs_test_pin(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unpin(struct afm_pool *pool, unsigned long handle);
