@@ -721,7 +721,7 @@ afm_zs_commit(struct afm_zs_set *set, struct afm_zs_pool *zs,
 	return (idx + 1) << set->shift | zs->nr;
 }
 
-static void afm_zs_rfree_drain_max(struct afm_zs_pool *zs, unsigned int max);
+static __always_inline void afm_zs_rfree_take(struct afm_zs_pool *zs);
 
 /*
  * Allocate @size bytes in an indexed hole, else in a tail, of donor @zs,
@@ -745,9 +745,7 @@ static unsigned long afm_zs_malloc_donor(struct afm_zs_set *set,
 	 * A donor's own CPUs may no longer allocate: the frees of what it
 	 * lent wait for a lock holder (see "Frees that find the lock held").
 	 */
-	if (unlikely(atomic_read(&zs->rfree_nr) > 0))
-		afm_zs_rfree_drain_max(zs, irqs_disabled() ?
-				       AFM_ZS_RFREE_IRQS_OFF : AFM_ZS_RFREE);
+	afm_zs_rfree_take(zs);
 	if (afm_zt_find(&zs->htab, &hpg) || afm_zt_short(&zs->htab, hpg) ||
 	    afm_zt_need(&zs->htab, hpg, &blocks) || blocks)
 		goto none;
@@ -1291,6 +1289,19 @@ static void afm_zs_rfree_drain_max(struct afm_zs_pool *zs, unsigned int max)
 				   AFM_ZS_RFREE_DELAY);
 }
 
+/*
+ * What a free or a donor's allocation takes of the frees left to the lock
+ * holder of @zs: all of them, but with hardirqs off (zram's frees from the
+ * swap slots cache, a batch of them at a time) only a few: each may
+ * release a zspage, and what it leaves goes to @rfree_work. Pool lock held.
+ */
+static __always_inline void afm_zs_rfree_take(struct afm_zs_pool *zs)
+{
+	if (unlikely(atomic_read(&zs->rfree_nr) > 0))
+		afm_zs_rfree_drain_max(zs, irqs_disabled() ?
+				       AFM_ZS_RFREE_IRQS_OFF : AFM_ZS_RFREE);
+}
+
 /**
  * afm_zs_rfree_drain() - free the handles frees left to the lock holder
  * @zs: the shard
@@ -1354,14 +1365,7 @@ void afm_zs_free(struct afm_pool *pool, unsigned long handle)
 			return;
 		afm_zs_lock(zs);
 	}
-	/*
-	 * With hardirqs off (zram's frees from the swap slots cache, a batch
-	 * of them at a time) a free takes only a few of the others: each may
-	 * release a zspage, and what it leaves goes to @rfree_work.
-	 */
-	if (unlikely(atomic_read(&zs->rfree_nr) > 0))
-		afm_zs_rfree_drain_max(zs, irqs_disabled() ?
-				       AFM_ZS_RFREE_IRQS_OFF : AFM_ZS_RFREE);
+	afm_zs_rfree_take(zs);
 	want = afm_zs_free_locked(zs, h, handle, false);
 	afm_zs_unlock(zs);
 	afm_zs_auto_queue(zs, want);
