@@ -7,7 +7,7 @@
 #                  [--alloc afmalloc/zspage,afmalloc/slab,zsmalloc]
 #                  [--comp lz4|zstd] [--runs N] [--order forward|reverse]
 #                  [--limit-pct P] [--stall S] [--check] [--perf S]
-#                  [-- CHURN_ARGS...]
+#                  [--warmup S] [-- CHURN_ARGS...]
 #
 # For run r = 1..N and every allocator of --alloc (run 1 in the order given,
 # or reversed with --order reverse; every other run reversed again), on a
@@ -36,6 +36,16 @@
 # a runaway workload; usage stays at memory.high. bench/churn/sample.py samples
 # the allocator, zram/zswap and the cgroup every second next to it (outside
 # the cgroup). Before each run: page cache dropped, memory compacted.
+#
+# --warmup S: before run 1, the workload once per allocator (in run 1's
+# order) on its own fresh device and cgroup: the fill and S seconds of
+# churn, no other phase, no verification; its samples, progress and log go
+# to DIR/warmup/, outside the report. A boot's first run is slower than the
+# others whatever its allocator (bench/results/churn-zram-lz4-first: with
+# zsmalloc first in the boot, zsmalloc's first run touched 6% fewer pages a
+# second than its second, and afmalloc/zspage's first run, second in the
+# boot, was not slow), and the first in the boot is always the allocator
+# listed first; the warm-up takes that cost instead of run 1.
 #
 # --perf S: where the CPU goes, for comparing the allocators' costs: S
 # seconds of `perf record -a` (the host's perf, cpu-clock at 499 Hz) from
@@ -99,11 +109,11 @@ note() {
 usage() {
 	echo "usage: $0 --bin CHURN --out DIR [--pool FILE] [--target zram|zswap] [--alloc LIST] [--comp lz4|zstd]"
 	echo "          [--runs N] [--order forward|reverse] [--limit-pct P] [--stall S] [--check]"
-	echo "          [-- CHURN_ARGS...]"
+	echo "          [--perf S] [--warmup S] [-- CHURN_ARGS...]"
 }
 
 bin='' out='' pool='' target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1
-order=forward limit_pct=33 check=0 stall=900 perf_s=0
+order=forward limit_pct=33 check=0 stall=900 perf_s=0 warmup=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--bin) bin=${2:?}; shift ;;
@@ -118,6 +128,7 @@ while [ $# -gt 0 ]; do
 	--stall) stall=${2:?}; shift ;;
 	--check) check=1 ;;
 	--perf) perf_s=${2:?}; shift ;;
+	--warmup) warmup=${2:?}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
 	*) usage >&2; die "unknown option '$1'" ;;
@@ -138,6 +149,7 @@ case "$order" in forward|reverse) ;; *) die "--order must be forward or reverse"
 [[ "$limit_pct" =~ ^[1-9][0-9]?$ ]] || die "--limit-pct must be 1..99"
 [[ "$stall" =~ ^[1-9][0-9]*$ ]] || die "--stall must be a positive number of seconds"
 [[ "$perf_s" =~ ^[0-9]+$ ]] || die "--perf must be a number of seconds"
+[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a number of seconds"
 if [ "$perf_s" -gt 0 ]; then
 	command -v perf >/dev/null || die "--perf: no perf in the guest (the host's root; apt-get install linux-perf)"
 	echo -1 > /proc/sys/kernel/perf_event_paranoid
@@ -406,13 +418,38 @@ one() {
 	note "run $r $a: check ok: swap-outs $so, swap-ins $si, peak compressed $stored bytes, peak afmalloc objects $objs"
 }
 
-for ((r = 1; r <= runs; r++)); do
+# run_order R: the allocators of run R, in order, into seq.
+run_order() {
+	local k
 	seq=("${alist[@]}")
-	if { [ "$order" = reverse ] && [ $((r % 2)) = 1 ]; } ||
-	   { [ "$order" = forward ] && [ $((r % 2)) = 0 ]; }; then
+	if { [ "$order" = reverse ] && [ $(($1 % 2)) = 1 ]; } ||
+	   { [ "$order" = forward ] && [ $(($1 % 2)) = 0 ]; }; then
 		seq=()
 		for ((k = ${#alist[@]} - 1; k >= 0; k--)); do seq+=("${alist[k]}"); done
 	fi
+}
+
+# warm: --warmup's runs (run 0), into DIR/warmup/ (see the header).
+warm() {
+	local k keep_out=$out keep_check=$check keep_perf=$perf_s
+	local keep_args=("${churn_args[@]}")
+	out=$keep_out/warmup samples=$keep_out/warmup/samples.csv progress=$keep_out/warmup/progress.csv
+	check=0 perf_s=0
+	churn_args+=(--churn "$warmup" --exit 0 --switch 0 --rest 0 --no-verify)
+	mkdir -p "$out"
+	run_order 1
+	for ((k = 0; k < ${#seq[@]}; k++)); do
+		note "warm-up $((k + 1))/${#seq[@]}: ${seq[k]}, the fill and $warmup s of churn (not reported; $out)"
+		one 0 $((k + 1)) "${seq[k]}"
+	done
+	out=$keep_out samples=$keep_out/samples.csv progress=$keep_out/progress.csv
+	check=$keep_check perf_s=$keep_perf
+	churn_args=("${keep_args[@]}")
+}
+[ "$warmup" = 0 ] || warm
+
+for ((r = 1; r <= runs; r++)); do
+	run_order "$r"
 	for ((k = 0; k < ${#seq[@]}; k++)); do
 		one "$r" $((k + 1)) "${seq[k]}"
 	done

@@ -241,6 +241,10 @@ def report(d, out, plot):
             meta.get("guest_memory", "?"), meta.get("guest_cpus", "?"), meta.get("date", "?"),
             meta.get("workload", "?"), meta.get("host_load1_start", "?"),
             meta.get("host_load1_end", "?"), meta.get("command", "?")))
+        if meta.get("warmup_s"):
+            lines.append("Before run 1, a warm-up per allocator (the fill and %s s of churn, "
+                         "not reported: warmup/), as a boot's first run is slower whatever "
+                         "its allocator." % meta["warmup_s"])
         if meta.get("note"):
             lines.append("Note: %s (host load averages 1/5/15 min: %s at the start, %s at the "
                          "end)." % (meta["note"], meta.get("host_loadavg_start", "?"),

@@ -11,7 +11,8 @@
 #                      [--procs N] [--threads N] [--churn S] [--exit S]
 #                      [--switch S] [--switch-slot S] [--rest S] [--rewrite F]
 #                      [--limit-pct P] [--memory SIZE] [--cpus N]
-#                      [--kernel DIR] [--append ARGS] [--perf S] [--out DIR]
+#                      [--kernel DIR] [--append ARGS] [--perf S] [--warmup S]
+#                      [--out DIR]
 #   bench/churn/run.sh --print-bin     build the workload (and its pool.bin),
 #                                      print its path
 #
@@ -22,7 +23,9 @@
 # the fill and the final verification; about 7 minutes per allocator), a
 # cgroup of a third of the working set, a 2 GiB 2-CPU guest booted with
 # slab_nomerge. --runs N: the allocator order is reversed on every other
-# run (all in the same boot).
+# run (all in the same boot). --warmup S (default 60): before run 1, each
+# allocator's fill and S s of churn, not reported (churn-guest.sh
+# --warmup: a boot's first run is slower whatever its allocator); 0: none.
 #
 # bench/churn/hostperf.sh DIR, started beside it: a host profile of QEMU in
 # every run (TCG), see there.
@@ -68,9 +71,10 @@ build_bin() {
 }
 
 usage() {
-	sed -n '9,16p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '9,17p' "$0" | sed 's/^# \{0,1\}//'
 }
 target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1 order=forward perf_s=0
+warmup=60
 mb=384 procs=4 threads=2 churn=120 exit_s=60 switch=60 switch_slot=15 rest=60 rewrite=0.1 limit_pct=33
 memory=2G cpus=2 kernel='' append='' out=''
 opts=()
@@ -97,6 +101,7 @@ while [ $# -gt 0 ]; do
 	--kernel) kernel=${2:?--kernel needs a build dir} ;;
 	--append) append=${2:?--append needs kernel arguments} ;;
 	--perf) perf_s=${2:?--perf needs seconds} ;;
+	--warmup) warmup=${2:?--warmup needs seconds} ;;
 	--out) out=${2:?--out needs a folder} ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
@@ -106,7 +111,7 @@ while [ $# -gt 0 ]; do
 done
 case "$target" in zram|zswap) ;; *) die "--target must be zram or zswap, not '$target'" ;; esac
 case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;; esac
-for v in runs mb procs threads churn exit_s switch switch_slot rest cpus perf_s; do
+for v in runs mb procs threads churn exit_s switch switch_slot rest cpus perf_s warmup; do
 	n=${v%_s}
 	[[ "${!v}" =~ ^[0-9]+$ ]] || die "--${n//_/-} must be a whole number, not '${!v}'"
 done
@@ -119,7 +124,7 @@ vmb_setup "the churn benchmark"
 bin=$(build_bin)
 vmb_kernel "$kernel"
 vmb_out "churn-$target-$comp" samples.csv progress.csv 'churn-*.log' report.md \
-	overhead.png meta.json stall-dmesg.log 'perf-*.txt' 'perf-*.data'
+	overhead.png meta.json stall-dmesg.log 'perf-*.txt' 'perf-*.data' warmup
 
 IFS=, read -r -a alist <<< "$allocs"
 wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit "$exit_s"
@@ -133,11 +138,13 @@ wargs=(--mb "$mb" --procs "$procs" --threads "$threads" --churn "$churn" --exit 
 # allowance, not the whole timeout.
 per_run=$((churn + exit_s + switch + rest + 300))
 timeout_s=$((900 + runs * ${#alist[@]} * per_run))
+[ "$warmup" = 0 ] || timeout_s=$((timeout_s + ${#alist[@]} * (warmup + 300)))
 boot_args="slab_nomerge${append:+ $append}"
 vmb_boot "$timeout_s" "churn: $target, $comp, ${alist[*]}, $runs run(s); ${wargs[*]}" \
 	--append "$boot_args" -- "$here/churn-guest.sh" --bin "$bin" --out "$out" \
 	--target "$target" --alloc "$allocs" --comp "$comp" --runs "$runs" --order "$order" \
-	--limit-pct "$limit_pct" --stall "$per_run" --perf "$perf_s" -- "${wargs[@]}"
+	--limit-pct "$limit_pct" --stall "$per_run" --perf "$perf_s" --warmup "$warmup" \
+	-- "${wargs[@]}"
 
 # The script's path and every option (make bench-churn passes them all).
 vmb_command bench/churn/run.sh "${opts[@]}"
@@ -150,6 +157,7 @@ vmb_meta "$kernel" <<JSON
   "allocators": "$allocs",
   "runs": $runs,
   "order": "$order",
+  "warmup_s": $warmup,
   "workload": "churn $(printf '%s ' "${wargs[@]}")(sha256 of churn.c $(sha256sum "$here/churn.c" | cut -c1-16), of its pool.bin $(sha256sum "$(dirname "$bin")/pool.bin" | cut -c1-16))",
   "memory_max_percent": $limit_pct,
   "memory_limit": "memory.high (memory.max a quarter of the working set above it)",
