@@ -199,7 +199,8 @@ bench: setup
 		--comp $(COMP) --runs $(RUNS) $(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
 
 # Swap churn (issue 15): bench/churn/run.sh, every allocator in one boot,
-# ~7 min per allocator under TCG; CHURN_TARGET=zram|zswap, COMP, RUNS.
+# ~7 min per allocator and run under TCG, after a warm-up of ~1 min per
+# allocator (run.sh --warmup); CHURN_TARGET=zram|zswap, COMP, RUNS.
 # zsmalloc+compact is not a churn allocator, hence CHURN_ALLOC. Results in
 # bench/results/churn-TARGET-COMP unless OUT is given.
 CHURN_TARGET ?= zram
