@@ -920,8 +920,10 @@ def churn_section(name):
     out = [f"Reproduce: `{m.get('command', 'bench/churn/run.sh')}`", "",
            f"Swap churn on {m.get('target', '?')}, {m.get('compressor', '?')}: "
            f"{', '.join(c['allocs'])}; {nr} run(s) in one boot, the allocator order "
-           f"reversed on every other run (first run {m.get('order', '?')}). Kernel "
-           f"{m.get('kernel', '?')} built from {src}"
+           f"reversed on every other run (first run {m.get('order', '?')})"
+           + (f", after a warm-up per allocator (its fill and {m['warmup_s']} s of "
+              "churn, not reported: warmup/)" if m.get("warmup_s") else " (no warm-up)")
+           + f". Kernel {m.get('kernel', '?')} built from {src}"
            + (" (uncommitted changes in the checkout)" if src.endswith("-dirty") else "")
            + (f" (the tree of {KERNEL_SOURCE[name]})" if not git().full(src)
               and name in KERNEL_SOURCE else "")
