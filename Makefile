@@ -178,7 +178,8 @@ readme-check:
 script-tests:
 	$(TIMED) script-tests bash -c '$(TOP)/tests/scripts/shared-cache.sh && \
 		$(TOP)/tests/scripts/vm-run-boot.sh && $(TOP)/tests/scripts/beside.sh && \
-		$(TOP)/tests/scripts/timed.sh && $(TOP)/tests/scripts/prepare-tree.sh'
+		$(TOP)/tests/scripts/timed.sh && $(TOP)/tests/scripts/prepare-tree.sh && \
+		$(TOP)/tests/scripts/churn-options.sh'
 
 readme:
 	python3 $(TOP)/bench/readme_results.py
