@@ -38,7 +38,10 @@ the reason, when README.md or bench/results/README.md differ from what the
 results give, when a figure sits outside the generated blocks, when a
 hexadecimal commit id in either file (hashes after "sha256" or "config"
 excepted) is not in `git log`, when a relative link in either file points
-nowhere, or when summary.png was drawn from other numbers. It needs only
+nowhere, when README prose names a commit ("on 1234abc") just before a
+link to a run whose meta.json records another source (a run installed
+under that name since: the prose meant the old one, now NAME-OLDSOURCE),
+or when summary.png was drawn from other numbers. It needs only
 python3 and git.
 
 --collect-check copies the record of the last `make check` from
@@ -2402,6 +2405,34 @@ def bad_links(path, text):
     return out
 
 
+# Prose that says which commit a run measured, then links the run: "on
+# 1234abc (...) ([name](bench/results/README.md#name))": the last "on
+# COMMIT" within 160 characters before the link, with no ";" or "[" between
+# the two (a later clause is about something else).
+RUN_LINK_RE = re.compile(r"\[[^\]]*\]\(bench/results/README\.md#([\w.-]+)\)")
+ON_COMMIT_RE = re.compile(r"\bon\s+([0-9a-f]{7,40})\b")
+
+
+def stale_run_links(text):
+    """Prose links to a run whose meta.json source is not the commit the
+    prose names just before the link: a run installed under that name since
+    (its old run now NAME-OLDSOURCE). Return: [(line, name, named, source)]."""
+    out = []
+    prose = BLOCK_RE.sub(lambda m: " " * len(m.group(0)), text)
+    for m in RUN_LINK_RE.finditer(prose):
+        name = m.group(1)
+        before = prose[max(0, m.start() - 160):m.start()]
+        ons = list(ON_COMMIT_RE.finditer(before))
+        if not ons or re.search(r"[;\[]", before[ons[-1].end():]):
+            continue
+        named = ons[-1].group(1)
+        src = (run_meta(name).get("source") or "") if os.path.isdir(rdir(name)) else ""
+        src = src.removesuffix("-dirty")
+        if src and not (src.startswith(named) or named.startswith(src)):
+            out.append((text.count("\n", 0, m.start()) + 1, name, named, src))
+    return out
+
+
 def check(files):
     """files: {path: (on disk, regenerated)}. Return the problems found."""
     problems = []
@@ -2433,6 +2464,12 @@ def check(files):
         problems.append("README.md: figures outside the generated blocks (generate them in "
                         "bench/readme_results.py instead): "
                         + ", ".join(f"line {n}: {fig!r}" for n, fig in loose))
+    stale = stale_run_links(readme)
+    if stale:
+        problems.append("README.md: prose names one commit and links a run of another (the run "
+                        "was replaced since: link the old one, NAME-OLDSOURCE, or update the "
+                        "prose): " + ", ".join(f"line {n}: on {c} -> {name} (source {src})"
+                                               for n, name, c, src in stale))
     g = git()
     if g.commits is not None:
         cited = [c for c in list(KERNEL_SOURCE.values()) + list(COMMITTED_IN.values())
