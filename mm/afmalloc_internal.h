@@ -242,7 +242,7 @@ static inline void afm_stat_pool_add(struct afm_pool *pool) { }
 static inline void afm_stat_pool_del(struct afm_pool *pool) { }
 #endif
 
-/* zpool driver for zswap (zpool.c): last in module init, first in exit. */
+/* zpool driver for zswap (zpool.c): last in module init, after the pools in exit. */
 #ifdef CONFIG_ZPOOL
 void afm_zpool_init(void);
 void afm_zpool_exit(void);

@@ -238,6 +238,8 @@ MODULE_ALIAS("zpool-afmalloc");
  *
  * Called last in the module init, once the rest of afmalloc is ready:
  * zswap may create a pool as soon as the driver is registered.
+ *
+ * Context: process context (module init).
  */
 void afm_zpool_init(void)
 {
@@ -247,11 +249,14 @@ void afm_zpool_init(void)
 /**
  * afm_zpool_exit() - unregister the zpool driver
  *
- * Called first in the module exit. Every zswap pool holds a reference on
- * this module, so no pool exists here and unregistering cannot fail. Only
- * a forced unload (rmmod -f, CONFIG_MODULE_FORCE_UNLOAD) gets here with
- * live pools: then zpool keeps pointers into the unloaded module, and all
- * this can do is say so.
+ * Called in the module exit, after afm_exit() destroyed any pool left
+ * behind. Every zswap pool holds a reference on this module, so none
+ * exists here and unregistering cannot fail. Only a forced unload (rmmod
+ * -f, CONFIG_MODULE_FORCE_UNLOAD) gets here from a zswap that had pools:
+ * afm_exit() destroyed them with a warning each, zswap keeps pointers to
+ * them and into the unloaded module, and all this can do is say so.
+ *
+ * Context: process context (module exit).
  */
 void afm_zpool_exit(void)
 {

@@ -320,18 +320,21 @@ unsigned long afm_get_total_pages(struct afm_pool *pool);
  * sizes) cannot be moved. Compaction happens only when this is called.
  *
  * Zspage store: evacuates, sparsest first, every zspage with at least
- * PAGE_SIZE / 8 bytes of holes (freed objects that were not at the end of
- * their zspage), re-appending its live objects to the free tails of other
- * zspages or to new ones, and frees the emptied zspages; passes repeat
- * until one frees nothing (at most 64). Destination zspages are allocated
- * without I/O but may use direct reclaim. The store also compacts by
- * itself, so calling this is seldom needed: its shrinker compacts under
- * memory pressure, and afm_free() queues a worker when holes exceed
+ * PAGE_SIZE / 8 bytes of holes (free bytes inside it left by freed
+ * objects), moving its live objects into holes of dense zspages where one
+ * fits, else to the free tails of other zspages or to new ones, and frees
+ * the emptied zspages; passes repeat until one frees nothing (at most 64).
+ * Destination zspages are allocated without I/O but may use direct
+ * reclaim. The store also compacts by itself, so calling this is seldom
+ * needed: its shrinker compacts under memory pressure; a free queues a
+ * worker when the holes allocation will not reuse soon exceed
  * zspage_auto_permille thousandths of the live bytes (afmalloc module
- * parameter, 0 disables the worker) and 4 zspages' worth; the worker
- * aims at half that, taking only zspages with a quarter of their
- * bytes in holes. Those runs are serialised with this one and are not
- * counted in afm_pool_stats().
+ * parameter, 0 disables both automatic runs) and 4 zspages' worth, which
+ * takes zspages with a quarter of their bytes in holes and aims at half
+ * that; and a second after the last allocation (the pool at rest) a run
+ * takes every zspage with PAGE_SIZE / 8 bytes of holes once all the holes
+ * exceed that share of the live bytes and 4 pages. Those runs are
+ * serialised with this one and are not counted in afm_pool_stats().
  *
  * In both stores, mapped objects (and objects being read or written) are
  * not moved.
