@@ -51,6 +51,16 @@ static inline unsigned int afm_test_stress_secs(unsigned int def)
 }
 
 /*
+ * Memory the test itself needs (a buffer, a list), not the code under
+ * test's: without it the test cannot run, so it is skipped, not failed.
+ */
+#define afm_test_need(test, ptr)					\
+	do {								\
+		if (!(ptr))						\
+			kunit_skip(test, "no memory for %s", #ptr);	\
+	} while (0)
+
+/*
  * Tests of API misuse make afmalloc WARN on purpose. They call this first:
  * the kernel log then brackets their warnings with markers, and
  * scripts/kunit.sh (and tests/vm/kunit-guest.sh) fail the run on any

@@ -53,7 +53,7 @@ static void afm_test_create_errors(struct kunit *test)
 	afm_test_create_fails(test, "a\x7f", AFM_STORE_SLAB, -EINVAL);
 	/* AFM_POOL_NAME_MAX bytes are taken, one more is not. */
 	name = kunit_kzalloc(test, AFM_POOL_NAME_MAX + 2, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, name);
+	afm_test_need(test, name);
 	memset(name, 'n', AFM_POOL_NAME_MAX + 1);
 	afm_test_create_fails(test, name, AFM_STORE_SLAB, -EINVAL);
 	name[AFM_POOL_NAME_MAX] = '\0';
@@ -155,7 +155,7 @@ static void afm_test_write(struct kunit *test, struct afm_pool *pool,
 	if (path == AFM_TP_COPY) {
 		void *buf = kunit_kmalloc(test, size, GFP_KERNEL);
 
-		KUNIT_ASSERT_NOT_NULL(test, buf);
+		afm_test_need(test, buf);
 		afm_test_fill(buf, seed, size);
 		KUNIT_ASSERT_EQ(test, afm_write(pool, h, buf, size), 0);
 		kunit_kfree(test, buf);
@@ -234,7 +234,7 @@ static void afm_test_roundtrip(struct kunit *test)
 	long bad;
 
 	buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, buf);
+	afm_test_need(test, buf);
 
 	for (size = 1; size <= PAGE_SIZE; size++) {
 		ts->h[size] = afm_test_malloc(test, pool, size);
@@ -276,7 +276,7 @@ static void afm_test_write_bounds(struct kunit *test)
 	unsigned int i;
 	size_t j;
 
-	KUNIT_ASSERT_NOT_NULL(test, buf);
+	afm_test_need(test, buf);
 	ts->h[0] = afm_test_malloc(test, ts->pool, 700);
 	ts->h[1] = afm_test_malloc(test, ts->pool, 512);
 
@@ -485,7 +485,8 @@ KUNIT_ARRAY_PARAM(afm_irqoff, afm_irqoff_stores, afm_irqoff_desc);
  * context). The kernel-log checks of scripts/kunit.sh and
  * tests/vm/kunit-guest.sh fail the run on such a warning; the case fails
  * by itself too when no earlier test had tainted the kernel with one (the
- * API-misuse tests warn on purpose).
+ * API-misuse tests warn on purpose: it runs first in its suite, so that
+ * at least when this suite runs first it looks).
  */
 static void afm_test_free_irqs_off(struct kunit *test)
 {
@@ -579,23 +580,24 @@ static void afm_test_map_misuse(struct kunit *test)
 {
 	u8 *buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
 
-	KUNIT_ASSERT_NOT_NULL(test, buf);
+	afm_test_need(test, buf);
 	afm_test_expect_warnings(test);
 	afm_test_map_misuse_store(test, AFM_STORE_SLAB, buf);
 	afm_test_map_misuse_store(test, AFM_STORE_ZSPAGE, buf);
 }
 
 static struct kunit_case afm_core_test_cases[] = {
+	/* First: before the cases that warn on purpose (it checks the taint). */
+	KUNIT_CASE_PARAM(afm_test_free_irqs_off, afm_irqoff_gen_params),
 	KUNIT_CASE(afm_test_create_errors),
 	KUNIT_CASE(afm_test_invalid_sizes),
 	KUNIT_CASE_PARAM(afm_test_roundtrip, afm_rt_gen_params),
 	KUNIT_CASE(afm_test_write_bounds),
-	KUNIT_CASE(afm_test_direct_handles),
+	KUNIT_CASE_SLOW(afm_test_direct_handles),
 	KUNIT_CASE(afm_test_map_pins),
 	KUNIT_CASE(afm_test_map_misuse),
 	KUNIT_CASE(afm_test_class_index),
 	KUNIT_CASE(afm_test_stats),
-	KUNIT_CASE_PARAM(afm_test_free_irqs_off, afm_irqoff_gen_params),
 	{}
 };
 

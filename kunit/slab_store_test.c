@@ -141,7 +141,7 @@ static unsigned long afm_test_expected_pages(struct kunit *test,
 
 	pfn = kunit_kcalloc(test, ts->n * (AFM_MAX_CHUNKS + 1), sizeof(*pfn),
 			    GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, pfn);
+	afm_test_need(test, pfn);
 	for (i = 0; i < ts->n; i++) {
 		if (!ts->h[i])
 			continue;
@@ -305,7 +305,7 @@ static void afm_test_bad_free(struct kunit *test)
 	afm_free(ts->pool, h);
 
 	foreign = kunit_kmalloc(test, 64, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, foreign);
+	afm_test_need(test, foreign);
 
 	afm_pool_stats(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
@@ -393,7 +393,7 @@ static void afm_test_xa_nodes(struct kunit *test)
 	u32 r = 1;
 
 	xa = kunit_kzalloc(test, sizeof(*xa), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, xa);
+	afm_test_need(test, xa);
 	xa_init(xa);
 	for (op = 0; op < 3000 && errors < 5; op++) {
 		r = r * 1103515245 + 12345;
@@ -496,12 +496,12 @@ static void afm_test_aux_bytes(struct kunit *test)
 
 static struct kunit_case afm_slab_store_test_cases[] = {
 	KUNIT_CASE(afm_test_decompose),
-	KUNIT_CASE(afm_test_chunk_layout),
+	KUNIT_CASE_SLOW(afm_test_chunk_layout),
 	KUNIT_CASE(afm_test_page_accounting),
 	KUNIT_CASE(afm_test_alloc_failure),
 	KUNIT_CASE(afm_test_gfp),
 	KUNIT_CASE(afm_test_bad_free),
-	KUNIT_CASE(afm_test_xa_nodes),
+	KUNIT_CASE_SLOW(afm_test_xa_nodes),
 	KUNIT_CASE(afm_test_aux_bytes),
 	{}
 };

@@ -27,7 +27,7 @@ static struct afm_class_row *afm_test_rows(struct kunit *test,
 
 	*nr = pool->ops->nr_classes(pool);
 	rows = kunit_kcalloc(test, *nr, sizeof(*rows), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, rows);
+	afm_test_need(test, rows);
 	for (i = 0; i < *nr; i++)
 		pool->ops->class_stats(pool, i, rows[i].name, rows[i].val);
 	return rows;
@@ -87,7 +87,7 @@ static struct afm_test_folios *afm_test_folios(struct kunit *test,
 	struct afm_test_folios *f;
 
 	f = kunit_kcalloc(test, nr_rows, sizeof(*f), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, f);
+	afm_test_need(test, f);
 	for (i = 0; i < ts->n; i++) {
 		size_t size = afm_obj_size(ts->pool, ts->h[i]);
 

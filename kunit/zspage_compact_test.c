@@ -66,11 +66,16 @@ static void afm_zs_test_compact(struct kunit *test)
 		   pages, afm_get_total_pages(ts->pool), oh_before, oh_after,
 		   before.hole_bytes, after.hole_bytes);
 	KUNIT_EXPECT_GT(test, freed, 0);
+	/*
+	 * A deferred zspage's pages went back after afm_compact() counted
+	 * (fewer now), or, when the worker ran on another CPU while the run
+	 * was still going, before (counted: as many).
+	 */
 	if (after.deferred_frees == before.deferred_frees)
 		KUNIT_EXPECT_EQ(test, pages - freed,
 				afm_get_total_pages(ts->pool));
 	else
-		KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool),
+		KUNIT_EXPECT_LE(test, afm_get_total_pages(ts->pool),
 				pages - freed);
 	/* Three quarters of the data went: most pages should too. */
 	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages / 2);

@@ -158,7 +158,7 @@ static void afm_zs_test_migrate(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
 	a = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, a);
+	afm_test_need(test, a);
 	memcpy_from_page(a, info.page, 0, PAGE_SIZE);
 
 	rc = afm_zs_migrate(test, ts->pool, ts->h[x], MIGRATE_SYNC, AFM_HOLD_NONE,

@@ -491,6 +491,11 @@ static void afm_zs_test_bad_handles(struct kunit *test)
 	unsigned long h, misuses;
 
 	afm_test_expect_warnings(test);
+	/*
+	 * No free left to a migration's hold of the lock: each misuse is
+	 * counted before the next line looks.
+	 */
+	afm_zs_quiet(ts);
 	ts->h[0] = afm_test_malloc(test, ts->pool, 777);
 	h = afm_test_malloc(test, ts->pool, 333);
 	afm_free(ts->pool, h);
@@ -572,7 +577,7 @@ static void afm_zs_test_shards(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 
 	sizes = kunit_kcalloc(test, n, sizeof(*sizes), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, sizes);
+	afm_test_need(test, sizes);
 	ts = afm_zs_set_sharded(test, 3, n);
 	/* 3 is rounded up to 4. */
 	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, -1), nr);
@@ -792,6 +797,14 @@ static void afm_zs_test_auto_next_new_shard(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 
 	ts = afm_zs_set_sharded(test, 2, 4000);
+	/*
+	 * Held back for as long as the hook says (else for AFM_ZS_AUTO_GAP at
+	 * most: a host slow enough between the free and the counters below
+	 * would see the run done).
+	 */
+	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
+			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE |
+			  AFM_ZS_QUIET_AUTO);
 	afm_zs_test_auto_next(ts->pool, 10 * HZ);
 	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 1), 2);
 	afm_zs_fragment(test, ts, buf);
@@ -1517,8 +1530,8 @@ static void afm_zs_test_stress(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->lost), 0);
 	KUNIT_EXPECT_EQ(test, atomic_read(&st->verified),
 			atomic_read(&st->stored));
-	KUNIT_EXPECT_GT(test, atomic_read(&st->ops), 0);
-	KUNIT_EXPECT_GT(test, atomic_read(&st->compactions), 0);
+	/* Not vacuous: objects were stored (and so verified). */
+	KUNIT_EXPECT_GT(test, atomic_read(&st->stored), 0);
 	if (IS_ENABLED(CONFIG_COMPACTION))
 		KUNIT_EXPECT_GT(test, atomic_read(&st->migrations), 0);
 	/* The pool counts every migration, the migrator's among them. */
