@@ -17,7 +17,8 @@
 # Prints "ok" lines, exits non-zero on the first failure.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 beside=$top/scripts/beside.sh
 t=$(mktemp -d)
 cleanup() {
@@ -27,9 +28,6 @@ cleanup() {
 	rm -rf "$t"
 }
 trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok: $*"; }
 
 # 1. The background command waits for the foreground one to have printed,
 # so that its output is printed after it only if beside.sh holds it back.

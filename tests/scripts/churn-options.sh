@@ -11,12 +11,10 @@
 # Prints "ok" lines, exits non-zero on the first failure.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok: $*"; }
 
 # 1.
 rc=0

@@ -16,7 +16,8 @@
 # failure. Prints "ok" lines, exits non-zero on the first failure.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 t=$(mktemp -d)
 cleanup() {
 	local p
@@ -25,9 +26,6 @@ cleanup() {
 }
 trap cleanup EXIT
 export AFMALLOC_CACHE=$t/cache
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok: $*"; }
 
 # wait_for FILE PATTERN: until FILE holds PATTERN, at most 60 s.
 wait_for() {

@@ -15,14 +15,12 @@
 # Prints "ok" lines, exits non-zero on the first failure.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 timed=${1:-$top/scripts/timed.sh}
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 export AFMALLOC_TIMINGS=$t/check.tsv AFMALLOC_TIMINGS_LOGS=$t/logs
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok: $*"; }
 
 # 1.
 "$timed" --begin

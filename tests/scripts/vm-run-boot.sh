@@ -36,7 +36,8 @@
 # Prints "ok" lines, exits non-zero on the first failure.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" -ne 0 ]; then
 	echo "skip: vm-run.sh needs root"
 	exit 0
@@ -45,9 +46,6 @@ t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 export AFMALLOC_CACHE=$t/cache AFMALLOC_VENV=$t/venv
 unset AFMALLOC_ACCEL
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok: $*"; }
 
 mkdir -p "$t/venv/bin" "$t/bin" "$t/kernel"
 echo "not a kernel" > "$t/kernel/bzImage"
