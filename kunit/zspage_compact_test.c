@@ -770,9 +770,7 @@ static void afm_zs_owa_run(struct kunit *test,
 		kunit_skip(test, "no memory for the object list");
 	afm_zs_set_compact_holes(holes);
 	ts = afm_zs_set(test, AFM_ZS_OWA_OBJS);
-	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
-			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE |
-			  AFM_ZS_QUIET_AUTO);
+	afm_zs_quiet_auto(ts);
 	afm_zs_test_auto_next(ts->pool, 60 * HZ);
 	for (i = 0; i < AFM_ZS_OWA_OBJS; i++) {
 		size[i] = afm_zs_owa_size(oc, &x, false);

@@ -802,9 +802,7 @@ static void afm_zs_test_auto_next_new_shard(struct kunit *test)
 	 * most: a host slow enough between the free and the counters below
 	 * would see the run done).
 	 */
-	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
-			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE |
-			  AFM_ZS_QUIET_AUTO);
+	afm_zs_quiet_auto(ts);
 	afm_zs_test_auto_next(ts->pool, 10 * HZ);
 	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, 1), 2);
 	afm_zs_fragment(test, ts, buf);

@@ -87,6 +87,17 @@ static inline void afm_zs_quiet(struct afm_test_set *ts)
 			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE);
 }
 
+/*
+ * afm_zs_quiet(), and the automatic runs only when the test flushes them or
+ * afm_zs_test_auto_next() lets them (not AFM_ZS_AUTO_GAP after a free).
+ */
+static inline void afm_zs_quiet_auto(struct afm_test_set *ts)
+{
+	afm_zs_test_quiet(ts->pool, AFM_ZS_QUIET_SHRINKER |
+			  AFM_ZS_QUIET_MIGRATION | AFM_ZS_QUIET_RFREE |
+			  AFM_ZS_QUIET_AUTO);
+}
+
 static inline void *afm_zs_buf(struct kunit *test)
 {
 	void *buf = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
