@@ -300,7 +300,8 @@ static void afm_zs_test_dir_block_rcu(struct kunit *test)
 		if (blocks >= 8)
 			break;
 		if (!(i % per_page))
-			synchronize_rcu();
+			KUNIT_ASSERT_TRUE(test,
+					  afm_zs_test_dir_cool(ts->pool));
 		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
 	}
@@ -456,7 +457,7 @@ static void afm_zs_test_dir_pages(struct kunit *test)
 	 * Their blocks come back once they have cooled down (an RCU grace
 	 * period, see afm_zs_test_dir_block_rcu): still two directory pages.
 	 */
-	synchronize_rcu();
+	KUNIT_ASSERT_TRUE(test, afm_zs_test_dir_cool(ts->pool));
 	afm_zs_dir_fill(test, ts, 12 * per_page, buf);
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_dir,
 						0), 0);
@@ -500,7 +501,7 @@ static void afm_zs_test_dir_free_order(struct kunit *test)
 	KUNIT_EXPECT_PTR_NE(test, first, second);
 
 	afm_zs_test_dir_give(ts->pool, blk[15]);
-	synchronize_rcu();
+	KUNIT_EXPECT_TRUE(test, afm_zs_test_dir_cool(ts->pool));
 	afm_zs_test_dir_give(ts->pool, blk[3]);
 	dir = afm_zs_test_dir_take(ts->pool);
 	if (dir) {

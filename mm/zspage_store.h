@@ -202,6 +202,7 @@ bool afm_zs_test_free_in_lookup(struct afm_pool *pool, unsigned long handle,
 				size_t size, struct afm_zs_test_stale *seen);
 void *afm_zs_test_dir_take(struct afm_pool *pool);
 void afm_zs_test_dir_give(struct afm_pool *pool, void *dir);
+bool afm_zs_test_dir_cool(struct afm_pool *pool);
 bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle);

@@ -206,7 +206,10 @@ static unsigned long *afm_zt_dir_new(struct afm_zs_pool *zs,
  * addresses of pages it would take for its own table's. One cookie a page
  * covers its blocks: the latest free's, whose grace period ends after the
  * earlier ones' (those whose grace period is over already are free first,
- * not made to wait for the new one). The page goes first on @zs->dpages
+ * not made to wait for the new one). The polled cookie may miss an
+ * expedited grace period that runs beside a normal one (see
+ * poll_state_synchronize_rcu()): the block then cools down until that
+ * normal one ends, longer, never shorter. The page goes first on @zs->dpages
  * unless the first one has more free blocks (it then goes second): a block
  * not in use comes before full pages, and an allocation that counted on
  * the first page's free blocks (afm_zs_dir_need()) finds at least as many.
@@ -240,6 +243,9 @@ static void afm_zt_dir_free(struct afm_zs_pool *zs, unsigned long *dir)
 }
 
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/* Grace periods afm_zs_test_dir_cool() waits for at most. */
+#define AFM_ZT_COOL_TRIES	1000
+
 /**
  * afm_zs_test_dir_take() - take a directory block of a pool's first shard,
  * as a table's new directory does (KUnit hook)
@@ -288,6 +294,48 @@ void afm_zs_test_dir_give(struct afm_pool *pool, void *dir)
 	afm_zs_unlock(zs);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_dir_give);
+
+/**
+ * afm_zs_test_dir_cool() - wait until the directory blocks of a pool that
+ * are cooling down now have cooled down (KUnit hook)
+ * @pool: a zspage-store pool
+ *
+ * One synchronize_rcu() is not enough: the polled cookie a block cools
+ * down with may miss an expedited grace period that runs beside a normal
+ * one (see poll_state_synchronize_rcu()), as synchronize_rcu() is
+ * expedited while the kernel boots, when built-in KUnit suites run. It
+ * then counts once the normal one ends: wait for grace periods until the
+ * cookies say so, at most AFM_ZT_COOL_TRIES of them (a block that never
+ * cools down is a bug the caller's expectations then report).
+ *
+ * Context: process context; sleeps; takes the shards' locks.
+ * Return: true once no block is cooling down, false after the last try.
+ */
+bool afm_zs_test_dir_cool(struct afm_pool *pool)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned int i, tries = 0;
+	struct afm_zs_pool *zs;
+	struct page *page;
+	bool cooling;
+
+	do {
+		synchronize_rcu();
+		cooling = false;
+		for (i = 0; i < afm_zs_created(set); i++) {
+			zs = set->shard[i];
+			afm_zs_lock(zs);
+			list_for_each_entry(page, &zs->dpages, lru) {
+				afm_zt_dir_avail(page);
+				if (page_private(page) >> AFM_ZT_DIRS_COOL_SHIFT)
+					cooling = true;
+			}
+			afm_zs_unlock(zs);
+		}
+	} while (cooling && ++tries < AFM_ZT_COOL_TRIES);
+	return !cooling;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_dir_cool);
 #endif
 
 /* Directory @d holds every table page it can, none of them open. */
