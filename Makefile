@@ -7,6 +7,8 @@
 #                  in-VM tests on the debug kernel and zswap on Debian's kernel
 #                  (CI runs this)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
+#   make kunit-arm64    the KUnit suites on an emulated arm64 kernel (2 CPUs;
+#                  PAGES=16K: 16 KiB pages)
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
@@ -49,7 +51,7 @@ SETUP := $(if $(SETUP_DONE),,setup)
 # Each step of make check is timed into this file (scripts/timed.sh).
 TIMED := $(TOP)/scripts/timed.sh
 
-.PHONY: all help setup source tree kunit guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
+.PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
 	vm-test-stock vm-test-debug vm-test-kasan check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time bench-speed-uml bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
 
@@ -69,6 +71,14 @@ tree:
 
 kunit: $(SETUP)
 	$(TIMED) kunit $(TOP)/scripts/kunit.sh
+
+# The same suites on an arm64 kernel (2 CPUs, 4 KiB pages; PAGES=16K: 16
+# KiB pages) under QEMU's emulation, cross-compiled: not part of make check
+# (its cold build and emulated run would not fit CI's budget beside the
+# rest).
+kunit-arm64: $(SETUP)
+	$(TIMED) kunit-arm64$(if $(filter 16K 16k,$(PAGES)),-16k) \
+		$(TOP)/scripts/kunit.sh --arm64$(if $(filter 16K 16k,$(PAGES)),-16k)
 
 guest: $(SETUP)
 	$(TIMED) guest-build $(TOP)/scripts/build-guest.sh

@@ -88,28 +88,33 @@ _apt_get_install() {
 # (checked here on 10.0, bookworm-backports' version).
 QEMU_MIN=1:8.0
 
-# qemu_ok: the installed qemu-system-x86 is at least QEMU_MIN.
+# qemu_ok [PKG]: the installed PKG (default qemu-system-x86) is at least
+# QEMU_MIN.
 qemu_ok() {
 	local v
-	v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || return 1
+	v=$(dpkg-query -W -f='${Version}' "${1:-qemu-system-x86}" 2>/dev/null) || return 1
 	[ -n "$v" ] && dpkg --compare-versions "$v" ge "$QEMU_MIN"
 }
 
-# qemu_install: qemu-system-x86 at least QEMU_MIN; on Debian 12 from
-# bookworm-backports (its source added once, as a file of ours in
-# sources.list.d; backports are pinned below the release, so nothing else
-# is taken from there), elsewhere the release's own.
+# qemu_install [PKG]: PKG (default qemu-system-x86; qemu-system-arm for
+# make kunit-arm64, whose version must match the x86 one's common files) at
+# least QEMU_MIN; on Debian 12 from bookworm-backports (its source added
+# once, as a file of ours in sources.list.d; backports are pinned below the
+# release, so nothing else is taken from there), elsewhere the release's
+# own.
 qemu_install() {
-	qemu_ok && return 0
+	local pkg=${1:-qemu-system-x86}
+
+	qemu_ok "$pkg" && return 0
 	if ! grep -qx 'VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
-		apt_install qemu-system-x86
-		qemu_ok || log "warning: qemu-system-x86 older than $QEMU_MIN: TCG guests may see wrong flags after cmpxchg16b"
+		apt_install "$pkg"
+		qemu_ok "$pkg" || log "warning: $pkg older than $QEMU_MIN: TCG guests may see wrong flags after cmpxchg16b"
 		return 0
 	fi
-	need_root "installing qemu-system-x86 from bookworm-backports"
+	need_root "installing $pkg from bookworm-backports"
 	(
 	lock apt
-	qemu_ok && exit 0
+	qemu_ok "$pkg" && exit 0
 	local src=/etc/apt/sources.list.d/afmalloc-bookworm-backports.sources
 	if ! grep -rqsE '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
 		log "adding bookworm-backports to apt's sources ($src)"
@@ -120,9 +125,9 @@ qemu_install() {
 	# The release's 7.2 miscomputes flags under TCG; the stamp goes so
 	# that apt-get update reads the backports list first.
 	rm -f "$AFMALLOC_CACHE/.apt-updated"
-	missing=(qemu-system-x86)
+	missing=("$pkg")
 	_apt_get_install -t bookworm-backports
-	qemu_ok || die "qemu-system-x86 is still older than $QEMU_MIN after the install (log: $AFMALLOC_CACHE/apt.log)"
+	qemu_ok "$pkg" || die "$pkg is still older than $QEMU_MIN after the install (log: $AFMALLOC_CACHE/apt.log)"
 	) || exit
 }
 

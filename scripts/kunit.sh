@@ -1,26 +1,52 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Run afmalloc's KUnit suites on UML with kunit.py and kunit/.kunitconfig.
+# Run afmalloc's KUnit suites with kunit.py and kunit/.kunitconfig: on UML
+# (the default, what make check runs), or with --arm64 on an arm64 kernel
+# (4 KiB pages, 2 CPUs; --arm64-16k: 16 KiB pages, as Android's 16 KiB
+# kernels) under qemu-system-aarch64, cross-compiled (make kunit-arm64
+# [PAGES=16K]: a 64-bit architecture other than x86, as phones run; the
+# cross compiler and QEMU's arm64 emulator are installed if missing).
 # Fails (non-zero) on any failed test, crash or build error.
-#   scripts/kunit.sh [extra kunit.py run options, e.g. 'afmalloc*' filter]
+#   scripts/kunit.sh [--arm64|--arm64-16k] [kunit.py run options, e.g. 'afmalloc*']
 . "$(dirname "$0")/common.sh"
 
+arm64=
+case "${1:-}" in
+--arm64) arm64=4k; shift ;;
+--arm64-16k) arm64=16k; shift ;;
+esac
 for a in "$@"; do
 	case "$a" in
-	-h|--help) echo "usage: $0 [kunit.py run options]"; exit 0 ;;
+	-h|--help) echo "usage: $0 [--arm64|--arm64-16k] [kunit.py run options]"; exit 0 ;;
 	esac
 done
-lock build-kunit
+if [ -n "$arm64" ]; then
+	apt_install gcc-aarch64-linux-gnu
+	qemu_install qemu-system-arm
+	cc=aarch64-linux-gnu-gcc
+	command -v ccache >/dev/null 2>&1 && cc="ccache $cc"
+	# Under emulation every case runs tens of times slower than on UML.
+	args=(--arch=arm64 --cross_compile=aarch64-linux-gnu-
+	      --qemu_args="-smp 2" --timeout=3600 --make_options="CC=$cc")
+	out=$AFMALLOC_BUILD/kunit-arm64
+	if [ "$arm64" = 16k ]; then
+		args+=(--kconfig_add=CONFIG_ARM64_16K_PAGES=y)
+		out=$out-16k
+	fi
+	lock "build-$(basename "$out")"
+else
+	args=(--timeout=900 --make_options="CC=$(kcc)")
+	lock build-kunit
+	out=$AFMALLOC_BUILD/kunit
+fi
 tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
-out=$AFMALLOC_BUILD/kunit
 mkdir -p "$out"
 cd "$tree"
 # kunit.py refuses a tree that was built in place; we only ever build with O=.
 rm -f "$out/test.log"
 python3 tools/testing/kunit/kunit.py run \
 	--kunitconfig="$AFMALLOC_TOP/kunit/.kunitconfig" \
-	--build_dir="$out" --jobs="$AFMALLOC_JOBS" --timeout=900 \
-	--make_options="CC=$(kcc)" "$@"
+	--build_dir="$out" --jobs="$AFMALLOC_JOBS" "${args[@]}" "$@"
 # The tree is shared by every run using the cache: what ran must have been
 # this checkout's code.
 "$AFMALLOC_TOP/scripts/prepare-tree.sh" --check ||
