@@ -14,9 +14,10 @@
 
 /*
  * Failing the k-th internal allocation returns -ENOMEM and leaves counts
- * and pages as they were, for every k until the allocation succeeds: 11
- * allocations (a directory page for the two tables' directories, two
- * table pages, eight data pages) for the first object of a pool, eight
+ * and pages as they were, for every k until the allocation succeeds:
+ * 3 + AFM_ZS_PAGES allocations (a directory page for the two tables'
+ * directories, two table pages, AFM_ZS_PAGES data pages: 11 with 4 KiB
+ * pages, 5 with 16 KiB pages) for the first object of a pool, AFM_ZS_PAGES
  * for one that needs a new zspage.
  */
 static void afm_zs_test_alloc_failure(struct kunit *test)
@@ -566,25 +567,60 @@ static struct afm_test_set *afm_zs_set_sized(struct kunit *test,
 }
 
 /*
+ * The longest extent, object or hole (AFM_ZS_MAX_EXT in
+ * mm/zspage_internal.h: a header holds the length in PAGE_SHIFT + 1 bits):
+ * 8191 bytes with 4 KiB pages, 32767 with 16 KiB pages, where it is one
+ * byte short of a zspage.
+ */
+#define AFM_ZS_TEST_MAX_EXT	(2 * PAGE_SIZE - 1)
+
+/*
+ * Skip unless two indexed holes can lie side by side in a zspage: only
+ * when together they pass AFM_ZS_MAX_EXT (else they merge), and only below
+ * a live extent (a free at the fill offset gives the holes below it back
+ * to the tail), so that it takes AFM_ZS_MAX_EXT + 1 bytes for the two and
+ * the extent of a one-byte object after them (8198 bytes with 4 KiB
+ * pages). With 16 KiB pages a zspage has AFM_ZS_MAX_EXT + 1 bytes (32
+ * KiB): indexed holes never lie side by side there, and no rest of a hole
+ * ever joins the one after it.
+ */
+static void afm_zs_need_two_holes(struct kunit *test)
+{
+	if (AFM_ZS_TEST_MAX_EXT + 1 + afm_zs_header_bytes() + 1 > AFM_ZS_SIZE)
+		kunit_skip(test, "no two indexed holes side by side in a zspage of %lu bytes",
+			   AFM_ZS_SIZE);
+}
+
+/*
  * The rest of a hole an object takes joins the indexed hole after it when
- * the two fit one extent: objects B (4000 bytes), C (4000), D (3000) and
- * E back to back in a new zspage; C and D freed make one hole; B freed
- * stays a hole of its own (with C and D it would pass AFM_ZS_MAX_EXT). An
- * object of 3900 bytes then goes into B's hole, and what it leaves of it
- * (100 bytes) and the hole of C and D become one hole on the index (the
- * audit finds no two indexed holes side by side that fit one extent).
+ * the two fit one extent: objects B and C (96 bytes short of half of
+ * AFM_ZS_MAX_EXT + 1: 4000 bytes with 4 KiB pages), D (1000 bytes shorter:
+ * 3000) and E (100) back to back in a new zspage; C and D freed make one
+ * hole (7010 bytes); B freed stays a hole of its own (with C and D it
+ * would pass AFM_ZS_MAX_EXT: 4005 + 7010 > 8191). An object 100 bytes
+ * shorter than B (3900) then goes into B's hole, and what it leaves of it
+ * (100 bytes) and the hole of C and D become one hole on the index (7110
+ * bytes; the audit finds no two indexed holes side by side that fit one
+ * extent). Skipped where a zspage holds no two indexed holes side by side
+ * (afm_zs_need_two_holes(): 16 KiB pages).
  */
 static void afm_zs_test_rest_join(struct kunit *test)
 {
-	static const unsigned int sizes[] = { 4000, 4000, 3000, 100 };
-	const unsigned int hdr = afm_zs_header_bytes();
+	const unsigned int half = (AFM_ZS_TEST_MAX_EXT + 1) / 2;
+	const unsigned int sizes[] = { half - 96, half - 96, half - 1096, 100 };
+	const unsigned int hdr = afm_zs_header_bytes(), size = sizes[0] - 100;
 	struct afm_zs_counters before, after;
 	struct afm_zs_obj_info first, obj;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
-	unsigned int i;
+	unsigned int i, total = 0;
 	unsigned long h;
 
+	afm_zs_need_two_holes(test);
+	/* B, C, D and E in one zspage. */
+	for (i = 0; i < ARRAY_SIZE(sizes); i++)
+		total += sizes[i] + hdr;
+	KUNIT_ASSERT_LE(test, total, AFM_ZS_SIZE);
 	ts = afm_zs_set_sized(test, 8, sizes, ARRAY_SIZE(sizes), buf, &first);
 	/* C, then D (merged with C), then B (kept apart), one at a time. */
 	for (i = 1; i <= 3; i++) {
@@ -594,12 +630,13 @@ static void afm_zs_test_rest_join(struct kunit *test)
 	}
 	afm_zs_get_counters(ts->pool, &before);
 	KUNIT_ASSERT_EQ(test, before.hole_recorded,
-			(unsigned long)(4000 + 4000 + 3000 + 3 * hdr));
+			(unsigned long)(sizes[0] + sizes[1] + sizes[2] +
+					3 * hdr));
 	KUNIT_ASSERT_EQ(test, afm_zs_test_audit(ts->pool, &before, &after), 0);
 	afm_zs_get_counters(ts->pool, &before);
 
-	h = afm_test_malloc(test, ts->pool, 3900);
-	afm_zs_put_pattern(test, ts->pool, h, 9, 3900, buf, 0);
+	h = afm_test_malloc(test, ts->pool, size);
+	afm_zs_put_pattern(test, ts->pool, h, 9, size, buf, 0);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, h, &obj), 0);
 	KUNIT_EXPECT_EQ(test, obj.zspage_id, first.zspage_id);
 	KUNIT_EXPECT_EQ(test, obj.offset, hdr);
@@ -607,10 +644,10 @@ static void afm_zs_test_rest_join(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, after.hole_reused, before.hole_reused + 1);
 	KUNIT_EXPECT_EQ(test, after.rest_joined, before.rest_joined + 1);
 	KUNIT_EXPECT_EQ(test, after.hole_recorded,
-			before.hole_recorded - 3900 - hdr);
+			before.hole_recorded - size - hdr);
 	/* Not two indexed holes side by side that fit one extent. */
 	afm_zs_expect_consistent(test, ts->pool);
-	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, h, 9, 3900, buf,
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, h, 9, size, buf,
 					     true));
 	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[3], 3, 100,
 					     buf, false));
@@ -621,19 +658,26 @@ static void afm_zs_test_rest_join(struct kunit *test)
  * A freed object at the top of its zspage takes back into the tail every
  * indexed hole right below it, also two side by side (kept apart since
  * together they pass AFM_ZS_MAX_EXT, 8191 bytes with 4 KiB pages):
- * objects X (100 bytes), A and B (PAGE_SIZE each) and T (100) back to
- * back in a new zspage; A and B freed make two holes; T freed leaves the
- * fill offset at the end of X.
+ * objects X (100 bytes), A and B (PAGE_SIZE each, or as long as X and T
+ * leave them in one zspage: 16274 bytes with 16 KiB pages) and T (100)
+ * back to back in a new zspage; A and B freed make two holes (4101 bytes
+ * each), or one where they fit one extent (32558 bytes with 16 KiB pages,
+ * where AFM_ZS_MAX_EXT is 32767: no two indexed holes lie side by side,
+ * see afm_zs_need_two_holes()); T freed leaves the fill offset at the end
+ * of X.
  */
 static void afm_zs_test_tail_takes_holes(struct kunit *test)
 {
-	static const unsigned int sizes[] = { 100, PAGE_SIZE, PAGE_SIZE, 100 };
 	const unsigned int hdr = afm_zs_header_bytes();
+	const unsigned int big = min_t(unsigned int, PAGE_SIZE,
+				       (AFM_ZS_SIZE - 2 * (100 + hdr)) / 2 -
+				       hdr);
+	const unsigned int sizes[] = { 100, big, big, 100 };
 	struct afm_zs_counters before, after;
 	struct afm_zs_obj_info first, last;
 	void *buf = afm_zs_buf(test);
 	struct afm_test_set *ts;
-	unsigned int i;
+	unsigned int i, nr;
 
 	ts = afm_zs_set_sized(test, 4, sizes, ARRAY_SIZE(sizes), buf, &first);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[3], &last), 0);
@@ -645,7 +689,10 @@ static void afm_zs_test_tail_takes_holes(struct kunit *test)
 	}
 	afm_zs_get_counters(ts->pool, &before);
 	KUNIT_ASSERT_EQ(test, before.hole_recorded,
-			(unsigned long)(2 * (PAGE_SIZE + hdr)));
+			(unsigned long)(2 * (big + hdr)));
+	KUNIT_EXPECT_EQ(test, afm_zs_test_bad_holes(ts->pool, &nr), 0);
+	KUNIT_EXPECT_EQ(test, nr,
+			2 * (big + hdr) > AFM_ZS_TEST_MAX_EXT ? 2 : 1);
 
 	afm_free(ts->pool, ts->h[3]);
 	ts->h[3] = 0;
@@ -654,7 +701,7 @@ static void afm_zs_test_tail_takes_holes(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, after.hole_recorded, 0);
 	KUNIT_EXPECT_EQ(test, after.hole_bytes, 0);
 	KUNIT_EXPECT_EQ(test, after.tail_bytes - before.tail_bytes,
-			(unsigned long)(2 * (PAGE_SIZE + hdr) + 100 + hdr));
+			(unsigned long)(2 * (big + hdr) + 100 + hdr));
 	afm_zs_expect_consistent(test, ts->pool);
 	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[0], 0, 100,
 					     buf, true));

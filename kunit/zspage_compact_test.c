@@ -187,7 +187,9 @@ static void afm_zs_test_compact_cost(struct kunit *test)
 
 /*
  * A pinned object (as mapped) is never moved; once unpinned, it is. The
- * rest of its zspage is evacuated around it.
+ * rest of its zspage is evacuated around it: objects of afm_zs_size_zs(),
+ * about 16 a zspage whatever the page size, so that survivors 4, 8 and 12
+ * share the pinned object's zspage (objects 0 to 15 fill it).
  */
 static void afm_zs_test_compact_pinned(struct kunit *test)
 {
@@ -200,8 +202,12 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, 2000);
 	afm_zs_quiet(ts);
-	afm_zs_fragment(test, ts, buf);
+	afm_zs_fragment_sized(test, ts, buf, afm_zs_size_zs);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p], &pinned), 0);
+	/* Survivors around it, for compaction to evacuate. */
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[p + 4], &info),
+			0);
+	KUNIT_ASSERT_EQ(test, info.zspage_id, pinned.zspage_id);
 	KUNIT_ASSERT_TRUE(test, afm_zs_test_pin(ts->pool, ts->h[p]));
 
 	afm_compact(ts->pool);
@@ -215,7 +221,8 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 	misuses = afm_test_misuse_count();
 	afm_free(ts->pool, ts->h[p]);
 	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 1);
-	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[p]), afm_zs_size(p));
+	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[p]),
+			afm_zs_size_zs(p));
 	/* Other objects of that zspage moved away. */
 	for (i = 4; i < ts->n; i += 4) {
 		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
@@ -229,8 +236,8 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, info.pins, 0);
 	KUNIT_EXPECT_TRUE(test, info.zspage_id != pinned.zspage_id ||
 			  info.offset != pinned.offset);
-	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
-			0);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_zs,
+						0), 0);
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
@@ -425,21 +432,26 @@ static unsigned long afm_zs_expect_rest_run(struct kunit *test,
 }
 
 /*
- * A small pool is compacted at rest too: 6 zspages of 1000-byte objects of
- * which one in 4 is freed hold about 48 KiB of holes, under the floor of
- * the trigger of runs while writes go on (4 zspages: 128 KiB, several per
- * cent of a pool this size), above the rest run's (4 pages); the rest run
+ * A small pool is compacted at rest too: zspages of 1000-byte objects of
+ * which one in 4 is freed (about a quarter of each in holes), as many as
+ * hold the floor of the rest run's trigger (4 pages) and a zspage more of
+ * holes: 6 with 4 KiB pages, about 48 KiB of holes; 12 with 16 KiB pages,
+ * about 96 KiB. That is under the floor of the trigger of runs while
+ * writes go on (4 zspages: 128 KiB, several per cent of a pool this
+ * size), above the rest run's by more than half a zspage; the rest run
  * brings the holes under that and gives pages back.
  */
 static void afm_zs_test_rest_small(struct kunit *test)
 {
 	const unsigned long rest_floor = 4 * PAGE_SIZE;
+	const unsigned int zspages = (rest_floor + AFM_ZS_SIZE) /
+				     (AFM_ZS_SIZE / 4);
 	void *buf = afm_zs_buf(test);
-	struct afm_test_set *ts = afm_zs_thinned(test, 6 * 32, 4, buf);
+	struct afm_test_set *ts = afm_zs_thinned(test, zspages * 32, 4, buf);
 	struct afm_zs_counters frag;
 
 	afm_zs_get_counters(ts->pool, &frag);
-	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2 * rest_floor);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, rest_floor + AFM_ZS_SIZE / 2);
 	KUNIT_ASSERT_LT(test, frag.hole_bytes, 4UL * AFM_ZS_SIZE);
 	KUNIT_EXPECT_LE(test, afm_zs_expect_rest_run(test, ts, 1,
 						     afm_get_total_pages(ts->pool),
@@ -450,9 +462,11 @@ static void afm_zs_test_rest_small(struct kunit *test)
 /*
  * At rest, thin holes go too: objects of 1000 bytes (32 a zspage) of which
  * one in 16 is freed leave every zspage with about 6% of its bytes in
- * holes, too few for a run while writes go on (an eighth), so a free past
- * the trigger queues the rest run; once it has run the holes are below the
- * trigger and the pages are back.
+ * holes (2010 bytes), too few for a run while writes go on (a quarter),
+ * so a free past the trigger queues the rest run; once it has run the
+ * holes are below the trigger and the pages are back. The rest run, as
+ * compaction on request, takes the zspages on the hole lists: these are
+ * expected there, whatever the page size.
  */
 static void afm_zs_test_rest_compact(struct kunit *test)
 {
@@ -467,6 +481,8 @@ static void afm_zs_test_rest_compact(struct kunit *test)
 	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2 * trigger);
 	/* No zspage has an eighth of its bytes in holes. */
 	KUNIT_ASSERT_LT(test, frag.hole_bytes / frag.zspages, AFM_ZS_SIZE / 8);
+	/* Their holes are on the hole lists: the shrinker counts them. */
+	KUNIT_EXPECT_NE(test, afm_zs_shrinker_count(ts->pool), SHRINK_EMPTY);
 	/* It aims at half the trigger; its last pass may stop short. */
 	KUNIT_EXPECT_LE(test, afm_zs_expect_rest_run(test, ts, permille,
 						     afm_get_total_pages(ts->pool),
@@ -615,16 +631,18 @@ static void afm_zs_test_compact_locked(struct kunit *test)
 }
 
 /*
- * A zspage filled to its last byte, made a victim while one object is
- * pinned: compaction moves the others, its tail object among them, so the
- * zspage keeps its fill offset with one object left. Freeing that object
- * then leaves a zspage of nothing but holes, which must be released, not
- * put on a hole list (there is none for a whole zspage of holes: the
- * stock-kernel zswap test crashed there with "list_add corruption").
+ * A zspage filled to its last byte (8 objects of an eighth of it: with any
+ * page size, others besides the pinned one, the freed one and the tail
+ * one), made a victim while one object is pinned: compaction moves the
+ * others, its tail object among them, so the zspage keeps its fill offset
+ * with one object left. Freeing that object then leaves a zspage of
+ * nothing but holes, which must be released, not put on a hole list
+ * (there is none for a whole zspage of holes: the stock-kernel zswap test
+ * crashed there with "list_add corruption").
  */
 static void afm_zs_test_victim_tail(struct kunit *test)
 {
-	const unsigned int size = PAGE_SIZE - afm_zs_header_bytes();
+	const unsigned int n = 8, size = afm_zs_size_eighth(0);
 	struct afm_zs_obj_info first, info;
 	struct afm_zs_counters c, after;
 	struct afm_test_set *ts;
@@ -633,9 +651,9 @@ static void afm_zs_test_victim_tail(struct kunit *test)
 	unsigned int i;
 
 	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, AFM_ZS_PAGES);
+	ts = afm_zs_set(test, n);
 	afm_zs_quiet(ts);
-	for (i = 0; i < AFM_ZS_PAGES; i++) {
+	for (i = 0; i < n; i++) {
 		ts->h[i] = afm_test_malloc(test, ts->pool, size);
 		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, 0);
 	}
@@ -643,7 +661,11 @@ static void afm_zs_test_victim_tail(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, c.zspages, 1);
 	KUNIT_ASSERT_EQ(test, c.tail_bytes, 0);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
-	/* A hole, so that compaction takes the zspage; object 0 stays. */
+	/*
+	 * A hole (an eighth of the zspage: more than the eighth of a page
+	 * compaction on request takes), so that compaction takes the
+	 * zspage; object 0 stays.
+	 */
 	afm_free(ts->pool, ts->h[3]);
 	ts->h[3] = 0;
 	KUNIT_ASSERT_TRUE(test, afm_zs_test_pin(ts->pool, ts->h[0]));
@@ -651,8 +673,8 @@ static void afm_zs_test_victim_tail(struct kunit *test)
 	afm_zs_test_unpin(ts->pool, ts->h[0]);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &info), 0);
 	KUNIT_EXPECT_EQ(test, info.zspage_id, first.zspage_id);
-	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[AFM_ZS_PAGES - 1],
-					      &info), 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[n - 1], &info),
+			0);
 	KUNIT_EXPECT_NE(test, info.zspage_id, first.zspage_id);
 
 	afm_zs_flush_work(ts->pool);
@@ -666,8 +688,8 @@ static void afm_zs_test_victim_tail(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, after.zspages, c.zspages - 1);
 	KUNIT_EXPECT_LE(test, afm_get_total_pages(ts->pool),
 			pages - AFM_ZS_PAGES);
-	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_page,
-						0), 0);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf,
+						afm_zs_size_eighth, 0), 0);
 	afm_zs_expect_consistent(test, ts->pool);
 }
 

@@ -229,11 +229,13 @@ static void afm_zs_test_packing(struct kunit *test)
 /*
  * zspage_short ("Short zspages" in mm/zspage_pages.c): objects of one size
  * allocated one by one into an empty pool; each zspage a shard opens adds
- * the pages given (1, 2, 4, then AFM_ZS_PAGES; at least 2 for an object
- * longer than a page; AFM_ZS_PAGES each with zspage_short off), and the
- * pool holds its data pages and table pages, nothing else. The objects
- * keep their bytes; freeing them all gives every data page back, and the
- * next object opens a short zspage again.
+ * the pages given (1, 2, 4, then AFM_ZS_PAGES, but never more than
+ * AFM_ZS_PAGES: 1, 2, 4, 8 with 4 KiB pages, 1, 2, 2, 2 with 16 KiB
+ * pages; at least 2 for an object longer than a page; AFM_ZS_PAGES each
+ * with zspage_short off), and the pool holds its data pages and table
+ * pages, nothing else. The objects keep their bytes; freeing them all
+ * gives every data page back, and the next object opens a short zspage
+ * again.
  */
 struct afm_zs_short_case {
 	unsigned int size;
@@ -241,10 +243,16 @@ struct afm_zs_short_case {
 	unsigned int grow[5];
 };
 
+/* A short zspage of @n pages: no longer than a full one. */
+#define AFM_ZS_SHORT(n)		MIN(n, AFM_ZS_PAGES)
+
 static const struct afm_zs_short_case afm_zs_short_cases[] = {
-	{ 1000, true, { 1, 2, 4, AFM_ZS_PAGES, AFM_ZS_PAGES } },
-	{ 3000, true, { 1, 2, 4, AFM_ZS_PAGES, AFM_ZS_PAGES } },
-	{ PAGE_SIZE, true, { 2, 2, 4, AFM_ZS_PAGES, AFM_ZS_PAGES } },
+	{ 1000, true, { AFM_ZS_SHORT(1), AFM_ZS_SHORT(2), AFM_ZS_SHORT(4),
+			AFM_ZS_PAGES, AFM_ZS_PAGES } },
+	{ 3000, true, { AFM_ZS_SHORT(1), AFM_ZS_SHORT(2), AFM_ZS_SHORT(4),
+			AFM_ZS_PAGES, AFM_ZS_PAGES } },
+	{ PAGE_SIZE, true, { 2, 2, AFM_ZS_SHORT(4), AFM_ZS_PAGES,
+			     AFM_ZS_PAGES } },
 	{ 1000, false, { AFM_ZS_PAGES, AFM_ZS_PAGES, AFM_ZS_PAGES,
 			 AFM_ZS_PAGES, AFM_ZS_PAGES } },
 };

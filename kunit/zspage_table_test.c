@@ -37,18 +37,41 @@ static void afm_zs_free_all_empty(struct kunit *test, struct afm_test_set *ts)
 }
 
 /*
- * The handle table has no fixed capacity: with two table pages per
- * directory (afm_zs_test_small_dirs()), a pool takes more objects than 256
- * directories hold (the fixed top level the table used to have) while its
- * top level grows from one directory to hundreds; every object keeps its
- * bytes, compaction works across the directories, and freeing everything
- * gives every table, directory and zspage page back.
+ * The handle table has no fixed capacity: with small directories
+ * (afm_zs_test_small_dirs(): the fewest table pages that hold 1024
+ * handles, two with 4 KiB pages, one of 2048 with 16 KiB pages), a pool
+ * takes more objects than 256 directories hold (the fixed top level the
+ * table used to have) while its top level grows from one directory to
+ * hundreds, and past afm_zs_test_top_ahead() directories (AFM_ZT_AHEAD_DIRS:
+ * 128 with 4 KiB pages, 512 with 16 KiB pages), from where the shard's
+ * worker grows it ahead of need; every object keeps its bytes, compaction
+ * works across the directories, and freeing everything gives every table,
+ * directory and zspage page back.
  */
 static void afm_zs_test_table_growth(struct kunit *test)
 {
-	const unsigned long per_dir = 2 * (PAGE_SIZE / sizeof(u64));
-	const unsigned int n = 256 * per_dir + per_dir / 2;
+	const unsigned long per_page = PAGE_SIZE / sizeof(u64);
+	const unsigned int shift = order_base_2(DIV_ROUND_UP(1024, per_page));
+	const unsigned long per_dir = per_page << shift;
 	const unsigned int ahead = afm_zs_test_top_ahead();
+	/*
+	 * The first top level of at least @ahead directories has fewer than
+	 * 2 * @ahead (254 with 4 KiB pages, 1022 with 16 KiB pages: twice one
+	 * of fewer than @ahead, filling its allocation of at most a page), so
+	 * that its last quarter starts by directory 3 * @ahead / 2 (191 and
+	 * 767): 262656 handles with 4 KiB pages, as many as the 256
+	 * directories and a half need; 1574912 with 16 KiB pages, where those
+	 * take 525312.
+	 */
+	const unsigned int n = max(256 * per_dir + per_dir / 2,
+				   (3 * ahead / 2 + 1) * per_dir);
+	/*
+	 * About 40 bytes a handle (16 bytes of data, its header, its entry,
+	 * its slot in @ts, KASAN's shadow): 10 MiB with 4 KiB pages, 60 MiB
+	 * with 16 KiB pages. With five times that available (64 MiB at least),
+	 * a failed allocation is the table refusing, a failure, not a skip.
+	 */
+	const unsigned long avail = max(64UL << 20, 5UL * 40 * n);
 	unsigned long maxh = 0, top;
 	struct afm_zs_counters c;
 	struct afm_test_set *ts;
@@ -59,13 +82,9 @@ static void afm_zs_test_table_growth(struct kunit *test)
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, n);
 	afm_zs_quiet(ts);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, 1), 0);
-	/*
-	 * About 12 MiB are needed: with far more available, a failed
-	 * allocation is the table refusing, a failure, not a skip.
-	 */
-	if (si_mem_available() < (64UL << 20) >> PAGE_SHIFT)
-		kunit_skip(test, "less than 64 MiB available");
+	KUNIT_ASSERT_EQ(test, afm_zs_test_small_dirs(ts->pool, shift), 0);
+	if (si_mem_available() < avail >> PAGE_SHIFT)
+		kunit_skip(test, "less than %lu MiB available", avail >> 20);
 	for (i = 0; i < n; i++) {
 		/*
 		 * A new directory next: in the last quarter of a large top
@@ -101,15 +120,15 @@ static void afm_zs_test_table_growth(struct kunit *test)
 	KUNIT_EXPECT_GT(test, maxh, 256 * per_dir);
 	afm_zs_get_counters(ts->pool, &c);
 	/*
-	 * Table pages, and a directory block for every two of them (and for
-	 * every two descriptor pages), eight blocks a directory page.
+	 * Table pages, and a directory block for every 2^shift of them (and
+	 * for every 2^shift descriptor pages), eight blocks a directory page.
 	 */
-	KUNIT_EXPECT_EQ(test, c.table_pages,
-			DIV_ROUND_UP(n, PAGE_SIZE / sizeof(u64)));
+	KUNIT_EXPECT_EQ(test, c.table_pages, DIV_ROUND_UP(n, per_page));
 	KUNIT_EXPECT_EQ(test, c.hole_pages, 0);
 	KUNIT_EXPECT_EQ(test, c.dir_pages,
 			DIV_ROUND_UP(DIV_ROUND_UP(n, per_dir) +
-				     DIV_ROUND_UP(c.desc_pages, 2), 8));
+				     DIV_ROUND_UP(c.desc_pages, 1U << shift),
+				     8));
 	afm_zs_expect_consistent(test, ts->pool);
 
 	for (i = 0; i < n; i++) {

@@ -113,10 +113,30 @@ static inline size_t afm_zs_size(unsigned int i)
 	return 1 + (i * 2654435761U >> 7) % PAGE_SIZE;
 }
 
+/*
+ * The same spread in a zspage's terms: up to an eighth of a zspage (a page
+ * with 4 KiB pages, where these are afm_zs_size()'s sizes), so that a
+ * zspage holds about 16 of them whatever the page size (of afm_zs_size()'s,
+ * about 4 with 16 KiB pages).
+ */
+static inline size_t afm_zs_size_zs(unsigned int i)
+{
+	return 1 + (i * 2654435761U >> 7) % (AFM_ZS_SIZE / 8);
+}
+
 /* Objects whose extent (header and data) is exactly a page. */
 static inline size_t afm_zs_size_page(unsigned int i)
 {
 	return PAGE_SIZE - afm_zs_header_bytes();
+}
+
+/*
+ * Objects whose extent is exactly an eighth of a zspage (a page with 4 KiB
+ * pages: afm_zs_size_page()), 8 a zspage whatever the page size.
+ */
+static inline size_t afm_zs_size_eighth(unsigned int i)
+{
+	return AFM_ZS_SIZE / 8 - afm_zs_header_bytes();
 }
 
 /* Write object @i's pattern into @h, by one of three routes. */
@@ -254,15 +274,19 @@ static inline void afm_zs_expect_consistent(struct kunit *test, struct afm_pool 
 			 rc.dir_pages) << PAGE_SHIFT);
 }
 
-/* Fill with AFM objects of afm_zs_size(i), free three of every four. */
-static inline void afm_zs_fragment(struct kunit *test, struct afm_test_set *ts,
-				   void *buf)
+/*
+ * Fill @ts with objects of @size_of(i) bytes (object i with pattern i,
+ * written by route i), free three of every four: survivors 0, 4, 8...
+ */
+static inline void afm_zs_fragment_sized(struct kunit *test,
+					 struct afm_test_set *ts, void *buf,
+					 size_t (*size_of)(unsigned int))
 {
 	unsigned int i;
 
 	for (i = 0; i < ts->n; i++) {
-		ts->h[i] = afm_test_malloc(test, ts->pool, afm_zs_size(i));
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, afm_zs_size(i),
+		ts->h[i] = afm_test_malloc(test, ts->pool, size_of(i));
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size_of(i),
 				   buf, i);
 	}
 	for (i = 0; i < ts->n; i++) {
@@ -271,6 +295,19 @@ static inline void afm_zs_fragment(struct kunit *test, struct afm_test_set *ts,
 			ts->h[i] = 0;
 		}
 	}
+}
+
+/*
+ * Fill with objects of afm_zs_size(i), free three of every four. With
+ * 16 KiB pages a zspage holds about 4 such objects, so the frees leave
+ * some zspages empty and others with one or two survivors; tests that
+ * need every zspage to keep survivors and three quarters of its bytes in
+ * holes use afm_zs_fragment_sized() with afm_zs_size_zs().
+ */
+static inline void afm_zs_fragment(struct kunit *test, struct afm_test_set *ts,
+				   void *buf)
+{
+	afm_zs_fragment_sized(test, ts, buf, afm_zs_size);
 }
 
 static inline unsigned long afm_zs_overhead_pm(struct afm_pool *pool)
@@ -309,14 +346,15 @@ static inline void afm_zs_expect_freed(struct kunit *test,
 
 /*
  * Drive the automatic worker in @ts's pool, whatever it did before: fill
- * @ts with objects of afm_zs_size(i) and free three of four with the
- * trigger off (nothing compacts meanwhile: no worker, and the pool is kept
- * from the kernel's shrinker and migration), then set the trigger to
- * @permille and free one more survivor. Holes are then far above the
- * trigger and every zspage has about three quarters of its bytes in holes,
- * so that free queues exactly one run, at once, which afm_zs_flush_work()
- * waits for (it would run a rest run at once too). That run must give
- * pages back. Survivors are
+ * @ts with objects of afm_zs_size_zs(i) (about 16 a zspage whatever the
+ * page size: objects 0 to 15 fill the first one) and free three of four
+ * with the trigger off (nothing compacts meanwhile: no worker, and the
+ * pool is kept from the kernel's shrinker and migration), then set the
+ * trigger to @permille and free one more survivor. Holes are then far
+ * above the trigger and every zspage has about three quarters of its bytes
+ * in holes, so that free queues exactly one run, at once, which
+ * afm_zs_flush_work() waits for (it would run a rest run at once too).
+ * That run must give pages back. Survivors are
  * left in @ts. Return: the pages the run freed.
  */
 static inline unsigned long afm_zs_drive_auto(struct kunit *test,
@@ -331,7 +369,7 @@ static inline unsigned long afm_zs_drive_auto(struct kunit *test,
 	afm_zs_quiet(ts);
 	afm_zs_set_auto_permille(0);
 	afm_zs_flush_work(ts->pool);
-	afm_zs_fragment(test, ts, buf);
+	afm_zs_fragment_sized(test, ts, buf, afm_zs_size_zs);
 	/* Survivors 0 and 4 share a zspage: freeing 4 releases none. */
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &first), 0);
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[4], &last), 0);
@@ -359,13 +397,14 @@ static inline unsigned long afm_zs_drive_auto(struct kunit *test,
 	 * A run started by a free aims below half the trigger without the
 	 * holes recorded for reuse (allocations are about to fill them); a
 	 * rest run counts those too. Either way, no more than the recorded
-	 * holes, half the trigger and the object freed last are left.
+	 * holes, half the trigger and the object freed last (at most an
+	 * eighth of a zspage) are left.
 	 */
 	KUNIT_EXPECT_LE(test, after.hole_bytes,
-			frag.hole_recorded + trigger / 2 + PAGE_SIZE);
+			frag.hole_recorded + trigger / 2 + AFM_ZS_SIZE / 8);
 	KUNIT_EXPECT_GT(test, after.passes, frag.passes);
-	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
-			0);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size_zs,
+						0), 0);
 	afm_zs_expect_consistent(test, ts->pool);
 	/* Not afm_compact(): the pool's count of those did not move. */
 	compactions = st.compactions;

@@ -183,12 +183,12 @@
 #error "afmalloc does not support PREEMPT_RT (see its Kconfig entry)"
 #endif
 /*
- * Nor 32-bit kernels or pages larger than 4 KiB: the zspage store's entry
- * bit fields, 64-byte descriptors and power-of-two slots a table page
- * assume 64-bit and 4 KiB pages.
+ * Nor 32-bit kernels or pages of 64 KiB: the zspage store's entry bit
+ * fields, 64-byte descriptors and 32 KiB zspages assume 64-bit and pages of
+ * 4 or 16 KiB.
  */
-#if !defined(CONFIG_64BIT) || PAGE_SHIFT != 12
-#error "afmalloc needs a 64-bit kernel with 4 KiB pages (see its Kconfig entry)"
+#if !defined(CONFIG_64BIT) || (PAGE_SHIFT != 12 && PAGE_SHIFT != 14)
+#error "afmalloc needs a 64-bit kernel with 4 KiB or 16 KiB pages (see its Kconfig entry)"
 #endif
 
 static const struct afm_store_ops *const afm_stores[] = {

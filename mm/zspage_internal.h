@@ -161,7 +161,8 @@
 #define AFM_ZS_MAX_VICTIMS	512
 /*
  * Smallest hole total of a victim: on request (afm_compact(), shrinker)
- * and at rest any zspage with an eighth of a page of holes; automatic runs
+ * and at rest any zspage with 1/64 of its bytes in holes (512 bytes,
+ * whatever the page size: an eighth of a 4 KiB page); automatic runs
  * while writes go on only take zspages with a quarter of their bytes in
  * holes, so that they never copy more than 3 bytes per byte they give
  * back: holes spread thin by overwrites (5-10% in every zspage) are left
@@ -170,7 +171,7 @@
  * zspages with an eighth in holes copied more than an object per write in
  * the speed benchmark and cut its allocation rate by more than half.
  */
-#define AFM_ZS_MIN_HOLES	(PAGE_SIZE / 8)
+#define AFM_ZS_MIN_HOLES	(AFM_ZS_SIZE / 64)
 #define AFM_ZS_AUTO_MIN_HOLES	(AFM_ZS_SIZE / 4)
 /*
  * Compaction moves an object into an indexed hole (of at most

@@ -270,8 +270,9 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
  * -------------
  * A zspage has AFM_ZS_PAGES pages, but for the first ones of a shard that
  * holds few: one whose live zspages hold P pages makes its next zspage of
- * the largest power of two of pages not above P + 1 (1, 2, 4, then
- * AFM_ZS_PAGES: its first 15 pages come in four zspages), or of as many
+ * the largest power of two of pages not above P + 1 (with 4 KiB pages
+ * 1, 2, 4, then AFM_ZS_PAGES: its first 15 pages come in four zspages;
+ * with 16 KiB pages 1, then AFM_ZS_PAGES, 2), or of as many
  * as the object needs (a page and a header: 2). So an empty pool's first
  * object costs one data page, not eight, and a shard's open tail is at
  * most what the shard already holds (a pool of many shards, one per CPU,
@@ -285,7 +286,7 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
 bool afm_zs_short = true;
 module_param_named(zspage_short, afm_zs_short, bool, 0644);
 MODULE_PARM_DESC(zspage_short,
-		 "zspage store: a shard that holds fewer than 8 data pages makes its new zspages shorter (1, 2, 4 pages) so that a nearly empty pool holds few pages (default Y)");
+		 "zspage store: a shard that holds fewer data pages than a zspage has makes its new zspages shorter (1, 2, 4 pages) so that a nearly empty pool holds few pages (default Y)");
 
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
 /**

@@ -33,6 +33,9 @@
  * compaction frees (32 KiB), and the burst of order-0 allocations needed
  * when a new zspage opens (8 pages, like zsmalloc's longest chain). The
  * fraction of objects crossing a page boundary does not depend on it.
+ * With 16 KiB pages (arm64, as on Android) a zspage is 2 pages: the same
+ * 32 KiB, so that every offset fits 16 bits; an object of a whole page
+ * (and its header) still fits one; the shorter zspages below are of 1 page.
  *
  * Placement (reuse policy)
  * ------------------------
@@ -195,13 +198,14 @@
  * object), 6 bits of pin count, size - 1 (PAGE_SHIFT bits), the offset in
  * the zspage (PAGE_SHIFT + AFM_ZS_ORDER bits) and the zspage id (the rest:
  * 29 bits with 4 KiB pages: 2^29 zspages are 16 TiB, beyond any pool
- * this is built for, and the descriptor table refuses more, so that is the
- * only bound on a pool). A free entry has LIVE clear and holds the
- * index of the next free entry of its page. Zspage ids index a descriptor
- * table built the same way (64-byte slots, 64 per page: a descriptor is a
- * cache line; struct afm_zspage). A descriptor
- * holds no page array: its first page and, in each data page's ->index,
- * the next one chain the pages (as zsmalloc does); migration relinks.
+ * this is built for; 27 bits, 4 TiB, with 16 KiB pages; the descriptor
+ * table refuses more, so that is the only bound on a pool). A free entry
+ * has LIVE clear and holds the index of the next free entry of its page.
+ * Zspage ids index a descriptor table built the same way (64-byte slots,
+ * a page of them: a descriptor is a cache line; struct afm_zspage). A
+ * descriptor holds no page array: its first page and, in each data
+ * page's ->index, the next one chain the pages (as zsmalloc does);
+ * migration relinks.
  * A new zspage's pages are put in PFN order; when they are then a run of
  * PFNs (order-0 pages allocated together often are, up or down), a byte
  * of the descriptor says so and page k is found by PFN, reading no struct
@@ -520,8 +524,10 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
 	/* A descriptor is a cache line (struct afm_zspage). */
-	BUILD_BUG_ON(IS_ENABLED(CONFIG_64BIT) && PAGE_SHIFT == 12 &&
+	BUILD_BUG_ON(IS_ENABLED(CONFIG_64BIT) &&
 		     sizeof(struct afm_zspage) != 64);
+	/* An object of a whole page, and its header, fits a zspage. */
+	BUILD_BUG_ON(AFM_ZS_ORDER < 1);
 	/* Tables with a magazine (afm_zt_put()). */
 	BUILD_BUG_ON(!is_power_of_2(AFM_ZH_PER_PAGE) ||
 		     !is_power_of_2(AFM_ZR_PER_PAGE) ||

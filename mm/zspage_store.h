@@ -12,8 +12,13 @@
 
 #include "afmalloc_internal.h"
 
-/* Pages per zspage, as a power of two, and the zspage size in bytes. */
-#define AFM_ZS_ORDER		3
+/*
+ * Pages per zspage, as a power of two, and the zspage size in bytes: 32 KiB
+ * whatever the page size (8 pages of 4 KiB, 2 of 16 KiB), so that offsets
+ * in a zspage fit 16 bits (afm_zs_off_t: descriptors of a cache line, hole
+ * records of 16 bytes). See "Why 8 pages" in zspage_store.c.
+ */
+#define AFM_ZS_ORDER		(15 - PAGE_SHIFT)
 #define AFM_ZS_PAGES		BIT(AFM_ZS_ORDER)
 #define AFM_ZS_SIZE		(AFM_ZS_PAGES << PAGE_SHIFT)
 
