@@ -432,26 +432,22 @@ static unsigned long afm_zs_expect_rest_run(struct kunit *test,
 }
 
 /*
- * A small pool is compacted at rest too: zspages of 1000-byte objects of
- * which one in 4 is freed (about a quarter of each in holes), as many as
- * hold the floor of the rest run's trigger (4 pages) and a zspage more of
- * holes: 6 with 4 KiB pages, about 48 KiB of holes; 12 with 16 KiB pages,
- * about 96 KiB. That is under the floor of the trigger of runs while
- * writes go on (4 zspages: 128 KiB, several per cent of a pool this
- * size), above the rest run's by more than half a zspage; the rest run
- * brings the holes under that and gives pages back.
+ * A small pool is compacted at rest too: 6 zspages of 1000-byte objects of
+ * which one in 4 is freed hold about 48 KiB of holes, under the floor of
+ * the trigger of runs while writes go on (4 zspages: 128 KiB, several per
+ * cent of a pool this size), above the rest run's (half a zspage, whatever
+ * the page size: AFM_ZS_REST_FLOOR); the rest run brings the holes under
+ * that and gives pages back.
  */
 static void afm_zs_test_rest_small(struct kunit *test)
 {
-	const unsigned long rest_floor = 4 * PAGE_SIZE;
-	const unsigned int zspages = (rest_floor + AFM_ZS_SIZE) /
-				     (AFM_ZS_SIZE / 4);
+	const unsigned long rest_floor = AFM_ZS_SIZE / 2;
 	void *buf = afm_zs_buf(test);
-	struct afm_test_set *ts = afm_zs_thinned(test, zspages * 32, 4, buf);
+	struct afm_test_set *ts = afm_zs_thinned(test, 6 * 32, 4, buf);
 	struct afm_zs_counters frag;
 
 	afm_zs_get_counters(ts->pool, &frag);
-	KUNIT_ASSERT_GT(test, frag.hole_bytes, rest_floor + AFM_ZS_SIZE / 2);
+	KUNIT_ASSERT_GT(test, frag.hole_bytes, 2 * rest_floor);
 	KUNIT_ASSERT_LT(test, frag.hole_bytes, 4UL * AFM_ZS_SIZE);
 	KUNIT_EXPECT_LE(test, afm_zs_expect_rest_run(test, ts, 1,
 						     afm_get_total_pages(ts->pool),

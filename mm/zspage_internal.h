@@ -93,10 +93,16 @@
 #define AFM_ZD_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zspage))
 #define AFM_ZR_PER_PAGE		(PAGE_SIZE / sizeof(struct afm_zs_hrec))
 
-/* Tail buckets: AFM_ZS_GRAIN wide below PAGE_SIZE, one per page above. */
+/*
+ * Tail buckets: AFM_ZS_GRAIN wide below PAGE_SIZE, AFM_ZS_BIG_STEP (an
+ * eighth of a zspage: a page with 4 KiB pages) above, so that a 16 KiB
+ * page's zspage has as fine a choice of large tails as a 4 KiB one's.
+ */
 #define AFM_ZS_SMALL_BUCKETS	128
 #define AFM_ZS_GRAIN		(PAGE_SIZE / AFM_ZS_SMALL_BUCKETS)
-#define AFM_ZS_NR_BUCKETS	(AFM_ZS_SMALL_BUCKETS + AFM_ZS_PAGES)
+#define AFM_ZS_BIG_STEP		(AFM_ZS_SIZE / 8)
+#define AFM_ZS_NR_BUCKETS	(AFM_ZS_SMALL_BUCKETS + 1 + \
+				 (AFM_ZS_SIZE - PAGE_SIZE) / AFM_ZS_BIG_STEP)
 #define AFM_ZS_NO_BUCKET	U8_MAX
 /* Entries of the best-fitting bucket tried before taking a larger one. */
 #define AFM_ZS_FIT_TRIES	4
@@ -218,8 +224,9 @@
 /*
  * Floor of the rest run's trigger (afm_zs_rest_trigger()): after the rest
  * run a shard keeps about half of it in holes, however small the shard.
+ * Half a zspage: 4 pages of 4 KiB, one of 16 KiB.
  */
-#define AFM_ZS_REST_FLOOR	(4 * PAGE_SIZE)
+#define AFM_ZS_REST_FLOOR	(AFM_ZS_SIZE / 2)
 #define AFM_ZS_MAX_PASSES	64
 #define AFM_ZS_DONE		U32_MAX		/* candidate slot already handled */
 /*

@@ -212,7 +212,7 @@ static unsigned int afm_zs_bucket(unsigned int tail)
 {
 	if (tail < PAGE_SIZE)
 		return tail / AFM_ZS_GRAIN;
-	return AFM_ZS_SMALL_BUCKETS + (tail >> PAGE_SHIFT) - 1;
+	return AFM_ZS_SMALL_BUCKETS + (tail - PAGE_SIZE) / AFM_ZS_BIG_STEP;
 }
 
 void afm_zs_unbucket(struct afm_zs_pool *zs, struct afm_zspage *z)
@@ -272,7 +272,7 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
  * holds few: one whose live zspages hold P pages makes its next zspage of
  * the largest power of two of pages not above P + 1 (with 4 KiB pages
  * 1, 2, 4, then AFM_ZS_PAGES: its first 15 pages come in four zspages;
- * with 16 KiB pages 1, then AFM_ZS_PAGES, 2), or of as many
+ * with 16 KiB pages 1, then AFM_ZS_PAGES of 2), or of as many
  * as the object needs (a page and a header: 2). So an empty pool's first
  * object costs one data page, not eight, and a shard's open tail is at
  * most what the shard already holds (a pool of many shards, one per CPU,
@@ -286,7 +286,7 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
 bool afm_zs_short = true;
 module_param_named(zspage_short, afm_zs_short, bool, 0644);
 MODULE_PARM_DESC(zspage_short,
-		 "zspage store: a shard that holds fewer data pages than a zspage has makes its new zspages shorter (1, 2, 4 pages) so that a nearly empty pool holds few pages (default Y)");
+		 "zspage store: a shard that holds fewer data pages than a zspage has makes its new zspages shorter (powers of two of pages) so that a nearly empty pool holds few pages (default Y)");
 
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
 /**

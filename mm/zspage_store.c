@@ -35,7 +35,9 @@
  * fraction of objects crossing a page boundary does not depend on it.
  * With 16 KiB pages (arm64, as on Android) a zspage is 2 pages: the same
  * 32 KiB, so that every offset fits 16 bits; an object of a whole page
- * (and its header) still fits one; the shorter zspages below are of 1 page.
+ * (and its header) still fits one, but two do not: such objects (pages
+ * that do not compress) take a zspage each until smaller objects fill the
+ * tails they leave. The shorter zspages below are of 1 page.
  *
  * Placement (reuse policy)
  * ------------------------
@@ -522,6 +524,10 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	/* An indexed hole holds its header and its record number. */
 	BUILD_BUG_ON(AFM_ZS_HOLE_MIN < AFM_ZS_HOLE_HDR);
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
+	BUILD_BUG_ON(ALIGN(PAGE_SIZE + AFM_ZS_HDR, AFM_ZS_MAX_ALIGN) >
+		     AFM_ZS_MAX_EXT);
+	/* Offsets and lengths in a zspage (descriptors, hole records). */
+	BUILD_BUG_ON(sizeof(afm_zs_off_t) != sizeof(u16));
 	BUILD_BUG_ON(sizeof(struct afm_zspage) % sizeof(u64));
 	/* A descriptor is a cache line (struct afm_zspage). */
 	BUILD_BUG_ON(IS_ENABLED(CONFIG_64BIT) &&

@@ -30,8 +30,8 @@
  *	Its pages are never highmem and never movable: it drops
  *	__GFP_HIGHMEM and __GFP_MOVABLE.
  * @AFM_STORE_ZSPAGE: objects are packed back to back, without size
- *	classes, into zspages of 8 order-0 pages owned by the pool (1, 2
- *	or 4 while a shard holds fewer than 8). It
+ *	classes, into zspages of 32 KiB, 8 order-0 pages owned by the pool
+ *	(2 with 16 KiB pages; fewer while a shard holds less than that). It
  *	honours __GFP_HIGHMEM and __GFP_MOVABLE: zspage pages allocated with
  *	them are movable (page migration: memory compaction, CMA, memory
  *	offlining) and are reached only through kmap_local_page(). It also
@@ -320,7 +320,7 @@ unsigned long afm_get_total_pages(struct afm_pool *pool);
  * sizes) cannot be moved. Compaction happens only when this is called.
  *
  * Zspage store: evacuates, sparsest first, every zspage with at least
- * PAGE_SIZE / 8 bytes of holes (free bytes inside it left by freed
+ * 512 bytes of holes (free bytes inside it left by freed
  * objects), moving its live objects into holes of dense zspages where one
  * fits, else to the free tails of other zspages or to new ones, and frees
  * the emptied zspages; passes repeat until one frees nothing (at most 64).
@@ -332,8 +332,8 @@ unsigned long afm_get_total_pages(struct afm_pool *pool);
  * parameter, 0 disables both automatic runs) and 4 zspages' worth, which
  * takes zspages with a quarter of their bytes in holes and aims at half
  * that; and a second after the last allocation (the pool at rest) a run
- * takes every zspage with PAGE_SIZE / 8 bytes of holes once all the holes
- * exceed that share of the live bytes and 4 pages. Those runs are
+ * takes every zspage with 512 bytes of holes once all the holes exceed
+ * that share of the live bytes and half a zspage. Those runs are
  * serialised with this one and are not counted in afm_pool_stats().
  *
  * In both stores, mapped objects (and objects being read or written) are
