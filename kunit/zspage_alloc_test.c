@@ -567,14 +567,6 @@ static struct afm_test_set *afm_zs_set_sized(struct kunit *test,
 }
 
 /*
- * The longest extent, object or hole (AFM_ZS_MAX_EXT in
- * mm/zspage_internal.h: a header holds the length in PAGE_SHIFT + 1 bits):
- * 8191 bytes with 4 KiB pages, 32767 with 16 KiB pages, where it is one
- * byte short of a zspage.
- */
-#define AFM_ZS_TEST_MAX_EXT	(2 * PAGE_SIZE - 1)
-
-/*
  * Skip unless two indexed holes can lie side by side in a zspage: only
  * when together they pass AFM_ZS_MAX_EXT (else they merge), and only below
  * a live extent (a free at the fill offset gives the holes below it back
@@ -586,7 +578,7 @@ static struct afm_test_set *afm_zs_set_sized(struct kunit *test,
  */
 static void afm_zs_need_two_holes(struct kunit *test)
 {
-	if (AFM_ZS_TEST_MAX_EXT + 1 + afm_zs_header_bytes() + 1 > AFM_ZS_SIZE)
+	if (afm_zs_max_extent() + 1 + afm_zs_header_bytes() + 1 > AFM_ZS_SIZE)
 		kunit_skip(test, "no two indexed holes side by side in a zspage of %lu bytes",
 			   AFM_ZS_SIZE);
 }
@@ -606,7 +598,7 @@ static void afm_zs_need_two_holes(struct kunit *test)
  */
 static void afm_zs_test_rest_join(struct kunit *test)
 {
-	const unsigned int half = (AFM_ZS_TEST_MAX_EXT + 1) / 2;
+	const unsigned int half = (afm_zs_max_extent() + 1) / 2;
 	const unsigned int sizes[] = { half - 96, half - 96, half - 1096, 100 };
 	const unsigned int hdr = afm_zs_header_bytes(), size = sizes[0] - 100;
 	struct afm_zs_counters before, after;
@@ -692,7 +684,7 @@ static void afm_zs_test_tail_takes_holes(struct kunit *test)
 			(unsigned long)(2 * (big + hdr)));
 	KUNIT_EXPECT_EQ(test, afm_zs_test_bad_holes(ts->pool, &nr), 0);
 	KUNIT_EXPECT_EQ(test, nr,
-			2 * (big + hdr) > AFM_ZS_TEST_MAX_EXT ? 2 : 1);
+			2 * (big + hdr) > afm_zs_max_extent() ? 2 : 1);
 
 	afm_free(ts->pool, ts->h[3]);
 	ts->h[3] = 0;

@@ -1305,4 +1305,16 @@ unsigned int afm_zs_header_bytes(void)
 	return AFM_ZS_HDR;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_header_bytes);
+
+/**
+ * afm_zs_max_extent() - the longest extent, object or hole (KUnit hook)
+ *
+ * Context: any context.
+ * Return: AFM_ZS_MAX_EXT: 8191 bytes with 4 KiB pages, 32767 with 16 KiB.
+ */
+unsigned int afm_zs_max_extent(void)
+{
+	return AFM_ZS_MAX_EXT;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_max_extent);
 #endif /* CONFIG_AFMALLOC_KUNIT_TEST */

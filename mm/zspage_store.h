@@ -223,6 +223,7 @@ bool afm_zs_set_compact_holes(bool on);
 unsigned int afm_zs_get_auto_permille(void);
 unsigned int afm_zs_entry_bytes(void);
 unsigned int afm_zs_header_bytes(void);
+unsigned int afm_zs_max_extent(void);
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits);
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift);
 int afm_zs_test_handle_mag(struct afm_pool *pool, unsigned int nr);
