@@ -76,9 +76,9 @@ kunit: $(SETUP)
 # KiB pages) under QEMU's emulation, cross-compiled: not part of make check
 # (its cold build and emulated run would not fit CI's budget beside the
 # rest).
+ARM64_PAGES := $(if $(filter 16K 16k,$(PAGES)),-16k)
 kunit-arm64: $(SETUP)
-	$(TIMED) kunit-arm64$(if $(filter 16K 16k,$(PAGES)),-16k) \
-		$(TOP)/scripts/kunit.sh --arm64$(if $(filter 16K 16k,$(PAGES)),-16k)
+	$(TIMED) kunit-arm64$(ARM64_PAGES) $(TOP)/scripts/kunit.sh --arm64$(ARM64_PAGES)
 
 guest: $(SETUP)
 	$(TIMED) guest-build $(TOP)/scripts/build-guest.sh

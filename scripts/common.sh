@@ -31,9 +31,9 @@ need_root() {
 	[ "$(id -u)" -eq 0 ] || die "$1 needs root (run as root, e.g. with sudo)"
 }
 
-# CC wrapper: ccache when installed.
+# kcc [CC]: CC (default gcc), behind ccache when it is installed.
 kcc() {
-	if command -v ccache >/dev/null 2>&1; then echo "ccache gcc"; else echo gcc; fi
+	if command -v ccache >/dev/null 2>&1; then echo "ccache ${1:-gcc}"; else echo "${1:-gcc}"; fi
 }
 
 # apt_install PKG...: install Debian packages that are missing (idempotent).

@@ -23,11 +23,10 @@ done
 if [ -n "$arm64" ]; then
 	apt_install gcc-aarch64-linux-gnu
 	qemu_install qemu-system-arm
-	cc=aarch64-linux-gnu-gcc
-	command -v ccache >/dev/null 2>&1 && cc="ccache $cc"
-	# Under emulation every case runs tens of times slower than on UML.
+	# Under emulation every case runs several times slower than on UML.
 	args=(--arch=arm64 --cross_compile=aarch64-linux-gnu-
-	      --qemu_args="-smp 2" --timeout=3600 --make_options="CC=$cc")
+	      --qemu_args="-smp 2" --timeout=3600
+	      --make_options="CC=$(kcc aarch64-linux-gnu-gcc)")
 	out=$AFMALLOC_BUILD/kunit-arm64
 	if [ "$arm64" = 16k ]; then
 		args+=(--kconfig_add=CONFIG_ARM64_16K_PAGES=y)
