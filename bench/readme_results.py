@@ -41,7 +41,9 @@ excepted) is not in `git log`, when a relative link in either file points
 nowhere, when README prose names a commit ("on 1234abc") just before a
 link to a run whose meta.json records another source (a run installed
 under that name since: the prose meant the old one, now NAME-OLDSOURCE),
-or when summary.png was drawn from other numbers. It needs only
+or when summary.png was drawn from other numbers. The design log,
+docs/*.md, is written by hand and checked as the README's prose is
+(figures, commit ids, links, runs named by commit). It needs only
 python3 and git.
 
 --collect-check copies the record of the last `make check` from
@@ -2409,7 +2411,7 @@ def bad_links(path, text):
 # 1234abc (...) ([name](bench/results/README.md#name))": the last "on
 # COMMIT" within 160 characters before the link, with no ";" or "[" between
 # the two (a later clause is about something else).
-RUN_LINK_RE = re.compile(r"\[[^\]]*\]\(bench/results/README\.md#([\w.-]+)\)")
+RUN_LINK_RE = re.compile(r"\[[^\]]*\]\((?:\.\./)?bench/results/README\.md#([\w.-]+)\)")
 ON_COMMIT_RE = re.compile(r"\bon\s+([0-9a-f]{7,40})\b")
 
 
@@ -2458,18 +2460,20 @@ def check(files):
         links = bad_links(path, old)
         if links:
             problems.append(f"{relp}: links to nothing: {', '.join(links)}")
-    readme = files[README][0]
-    loose = loose_figures(readme)
-    if loose:
-        problems.append("README.md: figures outside the generated blocks (generate them in "
-                        "bench/readme_results.py instead): "
-                        + ", ".join(f"line {n}: {fig!r}" for n, fig in loose))
-    stale = stale_run_links(readme)
-    if stale:
-        problems.append("README.md: prose names one commit and links a run of another (the run "
-                        "was replaced since: link the old one, NAME-OLDSOURCE, or update the "
-                        "prose): " + ", ".join(f"line {n}: on {c} -> {name} (source {src})"
-                                               for n, name, c, src in stale))
+    for path in [README] + [p for p in files if p not in (README, RESULTS_README)]:
+        relp, prose = os.path.relpath(path, TOP), files[path][0]
+        loose = loose_figures(prose)
+        if loose:
+            problems.append(f"{relp}: figures outside the generated blocks (generate them in "
+                            "bench/readme_results.py instead): "
+                            + ", ".join(f"line {n}: {fig!r}" for n, fig in loose))
+        stale = stale_run_links(prose)
+        if stale:
+            problems.append(f"{relp}: prose names one commit and links a run of another (the "
+                            "run was replaced since: link the old one, NAME-OLDSOURCE, or "
+                            "update the prose): "
+                            + ", ".join(f"line {n}: on {c} -> {name} (source {src})"
+                                        for n, name, c, src in stale))
     g = git()
     if g.commits is not None:
         cited = [c for c in list(KERNEL_SOURCE.values()) + list(COMMITTED_IN.values())
@@ -2546,6 +2550,11 @@ def main():
         except FileNotFoundError:
             old = ""
         files[path] = (old, render(old) if render else results_readme())
+    # The design log (docs/*.md): written by hand, checked like the README's prose.
+    for path in sorted(glob.glob(os.path.join(TOP, "docs", "*.md"))):
+        with open(path) as f:
+            old = f.read()
+        files[path] = (old, old)
     if args.check:
         problems = check(files)
         for p in problems:

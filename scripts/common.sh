@@ -83,7 +83,7 @@ _apt_get_install() {
 # across cmpxchg16b. 7.2 (Debian 12's) computes them, after an instruction
 # that set them in the same translation block, from a stale operation:
 # garbage flags (reserved bits, TF, DF, IF) reach the guest kernel through
-# SLUB's per-CPU cmpxchg16b (tests/vm/cx16-flags.c; README, "Data
+# SLUB's per-CPU cmpxchg16b (tests/vm/cx16-flags.c; docs/log.md, "Data
 # integrity: the emulator"). 8.0 rewrote the instruction's translation
 # (checked here on 10.0, bookworm-backports' version).
 QEMU_MIN=1:8.0

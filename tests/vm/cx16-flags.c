@@ -10,7 +10,7 @@
  * and its slow paths use "lock cmpxchg16b" on a struct slab. Two guest
  * double faults of the churn benchmark under QEMU TCG stopped at the
  * instruction right after the per-CPU one, with reserved bits set in the
- * saved flags (README, "Data integrity: the emulator").
+ * saved flags (docs/log.md, "Data integrity: the emulator").
  *
  * This runs the same instruction forms in user space, in N threads
  * (default: twice the CPUs, so that they are preempted too), each in a
@@ -47,7 +47,7 @@
  * and every flags image computed before the next flag-setting instruction
  * (pushf here; an interrupt's frame, an exit to the main loop in the
  * kernel) has its low half ORed in, reserved bits, TF, NT, AC, IF, DF and
- * IOPL included (README, "Data integrity: the emulator"). QEMU 10.0
+ * IOPL included (docs/log.md, "Data integrity: the emulator"). QEMU 10.0
  * (bookworm-backports; scripts/setup.sh installs it) computes them right.
  *
  * Exit status: 0 when nothing was wrong, 1 otherwise, 2 on bad usage.
