@@ -180,7 +180,7 @@ HOLE_INDEX = "d4ab594"
 COMMITTED_IN = {
     "quick-lz4-4boots-64c6d8e": "64c6d8e",
     "quick-lz4-after-d3bd6e7": "f001ae1",
-    "zswap-stock": "23dfff9",
+    "zswap-stock-23dfff9": "23dfff9",
     "zswap-time-tcg-539f31e": "539f31e",
 }
 
