@@ -1171,6 +1171,93 @@ static void afm_zs_test_release_bad_extent(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/*
+ * Whole pages that nothing fits get a solo zspage each (see "Solo zspages"
+ * in zspage_alloc.c; with 16 KiB pages by default, where two of them with
+ * their headers do not fit one zspage and each took two pages): n of them
+ * hold n data pages, their data at offset 0, no hole, tail or padding;
+ * they read back byte for byte; a small object opens a zspage of its own;
+ * a whole page that a tail fits goes there with its header, as any
+ * object; compaction finds nothing to take; each free gives its page
+ * back, and the last one every page.
+ */
+static void afm_zs_test_solo(struct kunit *test)
+{
+	const unsigned int n = 48, small = 100, hdr = afm_zs_header_bytes();
+	struct afm_zs_obj_info info;
+	struct afm_test_set *ts;
+	struct afm_zs_counters c;
+	void *buf = afm_zs_buf(test);
+	unsigned long pages;
+	unsigned int i;
+
+	afm_zs_solo_pages(test);
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n + 2);
+	afm_zs_quiet(ts);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, PAGE_SIZE);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, PAGE_SIZE, buf,
+				   i);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_EXPECT_EQ(test, info.offset, 0);
+	}
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.solo_objs, n);
+	KUNIT_EXPECT_EQ(test, c.zspages, n);
+	KUNIT_EXPECT_EQ(test, c.data_pages, n);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, 0);
+	KUNIT_EXPECT_EQ(test, c.tail_bytes, 0);
+	KUNIT_EXPECT_EQ(test, c.pad_bytes, 0);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool),
+			n + c.table_pages + c.desc_pages + c.hole_pages +
+			c.dir_pages);
+	afm_zs_expect_consistent(test, ts->pool);
+
+	/* A small object opens a zspage; a whole page then fits its tail. */
+	ts->h[n] = afm_test_malloc(test, ts->pool, small);
+	afm_zs_put_pattern(test, ts->pool, ts->h[n], n, small, buf, n);
+	ts->h[n + 1] = afm_test_malloc(test, ts->pool, PAGE_SIZE);
+	afm_zs_put_pattern(test, ts->pool, ts->h[n + 1], n + 1, PAGE_SIZE,
+			   buf, n + 1);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[n + 1], &info),
+			0);
+	KUNIT_EXPECT_EQ(test, info.offset, small + 2 * hdr);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.solo_objs, n);
+	KUNIT_EXPECT_EQ(test, c.data_pages, n + AFM_ZS_PAGES);
+
+	KUNIT_EXPECT_EQ(test, afm_compact(ts->pool), 0);
+	for (i = 0; i < n + 2; i++)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i], i,
+						     i == n ? small : PAGE_SIZE,
+						     buf, i % 2));
+	afm_zs_expect_consistent(test, ts->pool);
+
+	pages = afm_get_total_pages(ts->pool);
+	for (i = 0; i < n; i += 2) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.solo_objs, n / 2);
+	KUNIT_EXPECT_EQ(test, c.data_pages, n / 2 + AFM_ZS_PAGES);
+	KUNIT_EXPECT_LE(test, afm_get_total_pages(ts->pool), pages - n / 2);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = 1; i < n + 2; i += 2)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i], i,
+						     PAGE_SIZE, buf, false));
+	for (i = 0; i < n + 2; i++) {
+		if (ts->h[i])
+			afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_flush_work(ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
+}
+
 static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_alloc_failure),
 	KUNIT_CASE(afm_zs_test_hole_nomem),
@@ -1185,6 +1272,7 @@ static struct kunit_case afm_zspage_alloc_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_rfree_bad),
 	KUNIT_CASE(afm_zs_test_rfree_hardirqs_off),
 	KUNIT_CASE(afm_zs_test_release_bad_extent),
+	KUNIT_CASE(afm_zs_test_solo),
 	KUNIT_CASE_PARAM_ATTR(afm_zs_test_overwrite, afm_zs_ow_gen_params,
 			      { .speed = KUNIT_SPEED_SLOW }),
 	{}

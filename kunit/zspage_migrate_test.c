@@ -121,6 +121,42 @@ static void afm_zs_test_migrate_one_page(struct kunit *test)
 }
 
 /*
+ * A solo zspage's page (a whole page that nothing fitted, no header)
+ * migrates as any other: the object still at offset 0, of the new page,
+ * byte for byte, and still the only object of a solo zspage.
+ */
+static void afm_zs_test_migrate_solo(struct kunit *test)
+{
+	struct afm_test_set *ts;
+	struct afm_zs_counters c;
+	struct afm_zs_obj_info info;
+	void *buf = afm_zs_buf(test);
+	struct page *dst = NULL;
+
+	afm_zs_solo_pages(test);
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 1);
+	afm_zs_quiet(ts);
+	ts->h[0] = afm_test_malloc(test, ts->pool, PAGE_SIZE);
+	afm_zs_put_pattern(test, ts->pool, ts->h[0], 5, PAGE_SIZE, buf, 1);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_ASSERT_EQ(test, c.solo_objs, 1);
+
+	KUNIT_ASSERT_EQ(test, afm_zs_migrate(test, ts->pool, ts->h[0],
+					     MIGRATE_SYNC, AFM_HOLD_NONE, &dst),
+			MIGRATEPAGE_SUCCESS);
+	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[0], &info), 0);
+	KUNIT_EXPECT_PTR_EQ(test, info.page, dst);
+	KUNIT_EXPECT_EQ(test, info.offset, 0);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[0], 5,
+					     PAGE_SIZE, buf, true));
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.solo_objs, 1);
+	KUNIT_EXPECT_EQ(test, c.data_pages, 1);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
  * Migration replaces one page of a zspage: content copied, handles still
  * reach the same bytes, page counts unchanged; a busy zspage refuses.
  */
@@ -453,6 +489,11 @@ static void afm_zs_test_migrate_one_page(struct kunit *test)
 	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
 }
 
+static void afm_zs_test_migrate_solo(struct kunit *test)
+{
+	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
+}
+
 static void afm_zs_test_migrate_dead(struct kunit *test)
 {
 	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
@@ -509,6 +550,7 @@ static struct kunit_case afm_zspage_migrate_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_migrate_shard_locked),
 	KUNIT_CASE(afm_zs_test_migrate_counters),
 	KUNIT_CASE(afm_zs_test_migrate_one_page),
+	KUNIT_CASE(afm_zs_test_migrate_solo),
 	KUNIT_CASE(afm_zs_test_migrate_dead),
 	{}
 };

@@ -231,11 +231,12 @@ static void afm_zs_test_packing(struct kunit *test)
  * allocated one by one into an empty pool; each zspage a shard opens adds
  * the pages given (1, 2, 4, then AFM_ZS_PAGES, but never more than
  * AFM_ZS_PAGES: 1, 2, 4, 8 with 4 KiB pages, 1, 2, 2, 2 with 16 KiB
- * pages; at least 2 for an object longer than a page; AFM_ZS_PAGES each
- * with zspage_short off), and the pool holds its data pages and table
- * pages, nothing else. The objects keep their bytes; freeing them all
- * gives every data page back, and the next object opens a short zspage
- * again.
+ * pages; at least 2 for an object longer than a page, but a whole page
+ * with 16 KiB pages gets a solo zspage of 1 (AFM_ZS_WHOLE_SOLO);
+ * AFM_ZS_PAGES each with zspage_short off), and the pool holds its data
+ * pages and table pages, nothing else. The objects keep their bytes;
+ * freeing them all gives every data page back, and the next object opens
+ * a short zspage again.
  */
 struct afm_zs_short_case {
 	unsigned int size;
@@ -245,14 +246,23 @@ struct afm_zs_short_case {
 
 /* A short zspage of @n pages: no longer than a full one. */
 #define AFM_ZS_SHORT(n)		MIN(n, AFM_ZS_PAGES)
+/*
+ * A whole page and its header are longer than half a zspage (16 KiB
+ * pages): such a page gets a solo zspage, one page, when nothing fits it.
+ */
+#define AFM_ZS_WHOLE_SOLO	(AFM_ZS_SIZE <= 2 * PAGE_SIZE)
+/* Pages a zspage opened for whole pages adds: @n, or 1 for a solo one. */
+#define AFM_ZS_WHOLE(n)		(AFM_ZS_WHOLE_SOLO ? 1 : (n))
 
 static const struct afm_zs_short_case afm_zs_short_cases[] = {
 	{ 1000, true, { AFM_ZS_SHORT(1), AFM_ZS_SHORT(2), AFM_ZS_SHORT(4),
 			AFM_ZS_PAGES, AFM_ZS_PAGES } },
 	{ 3000, true, { AFM_ZS_SHORT(1), AFM_ZS_SHORT(2), AFM_ZS_SHORT(4),
 			AFM_ZS_PAGES, AFM_ZS_PAGES } },
-	{ PAGE_SIZE, true, { 2, 2, AFM_ZS_SHORT(4), AFM_ZS_PAGES,
-			     AFM_ZS_PAGES } },
+	{ PAGE_SIZE, true, { AFM_ZS_WHOLE(2), AFM_ZS_WHOLE(2),
+			     AFM_ZS_WHOLE(AFM_ZS_SHORT(4)),
+			     AFM_ZS_WHOLE(AFM_ZS_PAGES),
+			     AFM_ZS_WHOLE(AFM_ZS_PAGES) } },
 	{ 1000, false, { AFM_ZS_PAGES, AFM_ZS_PAGES, AFM_ZS_PAGES,
 			 AFM_ZS_PAGES, AFM_ZS_PAGES } },
 };

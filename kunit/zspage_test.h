@@ -61,6 +61,25 @@ static inline struct afm_test_set *afm_zs_set(struct kunit *test, unsigned int n
 	return ts;
 }
 
+static inline void afm_zs_restore_solo(void *data)
+{
+	afm_zs_test_set_solo_ext((unsigned long)data);
+}
+
+/*
+ * Whole pages get a solo zspage (a page, no header) for the rest of the
+ * test when nothing fits them: the bound 16 KiB pages have by default
+ * (half a zspage is a page there), a page with 4 KiB pages too.
+ */
+static inline void afm_zs_solo_pages(struct kunit *test)
+{
+	unsigned long old = afm_zs_test_set_solo_ext(PAGE_SIZE);
+
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, afm_zs_restore_solo,
+						  (void *)old));
+}
+
 static inline void afm_zs_restore_permille(void *data)
 {
 	afm_zs_set_auto_permille((unsigned long)data);
@@ -256,6 +275,7 @@ static inline void afm_zs_expect_consistent(struct kunit *test, struct afm_pool 
 	KUNIT_EXPECT_EQ(test, afm_zs_test_audit(pool, &c, &rc), 0);
 	KUNIT_EXPECT_EQ(test, c.objects, rc.objects);
 	KUNIT_EXPECT_EQ(test, c.live_bytes, rc.live_bytes);
+	KUNIT_EXPECT_EQ(test, c.solo_objs, rc.solo_objs);
 	KUNIT_EXPECT_EQ(test, c.zspages, rc.zspages);
 	KUNIT_EXPECT_EQ(test, c.dead_zspages, rc.dead_zspages);
 	KUNIT_EXPECT_EQ(test, c.hole_bytes, rc.hole_bytes);

@@ -45,6 +45,61 @@ struct afm_zs_mapped {
 
 static DEFINE_PER_CPU(struct afm_zs_mapped, afm_zs_mapped);
 
+/*
+ * Solo zspages
+ * ------------
+ * An extent longer than half a zspage cannot share one with another of
+ * its length. With 16 KiB pages a page that does not compress (zram
+ * stores it whole) is such an extent with its header, 5 bytes over half
+ * the 32 KiB zspage: each took a zspage of two pages, half of it a tail
+ * that only smaller objects could fill, twice what zsmalloc's one-page
+ * class holds for data that does not compress. When no indexed hole and
+ * no tail fits such an extent (a tail smaller objects left does: it goes
+ * there with its header, as any object), and no donor has one, it gets a
+ * solo zspage instead of a new one: a single page (objects are at most
+ * PAGE_SIZE bytes) holding its data at offset 0, with no header; what is
+ * left of the page is counted as padding (struct afm_zspage, @solo).
+ * Nothing else goes there (no tail, no hole), so compaction never takes
+ * it and nothing walks its extents; the free of its object releases it
+ * (its last object); migration moves its page as any other. It costs a
+ * descriptor and a handle entry. With 4 KiB pages no extent is that long
+ * (afm_zs_solo_ext: half a zspage): nothing changes there, but KUnit
+ * lowers the bound (afm_zs_test_set_solo_ext()) to run whole 4 KiB pages
+ * through the same path.
+ */
+unsigned int afm_zs_solo_ext = AFM_ZS_SIZE / 2;
+
+/* An extent of @ext bytes gets a solo zspage when nothing fits it. */
+static __always_inline bool afm_zs_solo(unsigned int ext)
+{
+	return ext > READ_ONCE(afm_zs_solo_ext);
+}
+
+/*
+ * Give new one-page zspage @z to an object of @size bytes, with no header
+ * (a solo zspage). Pool lock held. Return: the offset of its data, 0.
+ */
+static unsigned int afm_zs_place_solo(struct afm_zs_pool *zs,
+				      struct afm_zspage *z, unsigned int size)
+{
+	unsigned int end = afm_zs_end(z);
+
+	lockdep_assert_held(&zs->lock);
+	z->solo = 1;
+	z->tail = end;
+	zs->tail_bytes -= end;
+	afm_zs_donor_update(zs);
+	z->live = size;
+	z->objs = 1;
+	z->pad = end - size;
+	zs->live_bytes += size;
+	zs->objects++;
+	zs->solo_objs++;
+	zs->pad_bytes += end - size;
+	afm_zs_rebucket(zs, z);
+	return 0;
+}
+
 /* Hole index */
 
 unsigned int afm_zs_hole_class(unsigned int len)
@@ -492,8 +547,16 @@ static __always_inline void afm_zs_count_out(struct afm_zs_pool *zs,
 					     struct afm_zspage *z,
 					     unsigned int size)
 {
-	unsigned int pad = afm_zs_pad(zs, size);
+	unsigned int pad;
 
+	if (unlikely(z->solo)) {
+		/* Its only object: the zspage is released next. */
+		pad = afm_zs_end(z) - size;
+		zs->solo_objs--;
+		z->solo = 0;
+	} else {
+		pad = afm_zs_pad(zs, size);
+	}
 	z->live -= size;
 	z->objs--;
 	z->pad -= pad;
@@ -711,6 +774,13 @@ afm_zs_commit(struct afm_zs_set *set, struct afm_zs_pool *zs,
 	struct afm_zs_cur c;
 
 	WRITE_ONCE(zs->last_alloc, jiffies);
+	if (unlikely(z->solo)) {
+		/* Made for this object: no header (see "Solo zspages"). */
+		atomic64_set(afm_zs_entry_locked(zs, idx + 1),
+			     afm_ze_make(z->id, off, size));
+		afm_zs_unlock(zs);
+		return (idx + 1) << set->shift | zs->nr;
+	}
 	afm_zs_cur_begin(&c, zs, z);
 	afm_zs_chdr_write(&c, off, ext, idx + 1);
 	if (hole && ext < hole->len)
@@ -975,7 +1045,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	struct afm_zs_spare sp __uninitialized;
 	struct afm_zs_pool *donor;
 	struct afm_zs_hole hole;
-	bool in_hole, asked = false, grow_rtab = true;
+	bool in_hole, asked = false, grow_rtab = true, solo = false;
 	struct afm_zspage *z;
 
 	afm_zs_spare_init(&sp);
@@ -1017,6 +1087,7 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 		ext = afm_zs_ext(zs, size);
 		in_hole = afm_zs_hole_find(zs, ext, &hole);
 		z = NULL;
+		solo = false;
 		if (!in_hole || hole.len - ext >= AFM_ZS_HOLE_MIN) {
 			z = afm_zs_fit(zs, ext);
 			if (in_hole && z && afm_zs_end(z) - z->tail < hole.len)
@@ -1048,7 +1119,8 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 				continue;
 			}
 			meta += afm_zt_need(&zs->dtab, dpg, &blocks);
-			order = afm_zs_new_order(zs, ext);
+			solo = afm_zs_solo(ext);
+			order = solo ? 0 : afm_zs_new_order(zs, ext);
 			data = 1U << order;
 		}
 		meta += afm_zs_dir_need(zs, blocks);
@@ -1075,7 +1147,8 @@ unsigned long afm_zs_malloc(struct afm_pool *pool, size_t size,
 	} else {
 		if (!z)
 			z = afm_zs_new(zs, dpg, &sp, order);
-		off = afm_zs_place(zs, z, size);
+		off = solo ? afm_zs_place_solo(zs, z, size) :
+			     afm_zs_place(zs, z, size);
 	}
 	handle = afm_zs_commit(set, zs, z, in_hole ? &hole : NULL, off, ext,
 			       idx, size);

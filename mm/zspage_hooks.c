@@ -36,6 +36,7 @@ static void afm_zs_read_counters(struct afm_zs_pool *zs,
 	c->objects = zs->objects;
 	c->live_bytes = zs->live_bytes;
 	c->pad_bytes = zs->pad_bytes;
+	c->solo_objs = zs->solo_objs;
 	c->zspages = zs->zspages;
 	c->dead_zspages = zs->dead_zspages;
 	c->hole_bytes = afm_zs_holes(zs);
@@ -239,6 +240,12 @@ static unsigned int afm_zs_audit_extents(struct afm_zs_pool *zs,
 	u32 r1 = 0;
 	s64 e;
 
+	/* One page, one object at 0 with no header, the rest its padding. */
+	if (z->solo)
+		return z->order || z->objs != 1 || z->linked ||
+		       z->tail != afm_zs_end(z) || z->hlist_nr ||
+		       z->bucket != AFM_ZS_NO_BUCKET ||
+		       z->live + z->pad != z->tail;
 	while (off < z->tail) {
 		len = afm_zs_hdr_read(zs, z, off, &idx, &r1);
 		if (len < AFM_ZS_HDR || off + len > z->tail)
@@ -427,7 +434,8 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 			rc->zspages++;
 			if (z->id != pg * AFM_ZD_PER_PAGE + i ||
 			    z->tail > afm_zs_end(z) ||
-			    z->live + z->objs * AFM_ZS_HDR + z->pad > z->tail)
+			    z->live + (z->objs - z->solo) * AFM_ZS_HDR +
+			    z->pad > z->tail)
 				bad++;
 			if (z->hlist_nr != (z->flags == AFM_ZS_USED && z->objs ?
 					    min(afm_zs_zholes(z) / AFM_ZS_MIN_HOLES,
@@ -435,6 +443,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 				bad++;
 			bad += afm_zs_audit_extents(zs, z);
 			linked += z->linked;
+			rc->solo_objs += z->solo;
 			rc->tail_bytes += afm_zs_end(z) - z->tail;
 			rc->hole_bytes += afm_zs_zholes(z);
 			live += z->live;
@@ -454,6 +463,12 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 			rc->objects++;
 			rc->live_bytes += afm_ze_size(e);
 			z = afm_zs_desc(zs, afm_ze_id(e));
+			if (z && z->solo && z->flags == AFM_ZS_USED) {
+				/* No header: its data at 0, its size. */
+				if (afm_ze_off(e) || afm_ze_size(e) != z->live)
+					bad++;
+				continue;
+			}
 			if (!z || (z->flags & ~AFM_ZS_VICTIM) != AFM_ZS_USED ||
 			    afm_ze_off(e) < AFM_ZS_HDR ||
 			    afm_ze_off(e) + afm_ze_size(e) > z->tail) {
@@ -1095,6 +1110,24 @@ void afm_zs_set_auto_permille(unsigned int permille)
 	WRITE_ONCE(afm_zs_auto_permille, permille);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_set_auto_permille);
+
+/**
+ * afm_zs_test_set_solo_ext() - set the extent length above which an
+ *	object that nothing fits gets a solo zspage (KUnit hook)
+ * @ext: the new bound (afm_zs_solo_ext; half a zspage by default, which
+ *	only objects of 16 KiB pages reach)
+ *
+ * Context: any; allocations meanwhile see either value.
+ * Return: the old bound.
+ */
+unsigned int afm_zs_test_set_solo_ext(unsigned int ext)
+{
+	unsigned int old = READ_ONCE(afm_zs_solo_ext);
+
+	WRITE_ONCE(afm_zs_solo_ext, ext);
+	return old;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_solo_ext);
 
 /**
  * afm_zs_set_compact_holes() - let compaction move objects into holes, or

@@ -280,6 +280,12 @@ typedef u32 afm_zs_off_t;
  *	the first zspages of a shard that holds few pages (see "Short
  *	zspages" in zspage_pages.c): its bytes end at afm_zs_end(), not at
  *	AFM_ZS_SIZE. Set when it is made, never changed.
+ * @solo: 1 while it is a solo zspage: the fewest pages that hold one
+ *	object too long to share a zspage with another of its length
+ *	(afm_zs_solo()), its data at offset 0 with no header, its @tail at
+ *	its end and the rest of its bytes counted in @pad; no hole, no tail,
+ *	never a victim (see "Solo zspages" in zspage_alloc.c). Set when it
+ *	is made, cleared when that object goes. Under the pool lock.
  *
  * With 4 KiB pages on 64-bit it is 64 bytes, and the descriptor table's
  * pages are page aligned: every descriptor is one cache line of its own,
@@ -302,6 +308,7 @@ struct afm_zspage {
 	afm_zs_off_t linked;
 	afm_zs_off_t pad;
 	u8 order;
+	u8 solo;
 };
 
 /* Pages of zspage @z. */
@@ -493,6 +500,7 @@ struct afm_zs_pend {
  * @dead: empty zspages whose pages wait for afm_zs_free_work().
  * @total_pages: every page held; written under @lock, read locklessly.
  * @objects: live objects.
+ * @solo_objs: of them, those in solo zspages (no header).
  * @live_bytes: sum of their sizes.
  * @pad_bytes: sum of their extents' alignment padding (the zspages' @pad).
  * @tail_bytes: sum of the tails of the zspages in @zspages.
@@ -603,6 +611,7 @@ struct afm_zs_pool {
 	struct list_head dead;
 	atomic_long_t total_pages;
 	unsigned long objects;
+	unsigned long solo_objs;
 	unsigned long live_bytes;
 	unsigned long pad_bytes;
 	unsigned long tail_bytes;
@@ -1564,11 +1573,12 @@ static __always_inline unsigned int afm_zs_pad(const struct afm_zs_pool *zs,
 /*
  * Bytes of @z below its fill offset not held by live objects' extents
  * (header, data, padding): its holes and the slack of objects that took a
- * hole a little larger than their extent.
+ * hole a little larger than their extent. A solo zspage has none: its
+ * object has no header, the rest of its bytes are in @pad.
  */
 static inline unsigned int afm_zs_zholes(const struct afm_zspage *z)
 {
-	return z->tail - z->live - z->objs * AFM_ZS_HDR - z->pad;
+	return z->tail - z->live - (z->objs - z->solo) * AFM_ZS_HDR - z->pad;
 }
 
 void afm_zs_hlist_move(struct afm_zs_pool *zs, struct afm_zspage *z,
@@ -1601,7 +1611,8 @@ static inline void afm_zs_hlist_update(struct afm_zs_pool *zs,
 static inline unsigned long afm_zs_holes(const struct afm_zs_pool *zs)
 {
 	return (zs->data_pages << PAGE_SHIFT) - zs->live_bytes -
-	       zs->objects * AFM_ZS_HDR - zs->pad_bytes - zs->tail_bytes;
+	       (zs->objects - zs->solo_objs) * AFM_ZS_HDR - zs->pad_bytes -
+	       zs->tail_bytes;
 }
 
 /*
@@ -1624,6 +1635,9 @@ extern const struct movable_operations afm_zspage_mops;
 
 /* Automatic compaction wanted: now, at rest (the rest run), no. */
 enum { AFM_ZS_AUTO_NO, AFM_ZS_AUTO_NOW, AFM_ZS_AUTO_LATER };
+
+/* Extents longer than this get a solo zspage (zspage_alloc.c). */
+extern unsigned int afm_zs_solo_ext;
 
 /* Compaction into holes, module parameter (zspage_compact.c). */
 extern bool afm_zs_compact_holes;

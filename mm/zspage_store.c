@@ -35,9 +35,12 @@
  * fraction of objects crossing a page boundary does not depend on it.
  * With 16 KiB pages (arm64, as on Android) a zspage is 2 pages: the same
  * 32 KiB, so that every offset fits 16 bits; an object of a whole page
- * (and its header) still fits one, but two do not: such objects (pages
- * that do not compress) take a zspage each until smaller objects fill the
- * tails they leave. The shorter zspages below are of 1 page.
+ * (and its header) still fits one, but two do not: such an object (a page
+ * that does not compress) goes into a hole or tail that fits it, else
+ * into a solo zspage, one page holding its data with no header ("Solo
+ * zspages" in zspage_alloc.c; the only zspages whose objects have no
+ * header, never on a hole or tail list, never a victim). The shorter
+ * zspages below are of 1 page.
  *
  * Placement (reuse policy)
  * ------------------------
@@ -218,7 +221,8 @@
  *
  * Reverse map
  * -----------
- * Each object's extent starts with a header: its length (header included,
+ * Each object's extent (but a solo zspage's, see "Object model") starts
+ * with a header: its length (header included,
  * AFM_ZH_LEN_BITS bits), AFM_ZH_HOLE (set for a hole on the hole index)
  * and its handle modulo 2^AFM_ZH_IDX_BITS (26 bits with 4 KiB pages),
  * little endian. Its entry holds the offset of the data, just after the

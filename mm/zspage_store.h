@@ -26,7 +26,9 @@
  * struct afm_zs_counters - a snapshot of zspage store counters (KUnit hook)
  * @objects: live objects.
  * @live_bytes: sum of their sizes.
- * @pad_bytes: sum of their extents' alignment padding (zspage_align).
+ * @pad_bytes: sum of their extents' alignment padding (zspage_align), and
+ *	of what solo zspages hold beyond their objects.
+ * @solo_objs: objects in solo zspages (a page each, no header).
  * @zspages: zspages holding data (not counting those waiting to be freed).
  * @dead_zspages: empty zspages whose pages wait for the deferred free.
  * @hole_bytes: free bytes inside zspages below their fill offsets, slack
@@ -92,6 +94,7 @@ struct afm_zs_counters {
 	unsigned long objects;
 	unsigned long live_bytes;
 	unsigned long pad_bytes;
+	unsigned long solo_objs;
 	unsigned long zspages;
 	unsigned long dead_zspages;
 	unsigned long hole_bytes;
@@ -219,6 +222,7 @@ unsigned long afm_zs_shrinker_count(struct afm_pool *pool);
 unsigned long afm_zs_shrinker_scan(struct afm_pool *pool,
 				   unsigned long nr_pages);
 void afm_zs_set_auto_permille(unsigned int permille);
+unsigned int afm_zs_test_set_solo_ext(unsigned int ext);
 bool afm_zs_set_compact_holes(bool on);
 unsigned int afm_zs_get_auto_permille(void);
 unsigned int afm_zs_entry_bytes(void);

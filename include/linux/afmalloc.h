@@ -31,7 +31,8 @@
  *	__GFP_HIGHMEM and __GFP_MOVABLE.
  * @AFM_STORE_ZSPAGE: objects are packed back to back, without size
  *	classes, into zspages of 32 KiB, 8 order-0 pages owned by the pool
- *	(2 with 16 KiB pages; fewer while a shard holds less than that). It
+ *	(2 with 16 KiB pages, where a whole page that nothing else fits
+ *	gets one page of its own; fewer while a shard holds less). It
  *	honours __GFP_HIGHMEM and __GFP_MOVABLE: zspage pages allocated with
  *	them are movable (page migration: memory compaction, CMA, memory
  *	offlining) and are reached only through kmap_local_page(). It also
