@@ -1176,6 +1176,7 @@ static void afm_zs_test_release_bad_extent(struct kunit *test)
  * in zspage_alloc.c; with 16 KiB pages by default, where two of them with
  * their headers do not fit one zspage and each took two pages): n of them
  * hold n data pages, their data at offset 0, no hole, tail or padding;
+ * one a little shorter than a page gets one too, the rest of it padding;
  * they read back byte for byte; a small object opens a zspage of its own;
  * a whole page that a tail fits goes there with its header, as any
  * object; compaction finds nothing to take; each free gives its page
@@ -1214,6 +1215,25 @@ static void afm_zs_test_solo(struct kunit *test)
 			n + c.table_pages + c.desc_pages + c.hole_pages +
 			c.dir_pages);
 	afm_zs_expect_consistent(test, ts->pool);
+
+	/* A little less than a page: a solo zspage, the rest padding. */
+	ts->h[n] = afm_test_malloc(test, ts->pool, PAGE_SIZE - 2);
+	afm_zs_put_pattern(test, ts->pool, ts->h[n], n, PAGE_SIZE - 2, buf, n);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.solo_objs, n + 1);
+	KUNIT_EXPECT_EQ(test, c.data_pages, n + 1);
+	KUNIT_EXPECT_EQ(test, c.pad_bytes, 2);
+	KUNIT_EXPECT_EQ(test, c.hole_bytes, 0);
+	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[n], n,
+					     PAGE_SIZE - 2, buf, true));
+	afm_free(ts->pool, ts->h[n]);
+	ts->h[n] = 0;
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_EQ(test, c.solo_objs, n);
+	KUNIT_EXPECT_EQ(test, c.data_pages, n);
+	KUNIT_EXPECT_EQ(test, c.pad_bytes, 0);
 
 	/* A small object opens a zspage; a whole page then fits its tail. */
 	ts->h[n] = afm_test_malloc(test, ts->pool, small);

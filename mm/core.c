@@ -137,10 +137,12 @@
  * - Objects: packed back to back, byte aligned, no size classes, into
  *   zspages of 8 order-0 pages (caller's gfp: highmem and movable pages
  *   are fine; 1, 2 or 4 while a shard holds fewer than 8); objects may
- *   cross page boundaries. An object's extent is a
- *   5-byte header (its handle index: the reverse map compaction uses) and
- *   its data. Frees leave holes, reused through a hole index (lists by
- *   length); compaction evacuates the zspages with the most holes.
+ *   cross page boundaries. An object's extent is a 5-byte header (its
+ *   handle index: the reverse map compaction uses) and its data; with
+ *   16 KiB pages a whole page that nothing fits gets a page of its own
+ *   instead, with no header (a solo zspage). Frees leave holes, reused
+ *   through a hole index (lists by length); compaction evacuates the
+ *   zspages with the most holes.
  * - Handles: shard number and 1 + index of an 8-byte entry (zspage id,
  *   offset, size, pin count, move lock) in the shard's handle table, a
  *   slot table that grows and shrinks by pages, without a fixed limit.

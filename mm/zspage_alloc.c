@@ -62,7 +62,9 @@ static DEFINE_PER_CPU(struct afm_zs_mapped, afm_zs_mapped);
  * Nothing else goes there (no tail, no hole), so compaction never takes
  * it and nothing walks its extents; the free of its object releases it
  * (its last object); migration moves its page as any other. It costs a
- * descriptor and a handle entry. With 4 KiB pages no extent is that long
+ * descriptor and a handle entry. Compaction does not make solo zspages:
+ * a whole page it moves out of a victim goes to a tail or to a new
+ * zspage, whose rest the other objects the pass moves fill. With 4 KiB pages no extent is that long
  * (afm_zs_solo_ext: half a zspage): nothing changes there, but KUnit
  * lowers the bound (afm_zs_test_set_solo_ext()) to run whole 4 KiB pages
  * through the same path.

@@ -370,10 +370,11 @@ static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
  * matches, every live entry lies below the fill offset of a live zspage
  * and its header names its handle and extent length, every live zspage's
  * extents tile it up to its fill offset with one object extent per live
- * object, it is on the hole list its holes call for and has a chain of
- * afm_zs_npages() pages pointing back to it, directories count their
- * table pages, directory pages their blocks, and the hole index is
- * consistent (afm_zs_audit_index()).
+ * object (a solo zspage instead: one page, one object at offset 0 with no
+ * header, no hole, no tail), it is on the hole list its holes call for
+ * and has a chain of afm_zs_npages() pages pointing back to it,
+ * directories count their table pages, directory pages their blocks, and
+ * the hole index is consistent (afm_zs_audit_index()).
  * Deferred frees are checked (afm_zs_audit_pend()) and then merged, so
  * that @c and the rest describe the pool with none pending.
  *

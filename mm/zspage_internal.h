@@ -275,7 +275,8 @@ typedef u32 afm_zs_off_t;
  *	Under the pool lock.
  * @pad: bytes its live objects' extents are longer than header and data
  *	by alignment (afm_zs_pad(): not holes, no compaction gets them
- *	back). Under the pool lock.
+ *	back); in a solo zspage, the bytes after its object. Under the pool
+ *	lock.
  * @order: it has 2^@order pages (afm_zs_npages()), AFM_ZS_ORDER but for
  *	the first zspages of a shard that holds few pages (see "Short
  *	zspages" in zspage_pages.c): its bytes end at afm_zs_end(), not at
@@ -502,7 +503,8 @@ struct afm_zs_pend {
  * @objects: live objects.
  * @solo_objs: of them, those in solo zspages (no header).
  * @live_bytes: sum of their sizes.
- * @pad_bytes: sum of their extents' alignment padding (the zspages' @pad).
+ * @pad_bytes: sum of the zspages' @pad (alignment padding, and what solo
+ *	zspages hold beyond their objects).
  * @tail_bytes: sum of the tails of the zspages in @zspages.
  * @align: extent alignment (zspage_align when the pool was made; a power
  *	of two, at most AFM_ZS_MAX_ALIGN). Set at creation, never changed.

@@ -145,7 +145,8 @@ struct afm_zs_counters {
  * @zspage_id: id of its zspage, unique in the pool (its id in the shard,
  *	with the shard number in the low bits).
  * @offset: offset of its first byte in the zspage (its header lies in
- *	the afm_zs_header_bytes() bytes before it).
+ *	the afm_zs_header_bytes() bytes before it; 0 in a solo zspage,
+ *	which has none).
  * @size: its size.
  * @page: the page holding its first byte.
  * @pins: current pin count.
