@@ -64,10 +64,10 @@ static DEFINE_PER_CPU(struct afm_zs_mapped, afm_zs_mapped);
  * (its last object); migration moves its page as any other. It costs a
  * descriptor and a handle entry. Compaction does not make solo zspages:
  * a whole page it moves out of a victim goes to a tail or to a new
- * zspage, whose rest the other objects the pass moves fill. With 4 KiB pages no extent is that long
- * (afm_zs_solo_ext: half a zspage): nothing changes there, but KUnit
- * lowers the bound (afm_zs_test_set_solo_ext()) to run whole 4 KiB pages
- * through the same path.
+ * zspage, whose rest the other objects the pass moves fill. With 4 KiB
+ * pages no extent is that long (afm_zs_solo_ext: half a zspage): nothing
+ * changes there, but KUnit lowers the bound (afm_zs_test_set_solo_ext())
+ * to run whole 4 KiB pages through the same path.
  */
 unsigned int afm_zs_solo_ext = AFM_ZS_SIZE / 2;
 
