@@ -77,31 +77,6 @@ static __always_inline bool afm_zs_solo(unsigned int ext)
 	return ext > READ_ONCE(afm_zs_solo_ext);
 }
 
-/*
- * Give new one-page zspage @z to an object of @size bytes, with no header
- * (a solo zspage). Pool lock held. Return: the offset of its data, 0.
- */
-static unsigned int afm_zs_place_solo(struct afm_zs_pool *zs,
-				      struct afm_zspage *z, unsigned int size)
-{
-	unsigned int end = afm_zs_end(z);
-
-	lockdep_assert_held(&zs->lock);
-	z->solo = 1;
-	z->tail = end;
-	zs->tail_bytes -= end;
-	afm_zs_donor_update(zs);
-	z->live = size;
-	z->objs = 1;
-	z->pad = end - size;
-	zs->live_bytes += size;
-	zs->objects++;
-	zs->solo_objs++;
-	zs->pad_bytes += end - size;
-	afm_zs_rebucket(zs, z);
-	return 0;
-}
-
 /* Hole index */
 
 unsigned int afm_zs_hole_class(unsigned int len)
@@ -332,12 +307,21 @@ static __always_inline bool afm_zs_hole_find(struct afm_zs_pool *zs,
 	}
 }
 
-/* Count an object of @size bytes into @z. */
+/*
+ * Count an object of @size bytes into @z: a solo zspage's (@z->solo set)
+ * has no header, and the rest of its page is its padding.
+ */
 static void afm_zs_count_in(struct afm_zs_pool *zs, struct afm_zspage *z,
 			    unsigned int size)
 {
-	unsigned int pad = afm_zs_pad(zs, size);
+	unsigned int pad;
 
+	if (unlikely(z->solo)) {
+		pad = afm_zs_end(z) - size;
+		zs->solo_objs++;
+	} else {
+		pad = afm_zs_pad(zs, size);
+	}
 	z->live += size;
 	z->objs++;
 	z->pad += pad;
@@ -509,6 +493,24 @@ unsigned int afm_zs_place(struct afm_zs_pool *zs, struct afm_zspage *z,
 	afm_zs_count_in(zs, z, size);
 	afm_zs_rebucket(zs, z);
 	return off;
+}
+
+/*
+ * Give new one-page zspage @z whole to an object of @size bytes, with no
+ * header (a solo zspage). Pool lock held. Return: the offset of its data,
+ * 0.
+ */
+static unsigned int afm_zs_place_solo(struct afm_zs_pool *zs,
+				      struct afm_zspage *z, unsigned int size)
+{
+	lockdep_assert_held(&zs->lock);
+	z->solo = 1;
+	z->tail = afm_zs_end(z);
+	zs->tail_bytes -= afm_zs_end(z);
+	afm_zs_donor_update(zs);
+	afm_zs_count_in(zs, z, size);
+	afm_zs_rebucket(zs, z);
+	return 0;
 }
 
 /*
@@ -773,22 +775,21 @@ afm_zs_commit(struct afm_zs_set *set, struct afm_zs_pool *zs,
 	      unsigned int ext, unsigned long idx, size_t size)
 	__releases(&zs->lock)
 {
+	unsigned int data = off;
 	struct afm_zs_cur c;
 
 	WRITE_ONCE(zs->last_alloc, jiffies);
-	if (unlikely(z->solo)) {
-		/* Made for this object: no header (see "Solo zspages"). */
-		atomic64_set(afm_zs_entry_locked(zs, idx + 1),
-			     afm_ze_make(z->id, off, size));
-		afm_zs_unlock(zs);
-		return (idx + 1) << set->shift | zs->nr;
+	/* A solo zspage was made for this object: no header. */
+	if (likely(!z->solo)) {
+		afm_zs_cur_begin(&c, zs, z);
+		afm_zs_chdr_write(&c, off, ext, idx + 1);
+		if (hole && ext < hole->len)
+			afm_zs_chole_write(&c, off + ext, hole->len - ext,
+					   hole->r1);
+		data += AFM_ZS_HDR;
 	}
-	afm_zs_cur_begin(&c, zs, z);
-	afm_zs_chdr_write(&c, off, ext, idx + 1);
-	if (hole && ext < hole->len)
-		afm_zs_chole_write(&c, off + ext, hole->len - ext, hole->r1);
 	atomic64_set(afm_zs_entry_locked(zs, idx + 1),
-		     afm_ze_make(z->id, off + AFM_ZS_HDR, size));
+		     afm_ze_make(z->id, data, size));
 	afm_zs_unlock(zs);
 	return (idx + 1) << set->shift | zs->nr;
 }
