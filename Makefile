@@ -16,6 +16,8 @@
 #                  WORKING_SET=65536: objects a thread beyond the L2 and most L3s)
 #   make bench-speed-uml  the same natively on the host's CPU (UML, 1 thread;
 #                  WORKING_SET as for bench-speed)
+#   make bench-speed-arm64  the same on an emulated arm64 kernel with 16 KiB
+#                  pages (PAGES=4K: 4 KiB), with the memory each pool holds
 #   make bench-fio / bench-zswap-time  fio on zram, zswap wall time
 #   make bench-churn  swap churn on zram or zswap (CHURN_TARGET), every page checked
 #   make bench-smallpool  a small zram device written from every vCPU of an 8-vCPU guest
@@ -53,12 +55,12 @@ TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
 	vm-test-stock vm-test-debug vm-test-kasan check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
-	bench-zswap-time bench-speed-uml bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
+	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
 
 all: help
 
 help:
-	@sed -n '3,25p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,28p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	$(TIMED) setup $(TOP)/scripts/setup.sh
@@ -189,7 +191,7 @@ script-tests:
 	$(TIMED) script-tests bash -c '$(TOP)/tests/scripts/shared-cache.sh && \
 		$(TOP)/tests/scripts/vm-run-boot.sh && $(TOP)/tests/scripts/beside.sh && \
 		$(TOP)/tests/scripts/timed.sh && $(TOP)/tests/scripts/prepare-tree.sh && \
-		$(TOP)/tests/scripts/churn-options.sh'
+		$(TOP)/tests/scripts/churn-options.sh && $(TOP)/tests/scripts/speed-options.sh'
 
 readme:
 	python3 $(TOP)/bench/readme_results.py
@@ -255,6 +257,13 @@ bench-speed: setup
 # (bench/speed/uml.sh; ~7 min cold for the UML build, ~1 min warm).
 bench-speed-uml: setup
 	$(TOP)/bench/speed/uml.sh --perf $(if $(WORKING_SET),--working-set $(WORKING_SET)) $(if $(OUT),--out $(OUT))
+
+# The same microbenchmark on arm64, 16 KiB pages by default (PAGES=4K: 4 KiB),
+# under qemu-system-aarch64, built in and run at boot, with the memory each
+# pool holds after its fill and its writes (bench/speed/arm64.sh; ~15 min
+# cold for the cross build, ~10 min for the emulated runs).
+bench-speed-arm64: setup
+	$(TOP)/bench/speed/arm64.sh $(if $(PAGES),--pages $(PAGES)) $(if $(OUT),--out $(OUT))
 
 # zswap effective compression (Zswapped/Zswap) of afmalloc and zsmalloc on
 # the same workload in one boot of Debian's kernel, recorded for the README.

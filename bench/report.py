@@ -280,9 +280,60 @@ def speed(run_dir):
             ratios = ratio.get((a, op, thr))
             cells.append(f"{statistics.median(ratios):.2f}" if ratios else "-")
         out.append("| " + " | ".join(cells) + " |")
+    out += _speed_held(run_dir, allocs, meta)
     if meta.get("command"):
         out += ["", f"Reproduce: `{meta['command']}`"]
     return "\n".join(out) + "\n"
+
+
+def _speed_held(run_dir, allocs, meta):
+    """Lines of the memory table of a speed run with held.csv (bench/speed/arm64.sh).
+
+    Per phase (the fill, each allocating operation) and thread count: each
+    allocator's median over the runs of the pages held in MiB and of its
+    overhead (pages held beyond the bytes stored, in % of them), and the
+    median of the per-run ratios of its memory held to zsmalloc's.
+    """
+    import statistics
+    rows = read_csv(run_dir, "held.csv")
+    if not rows:
+        return []
+    order = {"fill": 0, "alloc-map": 1, "alloc-copy": 2}
+    cases = sorted(dict.fromkeys((r["op"], int(r["threads"])) for r in rows),
+                   key=lambda c: (c[1], order.get(c[0], 9), c[0]))
+    held = {(r["run"], r["alloc"], r["op"], int(r["threads"])):
+            (int(r["held_pages"]) * int(r["page_size"]), int(r["stored_bytes"]))
+            for r in rows}
+    runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
+    out = ["", "Memory held right after the fill and after each allocating operation "
+           "(the threads stopped; afmalloc's automatic compaction may have work queued), "
+           "median over the runs: pages held in MiB, overhead = held beyond the bytes "
+           "stored, in % of them; x zsmalloc: median of the per-run ratios of the memory "
+           "held to zsmalloc's after its fill or its alloc-map in the same run. afmalloc: "
+           "every page of the pool, its tables included; zsmalloc: its pages and its "
+           "handles (8 bytes each), its zspage descriptors not counted.", ""]
+    head = ["phase", "threads"]
+    for a in allocs:
+        head += [f"{a} MiB", "overhead"] + ([] if a == "zsmalloc" else ["x zsmalloc"])
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for op, thr in cases:
+        cells = [op, str(thr)]
+        base_op = "fill" if op == "fill" else "alloc-map"
+        for a in allocs:
+            vals = [held[(rn, a, op, thr)] for rn in runs if (rn, a, op, thr) in held]
+            if not vals:
+                cells += ["-", "-"] + ([] if a == "zsmalloc" else ["-"])
+                continue
+            cells.append(f"{statistics.median(v[0] for v in vals) / 1048576:.1f}")
+            cells.append(f"{statistics.median((v[0] - v[1]) / v[1] * 100 for v in vals):.1f}%")
+            if a == "zsmalloc":
+                continue
+            rs = [held[(rn, a, op, thr)][0] / held[(rn, "zsmalloc", base_op, thr)][0]
+                  for rn in runs if (rn, a, op, thr) in held
+                  and held.get((rn, "zsmalloc", base_op, thr), (0,))[0]]
+            cells.append(f"{statistics.median(rs):.2f}" if rs else "-")
+        out.append("| " + " | ".join(cells) + " |")
+    return out
 
 
 def _run_line(meta, keys):

@@ -2,24 +2,26 @@
 # SPDX-License-Identifier: GPL-2.0
 """Compressed-size histogram of the untar dataset, for bench/speed/run.sh.
 
-usage: bench/sizes.py [--tar TAR] [--mode files|tar] [--bucket N] [--out CSV]
+usage: bench/sizes.py [--tar TAR] [--mode files|tar] [--page BYTES] [--bucket N]
+                      [--out CSV]
 
-Compresses 4 KiB pages of the quick dataset (bench/dataset.sh quick) with
+Compresses 4 KiB pages (--page 16384: 16 KiB pages, as a kernel with 16 KiB
+pages hands zram, bench/data/sizes-lz4-16k.csv) of the quick dataset (bench/dataset.sh quick) with
 LZ4 (the `lz4` PyPI package, installed into $AFMALLOC_VENV if missing; its
 block compressor at the default acceleration is what zram's lz4 backend
 runs) and writes a histogram of the compressed sizes:
 
-  --mode files (default): every regular file of the tar cut into 4 KiB pages,
+  --mode files (default): every regular file of the tar cut into pages,
       the last one zero-padded, as the untar workload's page cache pages
       reach zram (file data only; ext4 metadata is not modelled);
-  --mode tar: every 4 KiB block of the tar stream itself.
+  --mode tar: every page-sized block of the tar stream itself.
 
 All-zero pages are skipped (zram stores them as same-filled pages, without
 the allocator) and sizes are capped at PAGE_SIZE (zram stores a page that
 does not compress whole). Output CSV (default bench/data/sizes-lz4.csv):
 '#' comment lines saying where it comes from, then size_lo,size_hi,count
 with one row per non-empty bucket of --bucket bytes (default 16, zsmalloc's
-size-class step with 4 KiB pages): sizes size_lo..size_hi inclusive.
+size-class step with 4 KiB pages; 64 with 16 KiB pages): sizes size_lo..size_hi inclusive.
 afm_speed.ko draws object sizes from it (bucket by count, then a uniform
 size within the bucket).
 """
@@ -53,7 +55,7 @@ def ensure_lz4():
     return lz4.block
 
 
-def pages_of_files(tar_path):
+def pages_of_files(tar_path, PAGE):
     with tarfile.open(tar_path) as tf:
         for m in tf:
             if not m.isreg() or m.size == 0:
@@ -64,7 +66,7 @@ def pages_of_files(tar_path):
                 yield page + bytes(PAGE - len(page)) if len(page) < PAGE else page
 
 
-def pages_of_tar(tar_path):
+def pages_of_tar(tar_path, PAGE):
     with open(tar_path, "rb") as f:
         while True:
             page = f.read(PAGE)
@@ -77,11 +79,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tar", help="dataset tar (default: bench/dataset.sh quick)")
     ap.add_argument("--mode", choices=("files", "tar"), default="files")
-    ap.add_argument("--bucket", type=int, default=16)
-    ap.add_argument("--out", default=os.path.join(TOP, "bench", "data", "sizes-lz4.csv"))
+    ap.add_argument("--page", type=int, default=PAGE)
+    ap.add_argument("--bucket", type=int)
+    ap.add_argument("--out")
     args = ap.parse_args()
-    if args.bucket < 1 or PAGE % args.bucket:
-        sys.exit("sizes: error: --bucket must divide 4096")
+    page_size = args.page
+    if page_size not in (4096, 16384, 65536):
+        sys.exit("sizes: error: --page must be 4096, 16384 or 65536")
+    if args.bucket is None:
+        args.bucket = page_size // 256
+    if args.bucket < 1 or page_size % args.bucket:
+        sys.exit(f"sizes: error: --bucket must divide {page_size}")
+    if args.out is None:
+        suffix = "" if page_size == PAGE else f"-{page_size // 1024}k"
+        args.out = os.path.join(TOP, "bench", "data", f"sizes-lz4{suffix}.csv")
     block = ensure_lz4()
     tar_path = args.tar or subprocess.run([os.path.join(TOP, "bench", "dataset.sh"), "quick"],
                                           check=True, capture_output=True,
@@ -90,18 +101,18 @@ def main():
     with open(tar_path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    zero = bytes(PAGE)
-    counts = [0] * (PAGE // args.bucket)
+    zero = bytes(page_size)
+    counts = [0] * (page_size // args.bucket)
     pages = zeros = capped = total = 0
     gen = pages_of_files if args.mode == "files" else pages_of_tar
-    for page in gen(tar_path):
+    for page in gen(tar_path, page_size):
         pages += 1
         if page == zero:
             zeros += 1
             continue
         size = len(block.compress(page, mode="default", store_size=False))
-        if size >= PAGE:
-            size, capped = PAGE, capped + 1
+        if size >= page_size:
+            size, capped = page_size, capped + 1
         total += size
         counts[(size - 1) // args.bucket] += 1
     stored = pages - zeros
@@ -110,11 +121,12 @@ def main():
     import lz4
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out + ".tmp", "w") as f:
-        f.write(f"# bench/sizes.py --mode {args.mode} --bucket {args.bucket}: "
+        page_opt = "" if page_size == PAGE else f" --page {page_size}"
+        f.write(f"# bench/sizes.py --mode {args.mode}{page_opt} --bucket {args.bucket}: "
                 f"{os.path.basename(tar_path)} sha256 {h.hexdigest()[:16]}, "
                 f"lz4 {lz4.__version__} block (default acceleration)\n")
         f.write(f"# pages {pages}, all-zero skipped {zeros}, stored {stored}, "
-                f"capped at {PAGE} {capped}, mean size {total / stored:.1f}\n")
+                f"capped at {page_size} {capped}, mean size {total / stored:.1f}\n")
         f.write("size_lo,size_hi,count\n")
         for i, n in enumerate(counts):
             if n:

@@ -38,7 +38,7 @@ overlay() {
 		--include='/Kconfig' --include='/Kbuild' \
 		--include='/mm/***' --include='/kunit/***' --include='/include/***' \
 		--include='/bench/' --include='/bench/module/***' \
-		--include='/bench/data/' --include='/bench/data/sizes-lz4.csv' \
+		--include='/bench/data/' --include='/bench/data/sizes-lz4*.csv' \
 		--exclude='*' "$@" "$AFMALLOC_TOP/" "$tree/mm/afmalloc/"
 }
 
