@@ -22,7 +22,8 @@
  * stored_bytes=B objects=K"): for afmalloc afm_get_total_pages() (every
  * page, its tables included); for zsmalloc zs_get_total_pages() plus its
  * handles (one unsigned long each, in its handle cache, rounded up to whole
- * pages), its zspage descriptors not counted (a slight advantage to it).
+ * pages), its zspage descriptors not counted (a slight advantage to it;
+ * with zs_offset, an experiment, its objects' extra bytes count as held).
  * The threads have stopped; afmalloc/zspage's automatic compaction may
  * still have work queued. Built into the kernel
  * (CONFIG_AFMALLOC_SPEED_BOOT) it can also run at boot, without user space:
@@ -131,6 +132,10 @@ MODULE_PARM_DESC(sequential, "timed operations take the working set's objects in
 static bool shared;
 module_param(shared, bool, 0444);
 MODULE_PARM_DESC(shared, "the threads take their random objects from one working set (each fills its part): frees and maps of objects another CPU allocated (not with sequential)");
+
+static unsigned int zs_offset;
+module_param(zs_offset, uint, 0444);
+MODULE_PARM_DESC(zs_offset, "an experiment: zsmalloc's objects get this many bytes more and their data starts that far in (0 to 64; 5 puts it at the byte offsets afmalloc's zspage store gives it after its header), default 0");
 
 static unsigned int rotate;
 module_param(rotate, uint, 0444);
@@ -257,11 +262,11 @@ static int sp_alloc_obj(struct sp_thread *t, struct sp_obj *o, bool copy)
 	void *dst;
 
 	if (c->alloc == SP_ZSMALLOC) {
-		h = zs_malloc(c->zs, o->size, SP_GFP);
+		h = zs_malloc(c->zs, o->size + zs_offset, SP_GFP);
 		if (IS_ERR_VALUE(h))
 			return (long)h;
 		dst = zs_map_object(c->zs, h, ZS_MM_WO);
-		memcpy(dst, src, o->size);
+		memcpy(dst + zs_offset, src, o->size);
 		zs_unmap_object(c->zs, h);
 		o->handle = h;
 		return 0;
@@ -297,7 +302,7 @@ static int sp_read_obj(struct sp_thread *t, struct sp_obj *o, bool copy)
 
 	if (c->alloc == SP_ZSMALLOC) {
 		p = zs_map_object(c->zs, o->handle, ZS_MM_RO);
-		memcpy(t->buf, p, o->size);
+		memcpy(t->buf, p + zs_offset, o->size);
 		zs_unmap_object(c->zs, o->handle);
 	} else if (copy) {
 		size_t n = afm_read(c->afm, o->handle, t->buf);
@@ -555,7 +560,7 @@ static void sp_corrupt(struct sp_case *c)
 		sp_alloc_names[c->alloc], o->handle);
 	if (c->alloc == SP_ZSMALLOC) {
 		p = zs_map_object(c->zs, o->handle, ZS_MM_RW);
-		p[o->size - 1] ^= 0xff;
+		p[zs_offset + o->size - 1] ^= 0xff;
 		zs_unmap_object(c->zs, o->handle);
 	} else {
 		p = afm_map_object(c->afm, o->handle, AFM_MM_RW);
@@ -675,6 +680,10 @@ static int sp_run_all(void)
 	int err;
 
 	sp_nr_results = 0;
+	if (zs_offset > 64) {
+		pr_err("zs_offset=%u: at most 64\n", zs_offset);
+		return -EINVAL;
+	}
 	if (!(READ_ONCE(allocs) & (BIT(SP_NR_ALLOCS) - 1))) {
 		pr_err("allocs=%#x selects no allocator (1 zsmalloc, 2 afmalloc/slab, 4 afmalloc/zspage)\n",
 		       allocs);

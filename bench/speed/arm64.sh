@@ -14,7 +14,12 @@
 # success is afm_speed's "boot runs done" line.
 #   bench/speed/arm64.sh [--pages 16K|4K] [--out DIR] [--runs N]
 #                        [--duration-ms N] [--working-set N] [--cpus N]
-#                        [--append ARGS]
+#                        [--append ARGS] [--profile OP]
+# --profile OP (alloc-map or read-map): after the runs, one more boot per
+# allocator (zsmalloc, afmalloc/zspage) running only OP with one thread for
+# 15 s, its guest's program counters sampled for 10 s of it through QEMU's
+# monitor (bench/speed/pcsample.py; no perf without user space): where
+# the time goes, by kernel function, in DIR/profile-ALLOC-OP.txt.
 # Results: DIR (default $AFMALLOC_CACHE/results/speed-arm64-16k-<date>)
 # gets speed.csv (the columns of make bench-speed), held.csv (after the
 # fill and each allocating operation: the pages each pool held against the
@@ -28,7 +33,7 @@
 usage() {
 	sed -n '15,17p' "$0" | sed 's/^# \{0,1\}//'
 }
-out='' runs=3 duration_ms=2000 working_set=4096 pages=16K cpus=2 append=''
+out='' runs=3 duration_ms=2000 working_set=4096 pages=16K cpus=2 append='' profile=''
 opts=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -39,6 +44,7 @@ while [ $# -gt 0 ]; do
 	--working-set) working_set=${2:?--working-set needs a number}; opts+=("$1 $2"); shift ;;
 	--cpus) cpus=${2:?--cpus needs a number}; opts+=("$1 $2"); shift ;;
 	--append) append=${2?--append needs boot arguments}; opts+=("$1 '$2'"); shift ;;
+	--profile) profile=${2:?--profile needs an operation}; opts+=("$1 $2"); shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -49,6 +55,12 @@ case "$pages" in
 16K|16k) pages=16K page_size=16384 sizes=$AFMALLOC_TOP/bench/data/sizes-lz4-16k.csv ;;
 4K|4k) pages=4K page_size=4096 sizes=$AFMALLOC_TOP/bench/data/sizes-lz4.csv ;;
 *) die "--pages must be 16K or 4K, not '$pages'" ;;
+esac
+case "$profile" in
+'') ;;
+alloc-map) pmask=1 ;;
+read-map) pmask=4 ;;
+*) die "--profile must be alloc-map or read-map, not '$profile'" ;;
 esac
 tag=$(tr K k <<< "$pages")
 
@@ -81,7 +93,8 @@ log "built in $((SECONDS - t0)) s"
 [ -n "$out" ] || out=$AFMALLOC_CACHE/results/speed-arm64-$tag-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 out=$(realpath "$out")
-rm -f "$out/speed.csv" "$out/held.csv" "$out/console.log" "$out/meta.json" "$out/speed.md"
+rm -f "$out/speed.csv" "$out/held.csv" "$out/console.log" "$out/meta.json" "$out/speed.md" \
+	"$out"/profile-*.txt "$out"/console-profile-*.log
 
 args=(console=ttyAMA0 panic=-1 "afm_speed.boot_runs=$runs" "afm_speed.duration_ms=$duration_ms"
       "afm_speed.working_set=$working_set")
@@ -146,6 +159,32 @@ JSON
   vmb_speed_meta "$sizes" "$working_set"
   meta_host_fields "$load_start" "$load_end" "$t0"; echo "}"; } > "$out/meta.json"
 python3 -m json.tool "$out/meta.json" > /dev/null || die "$out/meta.json is not valid JSON"
+
+# profile ALLOC MASK: one boot running only $profile of ALLOC (afm_speed's
+# allocs bit MASK) with one thread, sampled by pcsample.py.
+profile_one() {
+	local slug=${1//\//-} sock
+	sock=$(mktemp -u "${TMPDIR:-/tmp}/afm-qmon.XXXXXX")
+	log "profile: $1 $profile (one boot, 10 s sampled)"
+	timeout 900 qemu-system-aarch64 -machine virt -cpu max,pauth-impdef=on \
+		-smp "$cpus" -m "$memory" -nographic -no-reboot -kernel "$image" \
+		-monitor "unix:$sock,server,nowait" \
+		-append "console=ttyAMA0 panic=-1 nokaslr afm_speed.boot_runs=1 afm_speed.duration_ms=15000 afm_speed.working_set=$working_set afm_speed.allocs=$2 afm_speed.ops=$pmask ${extra[*]}" \
+		< /dev/null > "$out/console-profile-$slug-$profile.log" 2>&1 &
+	local qpid=$!
+	python3 "$AFMALLOC_TOP/bench/speed/pcsample.py" --monitor "$sock" \
+		--console "$out/console-profile-$slug-$profile.log" \
+		--start "afm_speed: $1 fill threads=1 held" --vmlinux "$bdir/vmlinux" \
+		--out "$out/profile-$slug-$profile.txt" --wait 600 || { kill "$qpid"; die "profile of $1 failed"; }
+	wait "$qpid" || true
+	rm -f "$sock"
+	grep -q 'afm_speed: boot runs done' "$out/console-profile-$slug-$profile.log" ||
+		die "the profiled boot of $1 did not finish (console: $out/console-profile-$slug-$profile.log)"
+}
+if [ -n "$profile" ]; then
+	profile_one zsmalloc 1
+	profile_one afmalloc/zspage 4
+fi
 python3 "$AFMALLOC_TOP/bench/report.py" --kind speed "$out" --out "$out/speed.md"
 cat "$out/speed.md"
 log "results in $out ($((SECONDS - t0)) s)"

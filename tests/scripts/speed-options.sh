@@ -8,6 +8,7 @@
 # 1. bench/speed/arm64.sh refuses a page size it has no kernel and no size
 #    histogram for (--pages 8K), naming it, before it sets anything up.
 # 2. It refuses --runs 0 the same way.
+# 3. It refuses a --profile operation it cannot profile (--profile free).
 #
 # A check that is gone would start the build: each call is stopped after
 # 120 s, and fails.
@@ -37,3 +38,12 @@ grep -q -- "runs" "$t/2.log" ||
 	fail "arm64.sh --runs 0: no clear error (got: $(head -c 300 "$t/2.log"))"
 [ ! -e "$t/out" ] || fail "arm64.sh --runs 0 made its results folder"
 ok "arm64.sh refuses --runs 0"
+
+# 3.
+rc=0
+timeout 120 "$top/bench/speed/arm64.sh" --profile free --out "$t/out" > "$t/3.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "arm64.sh --profile free succeeded"
+grep -q -- "--profile must be alloc-map or read-map, not 'free'" "$t/3.log" ||
+	fail "arm64.sh --profile free: no clear error (got: $(head -c 300 "$t/3.log"))"
+[ ! -e "$t/out" ] || fail "arm64.sh --profile free made its results folder"
+ok "arm64.sh refuses --profile free"
