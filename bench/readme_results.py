@@ -123,6 +123,11 @@ SUMMARY = {
     # One working set shared by the threads (--shared: frees and maps of
     # objects another CPU allocated); missing: left out with a note.
     "speed_shared": "speed-tcg-shared",
+    # The microbenchmark on an emulated arm64 kernel with 16 KiB pages
+    # (bench/speed/arm64.sh), with the memory each pool holds; missing: left
+    # out with a note.
+    "speed_arm64": "speed-arm64-16k",
+    "speed_arm64_large": "speed-arm64-16k-large",   # 65536 objects a thread
     "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots"),
     "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel
     # A small zram device written from every CPU of a many-CPU guest
@@ -309,6 +314,24 @@ def speed_ws(name):
     m = run_meta(name)
     return (int(m["working_set"]), working_set_mib(m), m.get("host_l3"),
             "shared" if m.get("shared") else m.get("order", "random"))
+
+
+def speed_held(name):
+    """Memory held after the writes (alloc-map) of a speed run with held.csv:
+    {threads: {allocator: [overhead % per run]}, ("x", threads): [afmalloc's
+    pages over zsmalloc's per run]}, runs in order."""
+    rows = report.read_csv(rdir(name), "held.csv")
+    runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
+    h = {(r["run"], r["alloc"], int(r["threads"])):
+         (int(r["held_pages"]) * int(r["page_size"]), int(r["stored_bytes"]))
+         for r in rows if r["op"] == "alloc-map"}
+    out = {}
+    for t in sorted({k[2] for k in h}):
+        out[t] = {a: [100 * (h[(rn, a, t)][0] - h[(rn, a, t)][1]) / h[(rn, a, t)][1]
+                      for rn in runs if (rn, a, t) in h] for a in (ZS, AF)}
+        out[("x", t)] = [h[(rn, AF, t)][0] / h[(rn, ZS, t)][0] for rn in runs
+                         if (rn, AF, t) in h and (rn, ZS, t) in h]
+    return out
 
 
 def ws_words(ws):
@@ -857,6 +880,15 @@ def speed_targets_line(d):
                f"{runs(two_s)})"),
               (med(scale_s) >= 1, "scaling from 1 to 2 such threads at least zsmalloc's "
                f"({where}: afmalloc's over zsmalloc's {x(scale_s)}, {runs(scale_s)})")]
+    arm = d.get("speed_arm64", {})
+    one_a, two_a = arm.get("alloc-map 1"), arm.get("alloc-map 2")
+    if one_a and two_a:
+        where = link(SUMMARY["speed_arm64"])
+        t += [(med(one_a) >= 1, "allocate + write + free at least 1.0x zsmalloc with 1 thread "
+               f"on an emulated arm64 kernel with 16 KiB pages ({where}: {x(one_a)}, "
+               f"{runs(one_a)})"),
+              (med(two_a) >= 1, "with 2 threads there, its vCPUs "
+               f"({where}: {x(two_a)}, {runs(two_a)})")]
     fio = d.get("fio_iops", {})
     if fio:
         low = [f"{s} {x(r)}" for s, r in fio.items() if med(r) < 1]
@@ -1158,6 +1190,17 @@ def summary_data():
         d[key] = {op: sr[(AF, op, t)] for (a, op, t) in sr
                   if a == AF and t == 1 and op in ("alloc-map", "read-map")}
         d["speed_native_ws"][key] = speed_ws(name)
+    for key in ("speed_arm64", "speed_arm64_large"):
+        name = SUMMARY[key]
+        if not os.path.isfile(os.path.join(rdir(name), "held.csv")):
+            print(f"readme_results: note: no {rdir(name)}/held.csv: the summary has no row for it",
+                  file=sys.stderr)
+            continue
+        sr = report.speed_ratios(rdir(name))
+        d[key] = {f"{op} {t}": sr[(AF, op, t)] for (a, op, t) in sr
+                  if a == AF and op in ("alloc-map", "read-map")}
+        d[key + "_held"] = speed_held(name)
+        d["speed_ws"][key] = speed_ws(name)
     # Huge pages and Highalloc-Stress by position in the boot.
     d["huge"] = {}
     for name in SUMMARY["huge"]:
@@ -1237,7 +1280,7 @@ def before(name):
     return " (kernel %s, before the redesign)" % run_source(name)[0] if before_index(name) else ""
 
 
-def speed_rows(add, word, sp, n, where):
+def speed_rows(add, word, sp, n, where, label="In-kernel microbenchmark", on=""):
     """The rows of TCG speed run @n (ratios @sp, working set in @where)."""
     for op, what in (("alloc-map", "allocate + write + free"), ("read-map", "map + read")):
         cases = [(t, sp[f"{op} {t}"]) for t in (1, 2) if f"{op} {t}" in sp]
@@ -1252,12 +1295,12 @@ def speed_rows(add, word, sp, n, where):
                 for t, v, k in verdicts)
         slow = [f"{xr(med(r))} with {t} thread{'s' if t > 1 else ''}" for t, r in cases
                 if runs_verdict(r) == "slower"]
-        add(f"In-kernel microbenchmark{before(n)} ({where}): {what}, ops/s with 1 / 2 threads",
+        add(f"{label}{before(n)} ({where}): {what}, ops/s with 1 / 2 threads",
             "1.00x", " / ".join(xr(med(r)) for _, r in cases), None, link(n),
             f"{what} in the microbenchmark with {where.split(',')[0]}"
             + (" in order" if "in order" in where else "")
             + (" shared by the threads" if "shared by the threads" in where else "")
-            + f" ({', '.join(slow)})",
+            + on + f" ({', '.join(slow)})",
             better=better)
 
 
@@ -1358,6 +1401,30 @@ def summary_rows(d):
     for key in ("speed", "speed_large", "speed_seq", "speed_shared"):
         if key in d["speed_ws"]:
             speed_rows(add, word, d[key], SUMMARY[key], ws_words(d["speed_ws"][key]))
+    for key in ("speed_arm64", "speed_arm64_large"):
+        if key not in d:
+            continue
+        n = SUMMARY[key]
+        label = "The same on an emulated arm64 kernel with 16 KiB pages"
+        where = ws_words(d["speed_ws"][key]).split(", host L3")[0] + \
+            ", sizes of the quick dataset in 16 KiB pages"
+        speed_rows(add, word, d[key], n, where, label,
+                   " on emulated arm64 with 16 KiB pages")
+        hd = d[key + "_held"]
+        ts = [t for t in hd if not isinstance(t, tuple)]
+        vs = {runs_verdict(hd[("x", t)]) for t in ts}
+        v = vs.pop() if len(vs) == 1 else "mixed"
+        add(f"{label}{before(n)} ({where}): memory held after the writes (allocate + write "
+            "+ free), overhead with 1 / 2 threads (every page; zsmalloc's zspage "
+            "descriptors not counted)",
+            " / ".join(f"{med(hd[t][ZS]):.1f}%" for t in ts),
+            " / ".join(f"{med(hd[t][AF]):.1f}%" for t in ts), None, link(n),
+            "memory held in the microbenchmark on arm64 with 16 KiB pages ("
+            + ", ".join(f"{xr(med(hd[('x', t)]))} with {t} thread{'s' if t > 1 else ''}"
+                        for t in ts) + ")",
+            better={"faster": "**zsmalloc**", "slower": "afmalloc", "mixed": "neither"}[v]
+            + (f" (all {len(hd[('x', ts[0])])} runs of each)" if v != "mixed"
+               else " (runs disagree)"))
     for key in ("speed_native", "speed_native_large", "speed_native_seq"):
         if key not in d["speed_native_ws"]:
             continue
@@ -2226,6 +2293,14 @@ def kind(name):
             (" times, cold caches" if "-cold" in name else " times, warm caches")
     if has("speed.csv") and meta.get("accelerator", "").startswith("none (UML"):
         return "in-kernel microbenchmark, natively on UML (one CPU)"
+    if has("speed.csv") and "arm64" in meta.get("kernel", ""):
+        ps = meta.get("page_size", 4096) // 1024
+        return (f"in-kernel microbenchmark, emulated arm64, {ps} KiB pages, memory held"
+                + (", profiled" if glob.glob(os.path.join(d, "profile-*.txt")) else "")
+                + unusual_args({"boot_args": " ".join(
+                    a for a in meta.get("boot_args", "").split()
+                    if not a.startswith(("console=", "panic=", "afm_speed.boot_runs=",
+                                         "afm_speed.duration_ms=", "afm_speed.working_set=")))}))
     if has("speed.csv"):
         return "in-kernel microbenchmark" + unusual_args(meta)
     if has("fio.csv"):
