@@ -21,29 +21,19 @@ set -euo pipefail
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 
-# 1.
-rc=0
-timeout 120 "$top/bench/speed/arm64.sh" --pages 8K --out "$t/out" > "$t/1.log" 2>&1 || rc=$?
-[ "$rc" != 0 ] || fail "arm64.sh --pages 8K succeeded"
-grep -q -- "--pages must be 16K or 4K, not '8K'" "$t/1.log" ||
-	fail "arm64.sh --pages 8K: no clear error (got: $(head -c 300 "$t/1.log"))"
-[ ! -e "$t/out" ] || fail "arm64.sh --pages 8K made its results folder"
-ok "arm64.sh refuses --pages 8K"
+# refuses N MESSAGE ARGS...: arm64.sh ARGS fails, says MESSAGE, makes no
+# results folder.
+refuses() {
+	local n=$1 msg=$2 rc=0
+	shift 2
+	timeout 120 "$top/bench/speed/arm64.sh" "$@" --out "$t/out" > "$t/$n.log" 2>&1 || rc=$?
+	[ "$rc" != 0 ] || fail "arm64.sh $* succeeded"
+	grep -q -- "$msg" "$t/$n.log" ||
+		fail "arm64.sh $*: no clear error (got: $(head -c 300 "$t/$n.log"))"
+	[ ! -e "$t/out" ] || fail "arm64.sh $* made its results folder"
+	ok "arm64.sh refuses $*"
+}
 
-# 2.
-rc=0
-timeout 120 "$top/bench/speed/arm64.sh" --runs 0 --out "$t/out" > "$t/2.log" 2>&1 || rc=$?
-[ "$rc" != 0 ] || fail "arm64.sh --runs 0 succeeded"
-grep -q -- "runs" "$t/2.log" ||
-	fail "arm64.sh --runs 0: no clear error (got: $(head -c 300 "$t/2.log"))"
-[ ! -e "$t/out" ] || fail "arm64.sh --runs 0 made its results folder"
-ok "arm64.sh refuses --runs 0"
-
-# 3.
-rc=0
-timeout 120 "$top/bench/speed/arm64.sh" --profile free --out "$t/out" > "$t/3.log" 2>&1 || rc=$?
-[ "$rc" != 0 ] || fail "arm64.sh --profile free succeeded"
-grep -q -- "--profile must be alloc-map or read-map, not 'free'" "$t/3.log" ||
-	fail "arm64.sh --profile free: no clear error (got: $(head -c 300 "$t/3.log"))"
-[ ! -e "$t/out" ] || fail "arm64.sh --profile free made its results folder"
-ok "arm64.sh refuses --profile free"
+refuses 1 "--pages must be 16K or 4K, not '8K'" --pages 8K
+refuses 2 "--runs must be a positive number, not '0'" --runs 0
+refuses 3 "--profile must be alloc-map or read-map, not 'free'" --profile free
