@@ -328,9 +328,15 @@ def speed_held(name):
     out = {}
     for t in sorted({k[2] for k in h}):
         out[t] = {a: [100 * (h[(rn, a, t)][0] - h[(rn, a, t)][1]) / h[(rn, a, t)][1]
-                      for rn in runs if (rn, a, t) in h] for a in (ZS, AF)}
-        out[("x", t)] = [h[(rn, AF, t)][0] / h[(rn, ZS, t)][0] for rn in runs
-                         if (rn, AF, t) in h and (rn, ZS, t) in h]
+                      for rn in runs if (rn, a, t) in h and h[(rn, a, t)][1]]
+                  for a in (ZS, AF)}
+        # Memory held per byte stored, afmalloc's over zsmalloc's.
+        out[("x", t)] = [(h[(rn, AF, t)][0] / h[(rn, AF, t)][1])
+                         / (h[(rn, ZS, t)][0] / h[(rn, ZS, t)][1]) for rn in runs
+                         if (rn, AF, t) in h and (rn, ZS, t) in h
+                         and h[(rn, AF, t)][1] and all(h[(rn, ZS, t)])]
+        if not (out[t][ZS] and out[t][AF] and out[("x", t)]):
+            del out[t], out[("x", t)]
     return out
 
 
@@ -1405,26 +1411,40 @@ def summary_rows(d):
         if key not in d:
             continue
         n = SUMMARY[key]
-        label = "The same on an emulated arm64 kernel with 16 KiB pages"
-        where = ws_words(d["speed_ws"][key]).split(", host L3")[0] + \
-            ", sizes of the quick dataset in 16 KiB pages"
+        kib = int(run_meta(n).get("page_size", 16384)) // 1024
+        label = f"The same on an emulated arm64 kernel with {kib} KiB pages"
+        ws = d["speed_ws"][key]
+        where = (f"{ws[0]} objects a thread, {ws[1]:.0f} MiB, sizes of the quick dataset "
+                 f"in {kib} KiB pages")
         speed_rows(add, word, d[key], n, where, label,
-                   " on emulated arm64 with 16 KiB pages")
+                   f" on emulated arm64 with {kib} KiB pages")
         hd = d[key + "_held"]
         ts = [t for t in hd if not isinstance(t, tuple)]
-        vs = {runs_verdict(hd[("x", t)]) for t in ts}
-        v = vs.pop() if len(vs) == 1 else "mixed"
+        if not ts:
+            continue
+
+        def thr(t):
+            return f"{t} thread{'s' if t > 1 else ''}"
+        # Less memory per byte stored in every run: afmalloc better.
+        mword = {"faster": "**zsmalloc**", "slower": "afmalloc", "mixed": "neither"}
+        verdicts = [(t, runs_verdict(hd[("x", t)]), len(hd[("x", t)])) for t in ts]
+        if len({v for _, v, _ in verdicts}) == 1:
+            v, k = verdicts[0][1], verdicts[0][2]
+            better = mword[v] + (f" (all {k} runs of each)" if v != "mixed"
+                                 else " (runs disagree)")
+        else:
+            better = "; ".join(mword[v] + f" with {thr(t)}"
+                               + (f" (all {k} runs)" if v != "mixed" else " (runs disagree)")
+                               for t, v, k in verdicts)
         add(f"{label}{before(n)} ({where}): memory held after the writes (allocate + write "
-            "+ free), overhead with 1 / 2 threads (every page; zsmalloc's zspage "
-            "descriptors not counted)",
+            f"+ free), overhead with {' / '.join(str(t) for t in ts)} threads (every page; "
+            "zsmalloc's zspage descriptors not counted, zsmalloc not compacted)",
             " / ".join(f"{med(hd[t][ZS]):.1f}%" for t in ts),
             " / ".join(f"{med(hd[t][AF]):.1f}%" for t in ts), None, link(n),
-            "memory held in the microbenchmark on arm64 with 16 KiB pages ("
-            + ", ".join(f"{xr(med(hd[('x', t)]))} with {t} thread{'s' if t > 1 else ''}"
+            f"memory held in the microbenchmark on arm64 with {kib} KiB pages ("
+            + ", ".join(f"{xr(med(hd[('x', t)]))} per byte stored with {thr(t)}"
                         for t in ts) + ")",
-            better={"faster": "**zsmalloc**", "slower": "afmalloc", "mixed": "neither"}[v]
-            + (f" (all {len(hd[('x', ts[0])])} runs of each)" if v != "mixed"
-               else " (runs disagree)"))
+            better=better)
     for key in ("speed_native", "speed_native_large", "speed_native_seq"):
         if key not in d["speed_native_ws"]:
             continue

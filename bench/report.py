@@ -292,7 +292,9 @@ def _speed_held(run_dir, allocs, meta):
     Per phase (the fill, each allocating operation) and thread count: each
     allocator's median over the runs of the pages held in MiB and of its
     overhead (pages held beyond the bytes stored, in % of them), and the
-    median of the per-run ratios of its memory held to zsmalloc's.
+    median of the per-run ratios of its memory held per byte stored to
+    zsmalloc's (after the writes the allocators store slightly different
+    bytes: each ran its own number of operations).
     """
     import statistics
     rows = read_csv(run_dir, "held.csv")
@@ -306,12 +308,14 @@ def _speed_held(run_dir, allocs, meta):
             for r in rows}
     runs = sorted(dict.fromkeys(r["run"] for r in rows), key=int)
     out = ["", "Memory held right after the fill and after each allocating operation "
-           "(the threads stopped; afmalloc's automatic compaction may have work queued), "
-           "median over the runs: pages held in MiB, overhead = held beyond the bytes "
-           "stored, in % of them; x zsmalloc: median of the per-run ratios of the memory "
-           "held to zsmalloc's after its fill or its alloc-map in the same run. afmalloc: "
-           "every page of the pool, its tables included; zsmalloc: its pages and its "
-           "handles (8 bytes each), its zspage descriptors not counted.", ""]
+           "(the threads stopped; afmalloc's automatic compaction may have work queued; "
+           "zsmalloc never compacted, as zram does not by itself), median over the runs: "
+           "pages held in MiB, overhead = held beyond the bytes stored, in % of them; "
+           "x zsmalloc: median of the per-run ratios of the memory held per byte stored "
+           "to zsmalloc's after its fill or its alloc-map in the same run. afmalloc: every "
+           "page of the pool, its tables included (not the few KiB of per-shard structures "
+           "it allocates beside them); zsmalloc: its pages and its handles (8 bytes each), "
+           "its zspage descriptors not counted.", ""]
     head = ["phase", "threads"]
     for a in allocs:
         head += [f"{a} MiB", "overhead"] + ([] if a == "zsmalloc" else ["x zsmalloc"])
@@ -325,12 +329,16 @@ def _speed_held(run_dir, allocs, meta):
                 cells += ["-", "-"] + ([] if a == "zsmalloc" else ["-"])
                 continue
             cells.append(f"{statistics.median(v[0] for v in vals) / 1048576:.1f}")
-            cells.append(f"{statistics.median((v[0] - v[1]) / v[1] * 100 for v in vals):.1f}%")
+            cells.append(f"{statistics.median((v[0] - v[1]) / v[1] * 100 for v in vals if v[1]):.1f}%"
+                         if any(v[1] for v in vals) else "-")
             if a == "zsmalloc":
                 continue
-            rs = [held[(rn, a, op, thr)][0] / held[(rn, "zsmalloc", base_op, thr)][0]
+            rs = [(held[(rn, a, op, thr)][0] / held[(rn, a, op, thr)][1])
+                  / (held[(rn, "zsmalloc", base_op, thr)][0]
+                     / held[(rn, "zsmalloc", base_op, thr)][1])
                   for rn in runs if (rn, a, op, thr) in held
-                  and held.get((rn, "zsmalloc", base_op, thr), (0,))[0]]
+                  and all(held.get((rn, "zsmalloc", base_op, thr), (0, 0)))
+                  and held[(rn, a, op, thr)][1]]
             cells.append(f"{statistics.median(rs):.2f}" if rs else "-")
         out.append("| " + " | ".join(cells) + " |")
     return out

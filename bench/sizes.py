@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Compressed-size histogram of the untar dataset, for bench/speed/run.sh.
 
-usage: bench/sizes.py [--tar TAR] [--mode files|tar] [--page BYTES] [--bucket N]
-                      [--out CSV]
+usage: bench/sizes.py [--tar TAR] [--mode files|tar] [--page 4096|16384]
+                      [--bucket N] [--out CSV]
 
 Compresses 4 KiB pages (--page 16384: 16 KiB pages, as a kernel with 16 KiB
 pages hands zram, bench/data/sizes-lz4-16k.csv) of the quick dataset (bench/dataset.sh quick) with
@@ -55,24 +55,24 @@ def ensure_lz4():
     return lz4.block
 
 
-def pages_of_files(tar_path, PAGE):
+def pages_of_files(tar_path, page_size):
     with tarfile.open(tar_path) as tf:
         for m in tf:
             if not m.isreg() or m.size == 0:
                 continue
             data = tf.extractfile(m).read()
-            for off in range(0, len(data), PAGE):
-                page = data[off:off + PAGE]
-                yield page + bytes(PAGE - len(page)) if len(page) < PAGE else page
+            for off in range(0, len(data), page_size):
+                page = data[off:off + page_size]
+                yield page + bytes(page_size - len(page)) if len(page) < page_size else page
 
 
-def pages_of_tar(tar_path, PAGE):
+def pages_of_tar(tar_path, page_size):
     with open(tar_path, "rb") as f:
         while True:
-            page = f.read(PAGE)
+            page = f.read(page_size)
             if not page:
                 return
-            yield page + bytes(PAGE - len(page)) if len(page) < PAGE else page
+            yield page + bytes(page_size - len(page)) if len(page) < page_size else page
 
 
 def main():
@@ -84,8 +84,8 @@ def main():
     ap.add_argument("--out")
     args = ap.parse_args()
     page_size = args.page
-    if page_size not in (4096, 16384, 65536):
-        sys.exit("sizes: error: --page must be 4096, 16384 or 65536")
+    if page_size not in (4096, 16384):
+        sys.exit("sizes: error: --page must be 4096 or 16384 (the page sizes afmalloc supports)")
     if args.bucket is None:
         args.bucket = page_size // 256
     if args.bucket < 1 or page_size % args.bucket:

@@ -23,9 +23,12 @@
  * page, its tables included); for zsmalloc zs_get_total_pages() plus its
  * handles (one unsigned long each, in its handle cache, rounded up to whole
  * pages), its zspage descriptors not counted (a slight advantage to it;
- * with zs_offset, an experiment, its objects' extra bytes count as held).
+ * with zs_skew, an experiment, its objects' extra bytes count as held).
  * The threads have stopped; afmalloc/zspage's automatic compaction may
- * still have work queued. Built into the kernel
+ * still have work queued; zsmalloc is never compacted (nothing here calls
+ * zs_compact(), as zram does not by itself). The few KiB afmalloc
+ * allocates beside its pages (per-shard structures, the tables' top
+ * arrays: debugfs aux_bytes) are not counted. Built into the kernel
  * (CONFIG_AFMALLOC_SPEED_BOOT) it can also run at boot, without user space:
  * see afm_speed_boot() at the end of this file.
  *
@@ -133,9 +136,9 @@ static bool shared;
 module_param(shared, bool, 0444);
 MODULE_PARM_DESC(shared, "the threads take their random objects from one working set (each fills its part): frees and maps of objects another CPU allocated (not with sequential)");
 
-static unsigned int zs_offset;
-module_param(zs_offset, uint, 0444);
-MODULE_PARM_DESC(zs_offset, "an experiment: zsmalloc's objects get this many bytes more and their data starts that far in (0 to 64; 5 puts it at the byte offsets afmalloc's zspage store gives it after its header), default 0");
+static unsigned int zs_skew;
+module_param(zs_skew, uint, 0444);
+MODULE_PARM_DESC(zs_skew, "an experiment: zsmalloc's objects get zs_skew - 1 bytes more and each one's data starts (its content offset modulo zs_skew) bytes in (0 or 1: off; 8: spread over every byte offset modulo 8, as afmalloc's zspage store places data after its 5-byte headers; at most 64), default 0");
 
 static unsigned int rotate;
 module_param(rotate, uint, 0444);
@@ -254,6 +257,18 @@ static void sp_draw(struct sp_thread *t, struct sp_obj *o)
 	o->off = sp_next(t) % PAGE_SIZE;
 }
 
+/* zs_skew: the bytes a zsmalloc object has beyond its data. */
+static unsigned int sp_zs_extra(void)
+{
+	return zs_skew > 1 ? zs_skew - 1 : 0;
+}
+
+/* zs_skew: where @o's data starts in its zsmalloc object. */
+static unsigned int sp_zs_skew(const struct sp_obj *o)
+{
+	return zs_skew > 1 ? o->off % zs_skew : 0;
+}
+
 static int sp_alloc_obj(struct sp_thread *t, struct sp_obj *o, bool copy)
 {
 	struct sp_case *c = t->c;
@@ -262,11 +277,11 @@ static int sp_alloc_obj(struct sp_thread *t, struct sp_obj *o, bool copy)
 	void *dst;
 
 	if (c->alloc == SP_ZSMALLOC) {
-		h = zs_malloc(c->zs, o->size + zs_offset, SP_GFP);
+		h = zs_malloc(c->zs, o->size + sp_zs_extra(), SP_GFP);
 		if (IS_ERR_VALUE(h))
 			return (long)h;
 		dst = zs_map_object(c->zs, h, ZS_MM_WO);
-		memcpy(dst + zs_offset, src, o->size);
+		memcpy(dst + sp_zs_skew(o), src, o->size);
 		zs_unmap_object(c->zs, h);
 		o->handle = h;
 		return 0;
@@ -302,7 +317,7 @@ static int sp_read_obj(struct sp_thread *t, struct sp_obj *o, bool copy)
 
 	if (c->alloc == SP_ZSMALLOC) {
 		p = zs_map_object(c->zs, o->handle, ZS_MM_RO);
-		memcpy(t->buf, p + zs_offset, o->size);
+		memcpy(t->buf, p + sp_zs_skew(o), o->size);
 		zs_unmap_object(c->zs, o->handle);
 	} else if (copy) {
 		size_t n = afm_read(c->afm, o->handle, t->buf);
@@ -517,8 +532,8 @@ static void sp_held(struct sp_case *c, enum sp_op op)
 
 	n = (unsigned long)working_set * c->nr_threads;
 	for (i = 0; i < n; i++) {
-		o = shared ? &c->objs[i] :
-		    &c->threads[i / working_set].objs[i % working_set];
+		/* With @shared, each thread's objs is its part of c->objs. */
+		o = &c->threads[i / working_set].objs[i % working_set];
 		if (!o->handle)
 			continue;
 		objects++;
@@ -560,7 +575,7 @@ static void sp_corrupt(struct sp_case *c)
 		sp_alloc_names[c->alloc], o->handle);
 	if (c->alloc == SP_ZSMALLOC) {
 		p = zs_map_object(c->zs, o->handle, ZS_MM_RW);
-		p[zs_offset + o->size - 1] ^= 0xff;
+		p[sp_zs_skew(o) + o->size - 1] ^= 0xff;
 		zs_unmap_object(c->zs, o->handle);
 	} else {
 		p = afm_map_object(c->afm, o->handle, AFM_MM_RW);
@@ -680,8 +695,10 @@ static int sp_run_all(void)
 	int err;
 
 	sp_nr_results = 0;
-	if (zs_offset > 64) {
-		pr_err("zs_offset=%u: at most 64\n", zs_offset);
+	if (zs_skew > 64 || (sp_nr_buckets &&
+	    sp_buckets[sp_nr_buckets - 1].hi + sp_zs_extra() > PAGE_SIZE)) {
+		pr_err("zs_skew=%u: at most 64, and the largest size plus %u at most PAGE_SIZE\n",
+		       zs_skew, sp_zs_extra());
 		return -EINVAL;
 	}
 	if (!(READ_ONCE(allocs) & (BIT(SP_NR_ALLOCS) - 1))) {
@@ -862,6 +879,8 @@ module_exit(afm_speed_exit);
 #if PAGE_SHIFT == 14
 #include "afm_speed_sizes_16k.h"
 #define afm_speed_boot_sizes afm_speed_sizes_16k
+#elif PAGE_SHIFT != 12
+#error "afm_speed built in: size histograms for 4 KiB and 16 KiB pages only"
 #else
 #include "afm_speed_sizes.h"
 #define afm_speed_boot_sizes afm_speed_sizes

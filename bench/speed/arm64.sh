@@ -16,10 +16,13 @@
 #                        [--duration-ms N] [--working-set N] [--cpus N]
 #                        [--append ARGS] [--profile OP]
 # --profile OP (alloc-map or read-map): after the runs, one more boot per
-# allocator (zsmalloc, afmalloc/zspage) running only OP with one thread for
-# 15 s, its guest's program counters sampled for 10 s of it through QEMU's
-# monitor (bench/speed/pcsample.py; no perf without user space): where
-# the time goes, by kernel function, in DIR/profile-ALLOC-OP.txt.
+# allocator (zsmalloc, afmalloc/zspage) running only OP, 15 s a case, its
+# guest's program counters sampled for 10 s of the one-thread case through
+# QEMU's monitor (bench/speed/pcsample.py; no perf without user space; the
+# monitor sees a vCPU's PC as of its last translation block, so the time
+# of a block counts where it starts): where the time goes, by kernel
+# function, in DIR/profile-ALLOC-OP.txt. Not with --append
+# afm_speed.allocs or afm_speed.ops.
 # Results: DIR (default $AFMALLOC_CACHE/results/speed-arm64-16k-<date>)
 # gets speed.csv (the columns of make bench-speed), held.csv (after the
 # fill and each allocating operation: the pages each pool held against the
@@ -56,6 +59,8 @@ case "$pages" in
 4K|4k) pages=4K page_size=4096 sizes=$AFMALLOC_TOP/bench/data/sizes-lz4.csv ;;
 *) die "--pages must be 16K or 4K, not '$pages'" ;;
 esac
+[[ -z "$profile" || ! "$append" =~ afm_speed\.(allocs|ops)= ]] ||
+	die "--profile chooses afm_speed.allocs and afm_speed.ops itself: not with --append '$append'"
 case "$profile" in
 '') ;;
 alloc-map) pmask=1 ;;
@@ -112,7 +117,7 @@ timeout "$timeout_s" qemu-system-aarch64 -machine virt -cpu max,pauth-impdef=on 
 	-append "${args[*]}" < /dev/null > "$out/console.log" 2>&1 || true
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 grep -q 'afm_speed: boot runs done' "$out/console.log" || {
-	grep 'afm_speed:' "$out/console.log" | tail -n 20 >&2
+	{ grep 'afm_speed:' "$out/console.log" || true; } | tail -n 20 >&2
 	tail -n 20 "$out/console.log" >&2
 	die "the speed run failed or did not finish (console: $out/console.log)"
 }
@@ -132,11 +137,30 @@ awk -v speed="$out/speed.csv" -v held="$out/held.csv" -v ps="$page_size" '
 		else
 			printf "%s,%s,%s,%s,%s,%s,%s,%s\n", r, alloc, op, f["threads"], f["held_pages"], f["stored_bytes"], f["objects"], ps >> held
 	}' "$out/console.log"
+# The rows due: per run and thread count (1, and $cpus), for the allocators
+# and operations afm_speed.allocs and afm_speed.ops select (as uml.sh
+# counts them): zsmalloc 2 operations, each afmalloc store 4; a held row
+# after each fill and each allocating operation.
+mask=$(sed -n 's/.*afm_speed\.allocs=\([0-9]*\).*/\1/p' <<< "$append")
+mask=${mask:-7}
+opm=$(sed -n 's/.*afm_speed\.ops=\([0-9]*\).*/\1/p' <<< "$append")
+opm=${opm:-15}
+nzs=$(((opm & 1) + (opm >> 2 & 1)))
+nafm=$(((opm & 1) + (opm >> 1 & 1) + (opm >> 2 & 1) + (opm >> 3 & 1)))
+hzs=$((1 + (opm & 1)))
+hafm=$((1 + (opm & 1) + (opm >> 1 & 1)))
+nthr=$((cpus > 1 ? 2 : 1))
+want=$((runs * nthr * (nzs * (mask & 1) + nafm * (mask >> 1 & 1) + nafm * (mask >> 2 & 1))))
+hwant=$((runs * nthr * (hzs * (mask & 1) + hafm * (mask >> 1 & 1) + hafm * (mask >> 2 & 1))))
+[ "$want" -gt 0 ] || die "afm_speed.allocs=$mask and afm_speed.ops=$opm select nothing"
 rows=$(($(wc -l < "$out/speed.csv") - 1))
-# 1 and $cpus threads: zsmalloc 2 operations, each afmalloc store 4.
-want=$((runs * (cpus > 1 ? 2 : 1) * 10))
-[ "$rows" -ge "$want" ] ||
-	die "only $rows result rows in $out/speed.csv, want $want (console: $out/console.log)"
+hrows=$(($(wc -l < "$out/held.csv") - 1))
+[ "$rows" -ge "$want" ] && [ "$hrows" -ge "$hwant" ] ||
+	die "only $rows speed and $hrows memory rows in $out, want $want and $hwant (console: $out/console.log)"
+order=random
+[[ "$append" != *afm_speed.sequential=1* ]] || order=sequential
+shared=false
+[[ "$append" != *afm_speed.shared=1* ]] || shared=true
 
 vmb_command "make bench-speed-arm64" "${opts[@]}"
 { cat <<JSON
@@ -153,7 +177,8 @@ vmb_command "make bench-speed-arm64" "${opts[@]}"
   "runs": $runs,
   "duration_ms": $duration_ms,
   "working_set": $working_set,
-  "order": "random",
+  "order": "$order",
+  "shared": $shared,
   "sizes": "$(basename "$sizes") (sha256 $(sha256sum "$sizes" | cut -c1-16))",
 JSON
   vmb_speed_meta "$sizes" "$working_set"
@@ -163,25 +188,30 @@ python3 -m json.tool "$out/meta.json" > /dev/null || die "$out/meta.json is not 
 # profile ALLOC MASK: one boot running only $profile of ALLOC (afm_speed's
 # allocs bit MASK) with one thread, sampled by pcsample.py.
 profile_one() {
-	local slug=${1//\//-} sock
-	sock=$(mktemp -u "${TMPDIR:-/tmp}/afm-qmon.XXXXXX")
+	local slug=${1//\//-} sock=$tmp/qmon.sock
+	rm -f "$sock"
 	log "profile: $1 $profile (one boot, 10 s sampled)"
 	timeout 900 qemu-system-aarch64 -machine virt -cpu max,pauth-impdef=on \
 		-smp "$cpus" -m "$memory" -nographic -no-reboot -kernel "$image" \
 		-monitor "unix:$sock,server,nowait" \
 		-append "console=ttyAMA0 panic=-1 nokaslr afm_speed.boot_runs=1 afm_speed.duration_ms=15000 afm_speed.working_set=$working_set afm_speed.allocs=$2 afm_speed.ops=$pmask ${extra[*]}" \
 		< /dev/null > "$out/console-profile-$slug-$profile.log" 2>&1 &
-	local qpid=$!
+	qpid=$!
 	python3 "$AFMALLOC_TOP/bench/speed/pcsample.py" --monitor "$sock" \
 		--console "$out/console-profile-$slug-$profile.log" \
 		--start "afm_speed: $1 fill threads=1 held" --vmlinux "$bdir/vmlinux" \
-		--out "$out/profile-$slug-$profile.txt" --wait 600 || { kill "$qpid"; die "profile of $1 failed"; }
+		--out "$out/profile-$slug-$profile.txt" --wait 600 || die "profile of $1 failed"
 	wait "$qpid" || true
-	rm -f "$sock"
+	qpid=
 	grep -q 'afm_speed: boot runs done' "$out/console-profile-$slug-$profile.log" ||
 		die "the profiled boot of $1 did not finish (console: $out/console-profile-$slug-$profile.log)"
 }
 if [ -n "$profile" ]; then
+	# A profiled boot still running when this script ends (a failure, an
+	# interrupt) is stopped; its monitor socket goes with $tmp.
+	tmp=$(mktemp -d)
+	qpid=
+	trap '[ -z "$qpid" ] || kill "$qpid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 	profile_one zsmalloc 1
 	profile_one afmalloc/zspage 4
 fi
