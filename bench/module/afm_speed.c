@@ -695,8 +695,9 @@ static int sp_run_all(void)
 	int err;
 
 	sp_nr_results = 0;
-	if (zs_skew > 64 || (sp_nr_buckets &&
-	    sp_buckets[sp_nr_buckets - 1].hi + sp_zs_extra() > PAGE_SIZE)) {
+	if (zs_skew > 64 ||
+	    (sp_nr_buckets &&
+	     sp_buckets[sp_nr_buckets - 1].hi + sp_zs_extra() > PAGE_SIZE)) {
 		pr_err("zs_skew=%u: at most 64, and the largest size plus %u at most PAGE_SIZE\n",
 		       zs_skew, sp_zs_extra());
 		return -EINVAL;
