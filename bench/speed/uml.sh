@@ -86,7 +86,7 @@ t0=$SECONDS
 "${run[@]}" < /dev/null > "$out/console.log" 2>&1 || true
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 grep -q 'afm_speed: boot runs done' "$out/console.log" || {
-	grep 'afm_speed:' "$out/console.log" | tail -n 20 >&2
+	{ grep 'afm_speed:' "$out/console.log" || true; } | tail -n 20 >&2
 	die "the speed run failed or did not finish (UML output: $out/console.log)"
 }
 
