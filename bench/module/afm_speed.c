@@ -138,7 +138,7 @@ MODULE_PARM_DESC(shared, "the threads take their random objects from one working
 
 static unsigned int zs_skew;
 module_param(zs_skew, uint, 0444);
-MODULE_PARM_DESC(zs_skew, "an experiment: zsmalloc's objects get zs_skew - 1 bytes more and each one's data starts (its content offset modulo zs_skew) bytes in (0 or 1: off; 8: spread over every byte offset modulo 8, as afmalloc's zspage store places data after its 5-byte headers; at most 64), default 0");
+MODULE_PARM_DESC(zs_skew, "an experiment: zsmalloc's objects get zs_skew - 1 bytes more and each one's data starts a pseudo-random 0 to zs_skew - 1 bytes in (0 or 1: off; 8: spread over every byte offset modulo 8, as afmalloc's zspage store places data after its 5-byte headers; at most 64), default 0");
 
 static unsigned int rotate;
 module_param(rotate, uint, 0444);
@@ -263,10 +263,15 @@ static unsigned int sp_zs_extra(void)
 	return zs_skew > 1 ? zs_skew - 1 : 0;
 }
 
-/* zs_skew: where @o's data starts in its zsmalloc object. */
+/*
+ * zs_skew: where @o's data starts in its zsmalloc object. From bits of its
+ * content offset above the low three, so that the copy's two ends are
+ * aligned independently, as afmalloc's data and the content are (from the
+ * low bits, a write's source and destination would be aligned alike).
+ */
 static unsigned int sp_zs_skew(const struct sp_obj *o)
 {
-	return zs_skew > 1 ? o->off % zs_skew : 0;
+	return zs_skew > 1 ? (o->off >> 3) % zs_skew : 0;
 }
 
 static int sp_alloc_obj(struct sp_thread *t, struct sp_obj *o, bool copy)
