@@ -58,6 +58,13 @@
 # vmb_speed_meta SIZES N  meta.json lines of a speed run: N objects a
 #                      thread in MiB (N times the mean of the size histogram
 #                      SIZES) and the host's L2 and L3 sizes (lscpu).
+# vmb_speed_due APPEND  the rows afm_speed gives a run and thread count for
+#                      the allocators and operations afm_speed.allocs and
+#                      afm_speed.ops in APPEND pick (a bit each; default all):
+#                      sets sp_rows (zsmalloc's map operations, each
+#                      afmalloc store's four) and sp_held (a memory row after
+#                      each fill and allocating operation); dies when they
+#                      pick nothing.
 # vmb_command DEFAULT [OPT...]  sets cmd, meta.json's "command": DEFAULT
 #                      (e.g. the make target that runs the defaults) without
 #                      OPTs, else this run.sh's path in the checkout and the
@@ -139,6 +146,21 @@ vmb_speed_meta() {
 	printf '  "host_l2": "%s",\n  "host_l3": "%s",\n' \
 		"$(lscpu | sed -n 's/^L2 cache:[[:space:]]*//p')" \
 		"$(lscpu | sed -n 's/^L3 cache:[[:space:]]*//p')"
+}
+
+vmb_speed_due() {
+	local mask opm nzs nafm hzs hafm
+	mask=$(sed -n 's/.*afm_speed\.allocs=\([0-9]*\).*/\1/p' <<< "$1")
+	mask=${mask:-7}
+	opm=$(sed -n 's/.*afm_speed\.ops=\([0-9]*\).*/\1/p' <<< "$1")
+	opm=${opm:-15}
+	nzs=$(((opm & 1) + (opm >> 2 & 1)))
+	nafm=$(((opm & 1) + (opm >> 1 & 1) + (opm >> 2 & 1) + (opm >> 3 & 1)))
+	hzs=$((1 + (opm & 1)))
+	hafm=$((1 + (opm & 1) + (opm >> 1 & 1)))
+	sp_rows=$((nzs * (mask & 1) + nafm * (mask >> 1 & 1) + nafm * (mask >> 2 & 1)))
+	sp_held=$((hzs * (mask & 1) + hafm * (mask >> 1 & 1) + hafm * (mask >> 2 & 1)))
+	[ "$sp_rows" -gt 0 ] || die "afm_speed.allocs=$mask and afm_speed.ops=$opm select nothing"
 }
 
 vmb_command() {

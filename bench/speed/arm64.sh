@@ -137,22 +137,11 @@ awk -v speed="$out/speed.csv" -v held="$out/held.csv" -v ps="$page_size" '
 		else
 			printf "%s,%s,%s,%s,%s,%s,%s,%s\n", r, alloc, op, f["threads"], f["held_pages"], f["stored_bytes"], f["objects"], ps >> held
 	}' "$out/console.log"
-# The rows due: per run and thread count (1, and $cpus), for the allocators
-# and operations afm_speed.allocs and afm_speed.ops select (as uml.sh
-# counts them): zsmalloc 2 operations, each afmalloc store 4; a held row
-# after each fill and each allocating operation.
-mask=$(sed -n 's/.*afm_speed\.allocs=\([0-9]*\).*/\1/p' <<< "$append")
-mask=${mask:-7}
-opm=$(sed -n 's/.*afm_speed\.ops=\([0-9]*\).*/\1/p' <<< "$append")
-opm=${opm:-15}
-nzs=$(((opm & 1) + (opm >> 2 & 1)))
-nafm=$(((opm & 1) + (opm >> 1 & 1) + (opm >> 2 & 1) + (opm >> 3 & 1)))
-hzs=$((1 + (opm & 1)))
-hafm=$((1 + (opm & 1) + (opm >> 1 & 1)))
+# The rows due: per run and thread count (1, and $cpus), vmb_speed_due's.
+vmb_speed_due "$append"
 nthr=$((cpus > 1 ? 2 : 1))
-want=$((runs * nthr * (nzs * (mask & 1) + nafm * (mask >> 1 & 1) + nafm * (mask >> 2 & 1))))
-hwant=$((runs * nthr * (hzs * (mask & 1) + hafm * (mask >> 1 & 1) + hafm * (mask >> 2 & 1))))
-[ "$want" -gt 0 ] || die "afm_speed.allocs=$mask and afm_speed.ops=$opm select nothing"
+want=$((runs * nthr * sp_rows))
+hwant=$((runs * nthr * sp_held))
 rows=$(($(wc -l < "$out/speed.csv") - 1))
 hrows=$(($(wc -l < "$out/held.csv") - 1))
 [ "$rows" -ge "$want" ] && [ "$hrows" -ge "$hwant" ] ||

@@ -102,17 +102,9 @@ awk '
 		printf "%s,%s,%s,%s,%s,%s,%s\n", r, alloc, op, f["threads"], f["ops_per_s"], f["ns_per_op"], f["ops"]
 	}' "$out/console.log" >> "$out/speed.csv"
 rows=$(($(wc -l < "$out/speed.csv") - 1))
-# Rows a run gives: zsmalloc the map operations (alloc-map, read-map), each
-# afmalloc store all four; afm_speed.allocs and afm_speed.ops in --append
-# pick some (a bit each).
-mask=$(sed -n 's/.*afm_speed\.allocs=\([0-9]*\).*/\1/p' <<< "$append")
-mask=${mask:-7}
-opm=$(sed -n 's/.*afm_speed\.ops=\([0-9]*\).*/\1/p' <<< "$append")
-opm=${opm:-15}
-nzs=$(((opm & 1) + (opm >> 2 & 1)))
-nafm=$(((opm & 1) + (opm >> 1 & 1) + (opm >> 2 & 1) + (opm >> 3 & 1)))
-want=$((runs * (nzs * (mask & 1) + nafm * (mask >> 1 & 1) + nafm * (mask >> 2 & 1))))
-[ "$want" -gt 0 ] || die "afm_speed.allocs=$mask and afm_speed.ops=$opm select nothing"
+# Rows a run gives (one thread): vmb_speed_due's.
+vmb_speed_due "$append"
+want=$((runs * sp_rows))
 [ "$rows" -ge "$want" ] ||
 	die "only $rows result rows in $out/speed.csv (UML output: $out/console.log)"
 
