@@ -1,43 +1,65 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Build the x86_64 guest kernel from the prepared tree into an O= dir:
-#   tinyconfig + scripts/config/guest.config [+ debug.config with --debug,
-#   debug.config and kasan.config with --kasan, or pagealloc.config with
-#   --pagealloc].
+# Build the guest kernel from the prepared tree into an O= dir:
+#   tinyconfig + scripts/config/guest.config + guest-ARCH.config
+#   [+ debug.config with --debug, debug.config and kasan.config with
+#   --kasan, or pagealloc.config with --pagealloc].
+# ARCH is x86_64, or arm64 with --arch arm64 (cross-compiled; 4 KiB pages,
+# 16 KiB with --pages 16K: arm64-16k.config), booted under QEMU's virt
+# machine with an arm64 root of its own (scripts/arm64-root.sh).
 # The config is regenerated only when the fragments change, so rebuilds are
 # incremental (and ccache'd when ccache is installed). Every option a
 # fragment asks for is checked in the final .config.
-# Prints the build directory (bzImage in arch/x86/boot/), and nothing else
-# on stdout: callers take it with $(...), so make's output (syncconfig's
-# list of new options when a Kconfig changed, say) goes to stderr.
+# Prints the build directory (bzImage in arch/x86/boot/, Image in
+# arch/arm64/boot/), and nothing else on stdout: callers take it with
+# $(...), so make's output (syncconfig's list of new options when a
+# Kconfig changed, say) goes to stderr.
 . "$(dirname "$0")/common.sh"
 
-variant=guest
-frags=("$AFMALLOC_TOP/scripts/config/guest.config")
+usage="usage: $0 [--arch x86_64|arm64] [--pages 4K|16K] [--debug | --kasan | --pagealloc]"
+variant=guest arch=x86_64 pages=4K
+cfg=$AFMALLOC_TOP/scripts/config
+frags=("$cfg/guest.config")
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--debug) variant=guest-debug; frags+=("$AFMALLOC_TOP/scripts/config/debug.config") ;;
-	--kasan) variant=guest-kasan; frags+=("$AFMALLOC_TOP/scripts/config/debug.config"
-					      "$AFMALLOC_TOP/scripts/config/kasan.config") ;;
-	--pagealloc) variant=guest-pagealloc; frags+=("$AFMALLOC_TOP/scripts/config/pagealloc.config") ;;
-	-h|--help) echo "usage: $0 [--debug | --kasan | --pagealloc]"; exit 0 ;;
-	*) die "unknown option '$1' (usage: $0 [--debug | --kasan | --pagealloc])" ;;
+	--arch) arch=${2:?"$usage"}; shift ;;
+	--pages) pages=${2:?"$usage"}; shift ;;
+	--debug) variant=guest-debug; frags+=("$cfg/debug.config") ;;
+	--kasan) variant=guest-kasan; frags+=("$cfg/debug.config" "$cfg/kasan.config") ;;
+	--pagealloc) variant=guest-pagealloc; frags+=("$cfg/pagealloc.config") ;;
+	-h|--help) echo "$usage"; exit 0 ;;
+	*) die "unknown option '$1' ($usage)" ;;
 	esac
 	shift
 done
+case "$arch" in
+x86_64) image=arch/x86/boot/bzImage cross=() ;;
+arm64) image=arch/arm64/boot/Image cross=(CROSS_COMPILE=aarch64-linux-gnu-)
+	variant=${variant/guest/guest-arm64} ;;
+*) die "--arch must be x86_64 or arm64, not '$arch'" ;;
+esac
+case "$pages" in
+4K|4k) ;;
+16K|16k) [ "$arch" = arm64 ] || die "--pages 16K needs --arch arm64"
+	variant=${variant/guest-arm64/guest-arm64-16k}; frags+=("$cfg/arm64-16k.config") ;;
+*) die "--pages must be 4K or 16K, not '$pages'" ;;
+esac
+frags+=("$cfg/guest-$arch.config")
 
 apt_install flex bison bc libelf-dev libssl-dev cpio kmod
+[ "$arch" = x86_64 ] || apt_install gcc-aarch64-linux-gnu
 lock "build-$variant"
 tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
 out=$AFMALLOC_BUILD/$variant
 mkdir -p "$out"
-mk=(make -C "$tree" O="$out" ARCH=x86_64 CC="$(kcc)" -j"$AFMALLOC_JOBS")
+if [ "$arch" = x86_64 ]; then cc=$(kcc); else cc=$(kcc aarch64-linux-gnu-gcc); fi
+mk=(make -C "$tree" O="$out" ARCH="$arch" "${cross[@]}" CC="$cc" -j"$AFMALLOC_JOBS")
 
 want=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$out/.config" ] || [ "$(cat "$out/.afmalloc-config" 2>/dev/null)" != "$want" ]; then
 	log "configuring $variant: tinyconfig + ${frags[*]##*/}"
 	"${mk[@]}" -s tinyconfig >/dev/null
-	(cd "$tree" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m -O "$out" \
+	(cd "$tree" && ARCH=$arch scripts/kconfig/merge_config.sh -m -O "$out" \
 		"$out/.config" "${frags[@]}" >/dev/null)
 	"${mk[@]}" -s olddefconfig >&2
 	# Check every request made it (an unmet dependency drops it silently).
@@ -57,7 +79,7 @@ if [ ! -f "$out/.config" ] || [ "$(cat "$out/.afmalloc-config" 2>/dev/null)" != 
 fi
 
 log "building $variant kernel in $out"
-"${mk[@]}" -s bzImage modules >&2
+"${mk[@]}" -s "${image##*/}" modules >&2
 "${mk[@]}" -s modules_prepare >&2
 # The tree is shared by every run using the cache: if another checkout's
 # run prepared it during this build, prepare it again and build again.
@@ -66,9 +88,10 @@ for try in 1 2; do
 	[ "$try" = 2 ] && die "the shared tree $tree keeps changing under this build (another run from another checkout); run again when it is done, or give each checkout its own AFMALLOC_TREE and AFMALLOC_BUILD"
 	log "building $variant again from this checkout's sources"
 	"$AFMALLOC_TOP/scripts/prepare-tree.sh" >/dev/null
-	"${mk[@]}" -s bzImage modules >&2
+	"${mk[@]}" -s "${image##*/}" modules >&2
 	"${mk[@]}" -s modules_prepare >&2
 done
+[ -f "$out/$image" ] || die "no $image in $out after the build"
 # The project commit this kernel was built from, for the benchmarks'
 # meta.json (meta_kernel_fields); "-dirty": uncommitted changes.
 git -C "$AFMALLOC_TOP" describe --always --dirty > "$out/.afmalloc-source" 2>/dev/null ||
