@@ -2,7 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # Boot a built kernel with virtme-ng (QEMU), the host root file system shared
 # read-only over 9p, run SCRIPT [ARGS...] inside as root, print its output and
-# exit with its status. The status travels through a file in a shared
+# exit with its status. With --arch arm64 the kernel is an arm64 one
+# (scripts/build-guest.sh --arch arm64), always emulated (TCG, QEMU's virt
+# machine, its most capable CPU model: 16 KiB pages need it), and the root is
+# an arm64 one of our own (--root, scripts/arm64-root.sh), shared read-write
+# (virtme-ng makes the mount points of the shared folders in it); this
+# checkout, the script's folder and the --rodir folders are shared
+# read-only, at the same paths as on the host. The status travels through a file in a shared
 # writable folder, so it does not depend on virtme-ng's script I/O ports.
 #
 # Accelerator: with --accel auto (default), a bounded probe boots the kernel
@@ -47,8 +53,13 @@
 usage() {
 	cat <<USAGE
 usage: $0 [options] SCRIPT [ARGS...]
-  --kernel PATH     bzImage, or a build dir holding arch/x86/boot/bzImage
-                    (default: $AFMALLOC_BUILD/guest)
+  --kernel PATH     bzImage (Image with --arch arm64), or a build dir holding
+                    arch/x86/boot/bzImage (arch/arm64/boot/Image)
+                    (default: $AFMALLOC_BUILD/guest; guest-arm64 with --arch arm64)
+  --arch ARCH       x86_64 (default) or arm64
+  --root DIR        arm64's root file system (default: scripts/arm64-root.sh's)
+  --rodir DIR       host folder readable from an arm64 guest (repeatable;
+                    an x86_64 guest sees the whole host read-only)
   --memory SIZE     guest memory, e.g. 4G (default 2G)
   --cpus N          guest CPUs (default 2)
   --append ARGS     extra kernel command line (repeatable)
@@ -68,10 +79,10 @@ usage: $0 [options] SCRIPT [ARGS...]
 USAGE
 }
 
-kernel=$AFMALLOC_BUILD/guest memory=2G cpus=2 timeout_s=1800
+kernel='' memory=2G cpus=2 timeout_s=1800
 accel=${AFMALLOC_ACCEL:-auto} console=0 dmesg_check=1 boot_retries=1
-boot_deadline=900
-append=() rwdirs=() logf=
+boot_deadline=900 arch=x86_64 root=''
+append=() rwdirs=() rodirs=() logf=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=${2:?--kernel needs a path}; shift ;;
@@ -79,6 +90,9 @@ while [ $# -gt 0 ]; do
 	--cpus) cpus=${2:?--cpus needs a number}; shift ;;
 	--append) append+=("${2:?--append needs arguments}"); shift ;;
 	--rwdir) rwdirs+=("${2:?--rwdir needs a folder}"); shift ;;
+	--rodir) rodirs+=("${2:?--rodir needs a folder}"); shift ;;
+	--arch) arch=${2:?--arch needs x86_64 or arm64}; shift ;;
+	--root) root=${2:?--root needs a folder}; shift ;;
 	--timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
 	--accel) accel=${2:?--accel needs auto, kvm or tcg}; shift ;;
 	--console) console=1 ;;
@@ -101,21 +115,45 @@ case "$accel" in auto|kvm|tcg) ;; *) die "--accel must be auto, kvm or tcg, not 
 [[ "$boot_retries" =~ ^[0-9]+$ ]] || die "--boot-retries must be a number, not '$boot_retries'"
 [[ "$boot_deadline" =~ ^[0-9]+$ ]] || die "--boot-deadline must be a number of seconds, not '$boot_deadline'"
 [[ "$memory" =~ ^[1-9][0-9]*[MG]?$ ]] || die "--memory must look like 2G or 512M, not '$memory'"
-[ -d "$kernel" ] && kernel=$kernel/arch/x86/boot/bzImage
-[ -f "$kernel" ] || die "no kernel image at $kernel (build one with scripts/build-guest.sh)"
+case "$arch" in
+x86_64) kernel=${kernel:-$AFMALLOC_BUILD/guest}; image=arch/x86/boot/bzImage
+	qemu="qemu-system-x86_64" ;;
+arm64) kernel=${kernel:-$AFMALLOC_BUILD/guest-arm64}; image=arch/arm64/boot/Image
+	qemu="qemu-system-aarch64"
+	[ "$accel" != kvm ] || die "--accel kvm: an arm64 guest on this host is always emulated (TCG)"
+	accel=tcg
+	[ -n "$root" ] || root=$("$AFMALLOC_TOP/scripts/arm64-root.sh")
+	[ -x "$root/bin/bash" ] || die "no arm64 root at $root (scripts/arm64-root.sh makes it)" ;;
+*) die "--arch must be x86_64 or arm64, not '$arch'" ;;
+esac
+[ -d "$kernel" ] && kernel=$kernel/$image
+[ -f "$kernel" ] || die "no kernel image at $kernel (build one with scripts/build-guest.sh${arch/x86_64/})"
 script=$1; shift
 [ -f "$script" ] || die "script $script not found"
 script=$(realpath "$script")
 
 vng=$AFMALLOC_VENV/bin/vng
 [ -x "$vng" ] || "$AFMALLOC_TOP/scripts/setup.sh"
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (scripts/setup.sh)"
+[ "$arch" = x86_64 ] || qemu_install qemu-system-arm
+command -v "$qemu" >/dev/null || die "$qemu missing (scripts/setup.sh)"
+
+# share DIR: how vng names a host folder shared at the same path: DIR
+# itself, or GUEST=HOST with an arm64 root (a bare path names a folder
+# inside that root).
+share() {
+	if [ "$arch" = x86_64 ]; then echo "$1"; else echo "$1=$1"; fi
+}
 
 # run_vng ACCEL TIMEOUT EXTRA_VNG_ARGS... -- exec string
 run_vng() {
 	local a=$1 t=$2; shift 2
-	local args=(--run "$kernel" --force-9p --memory "$memory" --cpus "$cpus")
+	local args=(--run "$kernel" --force-9p --memory "$memory" --cpus "$cpus") d
 	[ "$a" = tcg ] && args+=(--disable-kvm)
+	if [ "$arch" = arm64 ]; then
+		args+=(--arch arm64 --root "$root" --rw "--qemu-opts=-cpu max,pauth-impdef=on"
+		       --rodir "$(share "$AFMALLOC_TOP")" --rodir "$(share "$(dirname "$script")")")
+		for d in "${rodirs[@]}"; do args+=(--rodir "$(share "$d")"); done
+	fi
 	# Through a pipe: QEMU reopens its stdout, which on a regular file
 	# would write from offset 0 over what came before.
 	# PYTHONUNBUFFERED: vng's own lines reach the log as they come (a
@@ -183,16 +221,16 @@ log "guest console log: $logf"
 # start_log WHAT: a new console log, headed by WHAT and the VM's shape.
 start_log() {
 	{ echo "[afmalloc] $(date -u +%Y-%m-%dT%H:%M:%SZ) vm-run: $1"
-	  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus"
+	  echo "[afmalloc] kernel $kernel, accelerator $accel, memory $memory, cpus $cpus${root:+, root $root}"
 	  echo "[afmalloc] emulator: $qemu_version"; } > "$logf"
 }
-qemu_version=$(qemu-system-x86_64 --version 2>/dev/null | head -n 1 |
+qemu_version=$("$qemu" --version 2>/dev/null | head -n 1 |
 	sed 's/^QEMU emulator version //')
 qemu_version=${qemu_version:-unknown}
 log "emulator: $qemu_version"
 # Under TCG, QEMU before 8.0 miscomputes the flags after cmpxchg16b
 # (scripts/common.sh, QEMU_MIN): say so where a run's failure will be read.
-if [ "$accel" = tcg ] && ! qemu_ok; then
+if [ "$arch" = x86_64 ] && [ "$accel" = tcg ] && ! qemu_ok; then
 	log "WARNING: qemu-system-x86 older than $QEMU_MIN under TCG: the guest may see wrong flags after cmpxchg16b (tests/vm/cx16-flags.c); scripts/setup.sh installs a newer one"
 fi
 start_log "$script $*"
@@ -265,8 +303,8 @@ sync
 exit \$rc
 INNER
 # --verbose: the kernel console on vng's stderr, kept in the log.
-vargs=(--verbose --rwdir "$run" --append printk.time=1)
-for d in "${rwdirs[@]}"; do vargs+=(--rwdir "$d"); done
+vargs=(--verbose --rwdir "$(share "$run")" --append printk.time=1)
+for d in "${rwdirs[@]}"; do vargs+=(--rwdir "$(share "$(realpath "$d")")"); done
 # Under TCG on a busy 2-core host a vCPU can be starved for longer than
 # RCU's default 21 s stall timeout while it runs guest code correctly (seen:
 # a stall report inside LZ4_decompress_safe while two other guests ran).
@@ -281,7 +319,9 @@ for d in "${rwdirs[@]}"; do vargs+=(--rwdir "$d"); done
 # runs timed on another clock), and the sched_clock switch patches kernel
 # text, which once ended a guest in an int3 Oops in sched_clock_cpu().
 # tsc=reliable keeps the TSC and skips the watchdog.
-[ "$accel" = tcg ] && vargs+=(--append "tsc=reliable")
+[ "$accel" = tcg ] && [ "$arch" = x86_64 ] && vargs+=(--append "tsc=reliable")
+# x86_64's is built in (scripts/config/guest-x86_64.config).
+[ "$arch" = x86_64 ] || vargs+=(--append "watchdog_thresh=60")
 for a in "${append[@]}"; do vargs+=(--append "$a"); done
 
 # splat_summary LOG: the first kernel splat in LOG from its first line (5
