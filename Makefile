@@ -12,6 +12,9 @@
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
 #   make bench     the benchmark with options: DATASET=quick|full ROUNDS=N RUNS=N
 #                  ALLOC=zsmalloc,... COMP=lz4|zstd OUT=dir BOOT_ARGS=...
+#   make bench-arm64  the benchmark (DATASET, ROUNDS, RUNS, COMP, OUT as for
+#                  make bench) on an emulated arm64 guest with 16 KiB pages
+#                  (PAGES=4K: 4 KiB), zsmalloc against afmalloc/zspage
 #   make bench-speed  in-kernel ops/s of every allocator (bench/speed/run.sh;
 #                  WORKING_SET=65536: objects a thread beyond the L2 and most L3s)
 #   make bench-speed-uml  the same natively on the host's CPU (UML, 1 thread;
@@ -55,7 +58,7 @@ TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
 	vm-test-stock vm-test-debug vm-test-kasan check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
-	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
+	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
 
 all: help
 
@@ -191,7 +194,8 @@ script-tests:
 	$(TIMED) script-tests bash -c '$(TOP)/tests/scripts/shared-cache.sh && \
 		$(TOP)/tests/scripts/vm-run-boot.sh && $(TOP)/tests/scripts/beside.sh && \
 		$(TOP)/tests/scripts/timed.sh && $(TOP)/tests/scripts/prepare-tree.sh && \
-		$(TOP)/tests/scripts/churn-options.sh && $(TOP)/tests/scripts/speed-options.sh'
+		$(TOP)/tests/scripts/churn-options.sh && $(TOP)/tests/scripts/speed-options.sh && \
+		$(TOP)/tests/scripts/arm64-options.sh'
 
 readme:
 	python3 $(TOP)/bench/readme_results.py
@@ -210,6 +214,17 @@ demo: timings-begin setup
 bench: setup
 	$(TOP)/bench/run.sh --dataset $(DATASET) --rounds $(ROUNDS) --alloc $(ALLOC) \
 		--comp $(COMP) --runs $(RUNS) $(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
+
+# The same on an emulated arm64 guest (QEMU's virt machine under TCG), 16 KiB
+# pages by default (PAGES=4K: 4 KiB), with a Debian arm64 root of its own
+# (scripts/arm64-root.sh: made once, its configuration run in the guest,
+# ~10 min); the arm64 kernel's cross build ~15 min cold. No
+# Highalloc-Stress there. ALLOC_ARM64: zsmalloc and afmalloc/zspage.
+ALLOC_ARM64 ?= zsmalloc,afmalloc/zspage
+bench-arm64: setup
+	$(TOP)/bench/run.sh --arch arm64 $(if $(PAGES),--pages $(PAGES)) --dataset $(DATASET) \
+		--rounds $(ROUNDS) --alloc $(ALLOC_ARM64) --comp $(COMP) --runs $(RUNS) \
+		$(if $(OUT),--out $(OUT)) $(if $(BOOT_ARGS),--append "$(BOOT_ARGS)")
 
 # Swap churn (issue 15): bench/churn/run.sh, every allocator in one boot,
 # ~7 min per allocator and run under TCG, after a warm-up of ~1 min per

@@ -56,12 +56,22 @@ def pct(x):
     return f"{float(x) * 100:.1f}%"
 
 
+def huge_page(meta):
+    """(order, "2 MiB") of the run's PMD huge page: a page table page of
+    PAGE_SIZE / 8 entries maps order log2(PAGE_SIZE / 8) (9 with 4 KiB
+    pages, 11 with arm64's 16 KiB: 32 MiB). meta's "page_size", 4096 when
+    the run did not record it."""
+    ps = int(meta.get("page_size", 4096))
+    order = (ps // 8).bit_length() - 1
+    return order, f"{(ps << order) >> 20} MiB"
+
+
 def report(rows, meta):
     out = []
     if meta:
         out.append("Run: " + ", ".join(f"{k} {v}" for k, v in meta.items()
                                       if k in ("kernel", "dataset", "rounds", "comp",
-                                               "accelerator", "emulator", "guest_memory",
+                                               "accelerator", "emulator", "guest_memory", "arch", "page_size",
                                                "guest_cpus", "boot_args", "date",
                                                "seconds", "config_sha256", "source")))
         out.append("")
@@ -82,7 +92,7 @@ def report(rows, meta):
         out.append(f"{a}:")
         out.append("")
         out.append("| round | step | orig MB | compr MB | held MB | slab pages "
-                   "| overhead MB | overhead ratio | U(9) | step s |")
+                   f"| overhead MB | overhead ratio | U({huge_page(meta)[0]}) | step s |")
         out.append("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if r["alloc"] != a:
@@ -111,13 +121,14 @@ def fragmentation(run_dir):
     ptype = read_csv(run_dir, "pagetypeinfo.csv")
     if not (huge or summ or ptype):
         return ""
+    order, size = huge_page(load_meta(run_dir))
     out = ["", "## Page-level fragmentation (seed 000)", "",
            "With each allocator's data still resident in zram, after the rm_include "
            "step of the last round; page cache dropped first.", ""]
     if huge:
-        out += ["HugeTLB-capability: 2 MiB pages obtained by writing MemTotal/2 MiB to "
+        out += [f"HugeTLB-capability: {size} pages obtained by writing MemTotal/{size} to "
                 "/proc/sys/vm/nr_hugepages:", "",
-                "| allocator | round | after | requested | obtained | free MB before | U(9) before |",
+                f"| allocator | round | after | requested | obtained | free MB before | U({order}) before |",
                 "|---|---|---|---|---|---|---|"]
         for r in huge:
             out.append("| {alloc} | {round} | {after_step} | {requested} | {obtained} "

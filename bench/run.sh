@@ -6,8 +6,14 @@
 # data, then prints the markdown report.
 #   bench/run.sh [--dataset quick|full] [--rounds N] [--alloc LIST]
 #                [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS]
-#                [--no-highalloc] [--runs N]
+#                [--no-highalloc] [--runs N] [--arch arm64 [--pages 16K|4K]]
 # ARGS: extra guest kernel arguments (e.g. afmalloc module parameters).
+# --arch arm64: on an emulated arm64 guest (scripts/build-guest.sh --arch
+# arm64, QEMU's virt machine under TCG, an arm64 Debian root of its own:
+# scripts/arm64-root.sh), with 16 KiB pages by default (--pages 4K: 4 KiB),
+# as Android's 16 KiB kernels; no Highalloc-Stress test there (its module
+# is built for the x86_64 guest), the HugeTLB test with the arm64 huge page
+# (32 MiB with 16 KiB pages).
 # --runs N: N boots, each measuring every allocator; the allocator order is
 # reversed on every other boot (an allocator that runs later in a boot finds
 # memory the earlier runs fragmented), results in DIR/run-1 .. run-N and a
@@ -26,10 +32,10 @@
 . "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
 
 usage() {
-	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS] [--no-highalloc] [--runs N]"
+	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS] [--no-highalloc] [--runs N] [--arch arm64 [--pages 16K|4K]]"
 }
 dataset=quick rounds=1 allocs=zsmalloc comp=lz4 memory='' out='' append='' highalloc=1 runs=1
-cpus=2
+cpus=2 vmb_arch=x86_64 vmb_pages=''
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dataset) dataset=${2:?--dataset needs quick or full}; shift ;;
@@ -41,6 +47,8 @@ while [ $# -gt 0 ]; do
 	--append) append=${2:?--append needs kernel arguments}; shift ;;
 	--no-highalloc) highalloc=0 ;;
 	--runs) runs=${2:?--runs needs a number}; shift ;;
+	--arch) vmb_arch=${2:?--arch needs x86_64 or arm64}; shift ;;
+	--pages) vmb_pages=${2:?--pages needs 16K or 4K}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -57,6 +65,13 @@ for a in "${alist[@]}"; do
 	esac
 done
 [ -n "$memory" ] || { [ "$dataset" = full ] && memory=4G || memory=2G; }
+case "$vmb_arch" in
+x86_64) [ -z "$vmb_pages" ] || die "--pages is for --arch arm64 (x86_64 has 4 KiB pages)" ;;
+arm64) case "${vmb_pages:=16K}" in 16K|4K) ;; *) die "--pages must be 16K or 4K, not '$vmb_pages'" ;; esac
+	[ "$highalloc" = 0 ] || log "arm64: no Highalloc-Stress test (its module is built for the x86_64 guest)"
+	highalloc=0 ;;
+*) die "--arch must be x86_64 or arm64, not '$vmb_arch'" ;;
+esac
 
 vmb_setup "the benchmark"
 vmb_kernel ''
@@ -69,20 +84,25 @@ if [ "$highalloc" = 1 ]; then
 fi
 boot_args+="${append:+ $append}"
 tar=$("$AFMALLOC_TOP/bench/dataset.sh" "$dataset")
-vmb_out "$dataset"
+[ "$vmb_arch" = x86_64 ] || dataset_tag=$dataset-arm64-$(tr K k <<< "$vmb_pages")
+vmb_out "${dataset_tag:-$dataset}"
 # shellcheck disable=SC2016 # the quotes are kept in the string, $append expands
-cmd="make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp${append:+ BOOT_ARGS='$append'}"
+if [ "$vmb_arch" = x86_64 ]; then
+	cmd="make bench DATASET=$dataset ROUNDS=$rounds ALLOC=$allocs COMP=$comp${append:+ BOOT_ARGS='$append'}"
+else
+	cmd="make bench-arm64 PAGES=$vmb_pages DATASET=$dataset ROUNDS=$rounds ALLOC_ARM64=$allocs COMP=$comp${append:+ BOOT_ARGS='$append'}"
+fi
 [ "$runs" = 1 ] || cmd+=" RUNS=$runs"
-[ "$highalloc" = 1 ] || cmd+=" (bench/run.sh --no-highalloc)"
+[ "$highalloc" = 1 ] || [ "$vmb_arch" != x86_64 ] || cmd+=" (bench/run.sh --no-highalloc)"
 
 # run_once DIR ALLOCS RUN: one boot, every allocator of ALLOCS in that order.
 # Its own meta.json, without meta_host_fields: the keys of the committed runs.
 run_once() {
 	local dir=$1 order=$2 run=$3 out=$1 t0	# vmb_out and vmb_boot: this boot's folder
-	vmb_out "$dataset" steps.csv buddyinfo.csv hugetlb.csv debugfs highalloc.csv \
+	vmb_out "${dataset_tag:-$dataset}" steps.csv buddyinfo.csv hugetlb.csv debugfs highalloc.csv \
 		highalloc_summary.csv pagetypeinfo.csv frag.png
 	vmb_boot 14400 "running untar/remove ($dataset, $rounds round(s), $comp) for: $order (boot $run of $runs)" \
-		--append "$boot_args" -- "$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" \
+		--append "$boot_args" --rodir "$(dirname "$tar")" -- "$AFMALLOC_TOP/bench/untar-remove.sh" --dataset "$tar" \
 		--out "$dir" --alloc "$order" --rounds "$rounds" --comp "$comp" "${highalloc_args[@]}"
 
 	{ echo "{"; meta_kernel_fields "$kernel" "$dir/guest.log"; cat <<JSON; } > "$dir/meta.json"
@@ -92,6 +112,8 @@ run_once() {
   "allocators": "$order",
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
+  "arch": "$vmb_arch",
+  "page_size": $(grep -q '^CONFIG_ARM64_16K_PAGES=y' "$kernel/.config" && echo 16384 || echo 4096),
   "boot_args": "$boot_args",
   "highalloc": $([ "$highalloc" = 1 ] && echo true || echo false),
   "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",

@@ -77,7 +77,10 @@ steps_csv=$out/steps.csv
 buddy_csv=$out/buddyinfo.csv
 huge_csv=$out/hugetlb.csv
 [ -s "$steps_csv" ] || echo "alloc,round,step,seconds,settle_s,orig_bytes,compr_bytes,mem_used_bytes,mem_limit_bytes,mem_used_max_bytes,same_pages,pages_compacted,huge_pages,huge_pages_since,slab_pages,held_bytes,overhead_bytes,overhead_ratio,u9,u9_zone" > "$steps_csv"
-[ -s "$buddy_csv" ] || echo "alloc,round,step,node,zone,o0,o1,o2,o3,o4,o5,o6,o7,o8,o9,o10" > "$buddy_csv"
+# One column per order the buddy allocator has (11 with 4 KiB pages, 12
+# with arm64's 16 KiB).
+[ -s "$buddy_csv" ] || awk 'NR == 1 { printf "alloc,round,step,node,zone"
+	for (j = 0; j <= NF - 5; j++) printf ",o%d", j; printf "\n" }' /proc/buddyinfo > "$buddy_csv"
 
 # held_pages ALLOC: every page the allocator holds, counted independently
 # of its own total where it can be: prints "held_pages slab_pages".
@@ -111,10 +114,15 @@ slab_pages() {  # regex -> pages held by matching caches
 	awk -v re="$1" 'NR > 2 && $1 ~ re { p += $15 * $6 } END { print p + 0 }' /proc/slabinfo
 }
 
-unusable_index_9() {  # "U(9) zone" for the zone with the most free pages
-	awk '{ F = 0; S = 0
-		for (j = 0; j <= 10; j++) { n = $(5 + j); F += n * 2^j; if (j >= 9) S += n * 2^(j - 9) }
-		if (F > bestF) { bestF = F; u = (F - S * 512) / F; z = $4 } }
+# The order of a huge page (PMD): 9 with 4 KiB pages (2 MiB), 11 with arm64's
+# 16 KiB pages (32 MiB). Column u9 and the report's U(9) are this order's.
+hp_kb=$(awk '/^Hugepagesize:/ { print $2 }' /proc/meminfo)
+[ -n "$hp_kb" ] || hp_kb=$(( $(cat /sys/kernel/mm/transparent_hugepage/hpage_pmd_size 2>/dev/null || echo 2097152) / 1024 ))
+hp_order=$(awk -v n="$(( hp_kb * 1024 / $(getconf PAGESIZE) ))" 'BEGIN { o = 0; while (2^o < n) o++; print o }')
+unusable_index_9() {  # "U(hp_order) zone" for the zone with the most free pages
+	awk -v h="$hp_order" '{ F = 0; S = 0
+		for (j = 0; j <= NF - 5; j++) { n = $(5 + j); F += n * 2^j; if (j >= h) S += n * 2^(j - h) }
+		if (F > bestF) { bestF = F; u = (F - S * 2^h) / F; z = $4 } }
 		END { if (bestF > 0) printf "%.4f,%s", u, z; else printf "1,none" }' /proc/buddyinfo
 }
 
@@ -145,7 +153,7 @@ sample() {  # alloc round step seconds
 			meta, held, ov, (f[2] > 0) ? ov / f[2] : 0, u9 }' >> "$steps_csv"
 	awk -v a="$1" -v r="$2" -v st="$3" '{ gsub(",", "", $2)
 		printf "%s,%d,%s,%s,%s", a, r, st, $2, $4
-		for (j = 5; j <= 15; j++) printf ",%s", $j; printf "\n" }' /proc/buddyinfo >> "$buddy_csv"
+		for (j = 5; j <= NF; j++) printf ",%s", $j; printf "\n" }' /proc/buddyinfo >> "$buddy_csv"
 	# afmalloc's own breakdown (zspages by fill, holes, tails, tables).
 	if [ "$base" != zsmalloc ] && [ -r "/sys/kernel/debug/afmalloc/$dev/classes" ]; then
 		mkdir -p "$out/debugfs"
@@ -157,7 +165,7 @@ sample() {  # alloc round step seconds
 }
 
 # HugeTLB-capability (seed 000): with this allocator's data still resident,
-# ask for as many 2 MiB pages as there is memory and record how many the
+# ask for as many huge pages (2 MiB; 32 MiB with 16 KiB pages) as there is memory and record how many the
 # kernel obtains (its allocation compacts and migrates movable pages), then
 # give them back. Page cache is dropped first so that every allocator
 # starts from the same clean cache state.
@@ -169,23 +177,24 @@ sample() {  # alloc round step seconds
 # command substitution); the blockers' page_owner scan comes after that.
 HUGETLB_HEADROOM_MB=${HUGETLB_HEADROOM_MB:-128}
 hugetlb() {  # alloc round after_step
-	local f=/proc/sys/vm/nr_hugepages want got keep free_before u9
+	local f=/proc/sys/vm/nr_hugepages want got keep free_before u9 headroom
 	[ -w "$f" ] || { echo "  hugetlb: no $f (CONFIG_HUGETLBFS off): skipped"; return 0; }
 	[ -s "$huge_csv" ] || echo "alloc,round,after_step,requested,obtained,free_mb_before,u9_before" > "$huge_csv"
 	sync; echo 3 > /proc/sys/vm/drop_caches
-	want=$(awk '/^MemTotal:/ { print int($2 / 2048) }' /proc/meminfo)
+	want=$(awk -v h="$hp_kb" '/^MemTotal:/ { print int($2 / h) }' /proc/meminfo)
 	free_before=$(awk '/^MemFree:/ { print int($2 / 1024) }' /proc/meminfo)
 	u9=$(unusable_index_9); u9=${u9%%,*}
+	headroom=$((HUGETLB_HEADROOM_MB * 1024 / hp_kb))
 	# Builtins only from here ...
 	echo "$want" > "$f" 2>/dev/null || true
 	read -r got < "$f"
-	keep=$((got > HUGETLB_HEADROOM_MB / 2 ? got - HUGETLB_HEADROOM_MB / 2 : 0))
+	keep=$((got > headroom ? got - headroom : 0))
 	echo "$keep" > "$f"
 	# ... to here: HUGETLB_HEADROOM_MB are free again.
 	blockers "$1" "$2" "$3" || echo "  blockers: page_owner summary failed (status $?)"
 	echo 0 > "$f"
 	echo "$1,$2,$3,$want,$got,$free_before,$u9" >> "$huge_csv"
-	echo "  hugetlb after $3: $got of $want 2 MiB pages (free before ${free_before} MB, U(9) $u9)"
+	echo "  hugetlb after $3: $got of $want $((hp_kb / 1024)) MiB pages (free before ${free_before} MB, U($hp_order) $u9)"
 }
 
 # blockers ALLOC ROUND STEP: with the huge pages still taken (so what is

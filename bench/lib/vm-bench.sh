@@ -29,6 +29,10 @@
 #                      or, when DIR is empty, the lean guest kernel that
 #                      scripts/build-guest.sh builds or finds up to date.
 #                      Sets kernel; dies without DIR/arch/x86/boot/bzImage.
+#                      With vmb_arch=arm64 (and vmb_pages=4K or 16K) the
+#                      arm64 guest kernel (DIR/arch/arm64/boot/Image) and
+#                      its root file system (scripts/arm64-root.sh, made
+#                      once with that kernel).
 # vmb_stock_kernel     Debian's unmodified 6.12 kernel and afmalloc.ko built
 #                      against its headers (scripts/stock-kernel.sh installs
 #                      and builds what is missing). Sets kernel (the image in
@@ -42,7 +46,8 @@
 # vmb_boot TIMEOUT MESSAGE [VM-RUN OPTION...] -- GUEST [ARG...]
 #                      logs MESSAGE and the host's load, then boots ONE guest:
 #                      scripts/vm-run.sh --kernel $kernel --memory $memory
-#                      --cpus $cpus --rwdir $out --timeout TIMEOUT
+#                      --cpus $cpus --arch $vmb_arch (x86_64 unless set)
+#                      --rwdir $out --timeout TIMEOUT
 #                      --log $out/console.log [OPTION...] -- GUEST ARG...
 #                      (the guest console always kept in console.log), the
 #                      guest's output shown and kept in $out/guest.log. Dies,
@@ -84,9 +89,15 @@ vmb_setup() {
 }
 
 vmb_kernel() {
+	local image=arch/x86/boot/bzImage bargs=()
 	kernel=${1:-}
-	[ -n "$kernel" ] || kernel=$("$AFMALLOC_TOP/scripts/build-guest.sh")
-	[ -f "$kernel/arch/x86/boot/bzImage" ] || die "no kernel image in $kernel"
+	if [ "${vmb_arch:-x86_64}" != x86_64 ]; then
+		image=arch/arm64/boot/Image
+		bargs=(--arch "$vmb_arch" --pages "${vmb_pages:-4K}")
+	fi
+	[ -n "$kernel" ] || kernel=$("$AFMALLOC_TOP/scripts/build-guest.sh" "${bargs[@]}")
+	[ -f "$kernel/$image" ] || die "no kernel image in $kernel"
+	[ "${vmb_arch:-x86_64}" = x86_64 ] || "$AFMALLOC_TOP/scripts/arm64-root.sh" --kernel "$kernel" >/dev/null
 }
 
 vmb_stock_kernel() {
@@ -117,7 +128,8 @@ vmb_boot() {
 	t0=$SECONDS
 	set +e
 	"$AFMALLOC_TOP/scripts/vm-run.sh" --kernel "$kernel" --memory "$memory" --cpus "$cpus" \
-		--rwdir "$out" --timeout "$timeout_s" --log "$out/console.log" "$@" 2>&1 |
+		--arch "${vmb_arch:-x86_64}" --rwdir "$out" --timeout "$timeout_s" \
+		--log "$out/console.log" "$@" 2>&1 |
 		tee "$out/guest.log"
 	rc=${PIPESTATUS[0]}
 	set -e
