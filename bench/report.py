@@ -126,7 +126,10 @@ def fragmentation(run_dir):
            "With each allocator's data still resident in zram, after the rm_include "
            "step of the last round; page cache dropped first.", ""]
     if huge:
-        out += [f"HugeTLB-capability: {size} pages obtained by writing MemTotal/{size} to "
+        cap = ("" if order <= 9 else
+               " (at most what MemFree holds beyond the min watermark and 128 MB, which "
+               "the script needs to go on)")
+        out += [f"HugeTLB-capability: {size} pages obtained by writing MemTotal/{size}{cap} to "
                 "/proc/sys/vm/nr_hugepages:", "",
                 f"| allocator | round | after | requested | obtained | free MB before | U({order}) before |",
                 "|---|---|---|---|---|---|---|"]

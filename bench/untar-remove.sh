@@ -182,6 +182,16 @@ hugetlb() {  # alloc round after_step
 	[ -s "$huge_csv" ] || echo "alloc,round,after_step,requested,obtained,free_mb_before,u9_before" > "$huge_csv"
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	want=$(awk -v h="$hp_kb" '/^MemTotal:/ { print int($2 / h) }' /proc/meminfo)
+	# Huge pages beyond 2 MiB (32 MiB with arm64's 16 KiB pages): the
+	# request leaves the headroom and the min watermark (~200 MB there:
+	# THP sizes min_free_kbytes by the pageblock) free. Without it an
+	# unfragmented 4G guest gave up all but the watermark, reclaiming this
+	# script's own text, and the OOM killer took the script. 2 MiB pages:
+	# MemTotal / 2 MiB, as in every run before.
+	if [ "$hp_kb" -gt 2048 ]; then
+		want=$(awk -v h="$hp_kb" -v m="$(cat /proc/sys/vm/min_free_kbytes)" -v r="$HUGETLB_HEADROOM_MB" -v w="$want" '
+			/^MemFree:/ { n = int(($2 - m - r * 1024) / h); print (n < w ? (n > 0 ? n : 0) : w) }' /proc/meminfo)
+	fi
 	free_before=$(awk '/^MemFree:/ { print int($2 / 1024) }' /proc/meminfo)
 	u9=$(unusable_index_9); u9=${u9%%,*}
 	headroom=$((HUGETLB_HEADROOM_MB * 1024 / hp_kb))
