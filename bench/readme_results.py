@@ -129,6 +129,10 @@ SUMMARY = {
     "speed_arm64": "speed-arm64-16k",
     "speed_arm64_large": "speed-arm64-16k-large",   # 65536 objects a thread
     "huge": ("full-lz4-2boots", "quick-lz4-4boots", "quick-lz4-2boots"),
+    # Untar/remove on an emulated arm64 guest (make bench-arm64): one boot
+    # of the full tree, and boots of the quick tree in both orders with 16
+    # KiB and with 4 KiB pages; missing: left out with a note.
+    "arm64": ("full-lz4-arm64-16k", "quick-lz4-arm64-16k-4boots", "quick-lz4-arm64-4k-4boots"),
     "zswap_time": "zswap-time-tcg",         # zswap on the project's kernel
     # A small zram device written from every CPU of a many-CPU guest
     # (bench/smallpool/run.sh); missing: left out with a note.
@@ -1120,6 +1124,72 @@ def runs_verdict(ratios):
     return "mixed"
 
 
+def arm64_verdicts(u):
+    """(density, huge pages) of an arm64_untar(): "afmalloc", "zsmalloc" or
+    "neither" for density (less overhead after the untar and after the worst
+    remove step), None for huge pages when the run has none."""
+    dens = ("afmalloc" if all(u[AF][k] < u[ZS][k] for k in ("untar", "worst")) else
+            "zsmalloc" if all(u[AF][k] > u[ZS][k] for k in ("untar", "worst")) else "neither")
+    if u[ZS]["huge"] is None or u[AF]["huge"] is None:
+        return dens, None
+    huge = ("afmalloc" if u[AF]["huge"] > u[ZS]["huge"] else
+            "zsmalloc" if u[AF]["huge"] < u[ZS]["huge"] else "neither")
+    return dens, huge
+
+
+def arm64_better(u):
+    """The summary's "better" cell of an arm64 untar row: where zsmalloc is
+    better first (so that the row counts as a loss)."""
+    dens, huge = arm64_verdicts(u)
+    cells = [("density", dens)] + ([("huge pages", huge)] if huge else [])
+    lost = [w for w, v in cells if v == "zsmalloc"]
+    won = [w for w, v in cells if v == "afmalloc"]
+    same = [w for w, v in cells if v == "neither"]
+    parts = ([f"**zsmalloc** for {' and '.join(lost)}"] if lost else []) + \
+        ([f"afmalloc for {' and '.join(won)}"] if won else []) + \
+        ([f"neither for {' and '.join(same)}"] if same else [])
+    return "; ".join(parts)
+
+
+def arm64_loss(u, tree, kib):
+    """What afmalloc loses in an arm64 untar row, for "Where zsmalloc is better"."""
+    dens, huge = arm64_verdicts(u)
+    lost = ([f"overhead ({pct(u[AF]['untar'])} / {pct(u[AF]['worst'])})"]
+            if dens == "zsmalloc" else []) + \
+        ([f"huge pages ({u[AF]['huge']:g} against {u[ZS]['huge']:g})"]
+         if huge == "zsmalloc" else [])
+    return f"{' and '.join(lost)} on the {tree} tree on emulated arm64 with {kib} KiB pages"
+
+
+def arm64_untar(name):
+    """An arm64 untar/remove run's figures, None when the folder has neither
+    steps.csv (one boot) nor summary.csv (boots): per allocator the overhead
+    (%) after the untar and after the worst remove step and the huge pages
+    obtained after rm_include (medians over the boots), with "boots" and
+    "kib" (the page size)."""
+    d = rdir(name)
+    out = {"kib": int(run_meta(name).get("page_size", 4096)) // 1024}
+    if os.path.isfile(os.path.join(d, "summary.csv")):
+        sc = summary_csv(name)
+        for a in (ZS, AF):
+            out[a] = {m: med([v for _, _, v in sc[(a, k)]])
+                      for m, k in (("untar", "overhead_pct untar"),
+                                   ("worst", "overhead_pct worst rm step"),
+                                   ("huge", "hugetlb after"))}
+        out["boots"] = len({b for vals in sc.values() for b, _, _ in vals})
+        return out
+    if not os.path.isfile(os.path.join(d, "steps.csv")):
+        return None
+    rows = steps(name)
+    huge = {r["alloc"]: int(r["obtained"]) for r in report.read_csv(d, "hugetlb.csv")
+            if r["after_step"] == "rm_include"}
+    for a in (ZS, AF):
+        out[a] = {"untar": ovh(rows, a, "untar"),
+                  "worst": max(ovh(rows, a, s) for s in RM_STEPS), "huge": huge.get(a)}
+    out["boots"] = 1
+    return out
+
+
 def summary_data():
     """Every number the summary table and plot show, from the SUMMARY runs."""
     d = {}
@@ -1207,6 +1277,15 @@ def summary_data():
                   if a == AF and op in ("alloc-map", "read-map")}
         d[key + "_held"] = speed_held(name)
         d["speed_ws"][key] = speed_ws(name)
+    # Untar/remove on emulated arm64.
+    d["arm64"] = {}
+    for name in SUMMARY["arm64"]:
+        u = arm64_untar(name)
+        if u is None:
+            print(f"readme_results: note: no {rdir(name)}/steps.csv or summary.csv: "
+                  "the summary has no row for it", file=sys.stderr)
+            continue
+        d["arm64"][name] = u
     # Huge pages and Highalloc-Stress by position in the boot.
     d["huge"] = {}
     for name in SUMMARY["huge"]:
@@ -1363,6 +1442,21 @@ def summary_rows(d):
         f"{pct(z[AF]['untar'])} / {pct(z[AF]['worst'])}",
         all(z[AF][k] < min(v[k] for a, v in z.items() if a != AF) for k in ("untar", "worst")),
         link(n), "overhead with zstd")
+    for n, u in d["arm64"].items():
+        kib = u["kib"]
+        hp = report.huge_page({"page_size": kib * 1024})[1]
+        tree = run_meta(n).get("dataset", "?").split()[0]
+        what = (f"one boot, {run_meta(n).get('allocators', '?').split(',')[0]} first"
+                if u["boots"] == 1 else f"median of {u['boots']} boots in both orders")
+        has_huge = all(u[a]["huge"] is not None for a in (ZS, AF))
+        add(f"{tree.capitalize()} tree on an emulated arm64 guest with {kib} KiB pages, "
+            f"{what}{before(n)}: untar / worst remove step"
+            + (f" / {hp} huge pages obtained after the remove steps" if has_huge else ""),
+            f"{pct(u[ZS]['untar'])} / {pct(u[ZS]['worst'])}"
+            + (f" / {u[ZS]['huge']:g}" if has_huge else ""),
+            f"{pct(u[AF]['untar'])} / {pct(u[AF]['worst'])}"
+            + (f" / {u[AF]['huge']:g}" if has_huge else ""),
+            None, link(n), arm64_loss(u, tree, kib), better=arm64_better(u))
     for n, c in d["churn"].items():
         churn_rows(n, c, add)
     n = SUMMARY["fio"]
