@@ -44,8 +44,8 @@ done
 suite=bookworm
 # What the guest scripts run beyond debootstrap's minbase (bash, coreutils,
 # tar, grep, sed, mawk, util-linux, findutils, gzip): ext4's mkfs, ps,
-# and busybox for poweroff.
-pkgs=e2fsprogs,procps,busybox
+# busybox for poweroff, python3 for the churn benchmark's sampler.
+pkgs=e2fsprogs,procps,busybox,python3
 mirror=${AFMALLOC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root=$AFMALLOC_CACHE/arm64/root
 want="$suite minbase $pkgs"

@@ -14,7 +14,8 @@
  * the --mb MiB working set (anonymous memory, no THP), each running
  * --threads threads over disjoint page ranges of its share.
  *
- * Page contents: 4 KiB pages from a pool of real data read at start,
+ * Page contents: pages (the system's size, 4 KiB or 16 KiB) from a pool
+ * of real data read at start,
  * bounded by --pool-mb (default 6 MiB) in three equal parts:
  *   text     text files under /usr/share (no NUL byte, mostly printable)
  *   code     ELF files under /usr/lib/x86_64-linux-gnu, /usr/lib, /usr/bin
@@ -26,8 +27,8 @@
  * and generated classes:
  *   zero     all zero (zram's same-filled path)
  *   same     one non-zero 8-byte word repeated (same-filled, not zero)
- *   partial  a text or code head of 64 B .. 3.6 KiB, the rest zero
- * A page of text/code/comp is a 4 KiB window at a pseudo-random offset of
+ *   partial  a text or code head of 64 B .. a page less 512 B, the rest zero
+ * A page of text/code/comp is a page-sized window at a pseudo-random offset of
  * its pool; text, code, comp and partial pages begin with a 16-byte stamp
  * (page id, generation, "chrn") so that no two pages are equal. The class
  * of each page is drawn by the --mix weights (default text=30, code=25,
@@ -135,7 +136,12 @@ typedef unsigned char u8;
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
-#define PG		4096
+/*
+ * The page: the system's (4 KiB; 16 KiB on arm64 kernels built so, as
+ * Android's), read once at start. The pool file's parts are cut to it.
+ */
+static size_t page_size = 4096;
+#define PG		page_size
 #define NB		512		/* histogram buckets: 8 per power of two */
 #define MAX_PROCS	64
 #define MAX_THREADS	64
@@ -1493,6 +1499,10 @@ int main(int argc, char **argv)
 	unsigned int s, i, c;
 	size_t shsize;
 
+	long ps = sysconf(_SC_PAGESIZE);
+
+	if (ps >= 4096 && !(ps & (ps - 1)))
+		page_size = (size_t)ps;
 	parse(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (opt.save_pool) {

@@ -14,7 +14,7 @@ touches of at least 2.048 us: swap-ins, swap-cache hits, first touches)
 and of swap-ins alone (faults during which the thread's major-fault count
 grew; "-" for workload rows older than that column) from the workload's
 "phase" row; over the samples taken in the phase: the mean, 95th
-percentile and maximum overhead ratio ((pages held * 4096 - compressed
+percentile and maximum overhead ratio ((pages held * page size - compressed
 bytes) / compressed bytes; afmalloc's compressed bytes those its pool file
 counts with its pages: load_samples()) and the mean overhead in MiB (a
 small pool, as
@@ -52,9 +52,18 @@ import os
 import statistics
 import sys
 
-PAGE = 4096
+PAGE = 4096    # the guest's page size: set_page()
 ZS_PAGES = 8    # pages of a zspage of the zspage store (AFM_ZS_PAGES)
 ZS_HDR = 5      # bytes of its object header (AFM_ZS_HDR)
+
+
+def set_page(meta):
+    """Take the page size of the run whose meta.json is @meta ("page_size":
+    16384 on an arm64 guest built so; 4096 when absent, as in every x86
+    run): held_pages count such pages, and a zspage is 32 KiB."""
+    global PAGE, ZS_PAGES
+    PAGE = int(meta.get("page_size", 4096))
+    ZS_PAGES = 32768 // PAGE
 
 
 def num(v):
@@ -213,12 +222,13 @@ def zspage_parts(s_ph, s_run, ph):
 
 
 def report(d, out, plot):
-    samples = load_samples(os.path.join(d, "samples.csv"))
-    progress = load(os.path.join(d, "progress.csv"))
     meta = {}
     if os.path.exists(os.path.join(d, "meta.json")):
         with open(os.path.join(d, "meta.json")) as f:
             meta = json.load(f)
+    set_page(meta)
+    samples = load_samples(os.path.join(d, "samples.csv"))
+    progress = load(os.path.join(d, "progress.csv"))
     if not samples or not progress:
         sys.exit("report.py: no samples or progress rows in %s" % d)
     target = samples[0]["target"]
@@ -251,7 +261,7 @@ def report(d, out, plot):
                                     meta.get("host_loadavg_end", "?")))
         lines.append("")
     lines += [
-        "Overhead = (pages held x 4096 - compressed bytes) / compressed bytes, over the",
+        "Overhead = (pages held x %d - compressed bytes) / compressed bytes, over the" % PAGE,
         "per-second samples of the phase holding at least 1% of the run's peak compressed",
         "bytes (what is held: bench/churn/sample.py).",
         "Latency: the workload's first touch of each accessed page; faults = accesses of",

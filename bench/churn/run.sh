@@ -12,7 +12,7 @@
 #                      [--switch S] [--switch-slot S] [--rest S] [--rewrite F]
 #                      [--limit-pct P] [--memory SIZE] [--cpus N]
 #                      [--kernel DIR] [--append ARGS] [--perf S] [--warmup S]
-#                      [--out DIR]
+#                      [--arch arm64 [--pages 16K|4K]] [--out DIR]
 #   bench/churn/run.sh --print-bin     build the workload (and its pool.bin),
 #                                      print its path
 #
@@ -34,6 +34,11 @@
 # DIR/perf-RUN-ALLOC.data, by symbol in DIR/perf-RUN-ALLOC.txt
 # (churn-guest.sh --perf); it slows the workload.
 #
+# --arch arm64: on an emulated arm64 guest with 16 KiB pages by default
+# (--pages 4K: 4 KiB; bench/run.sh --arch says how), the workload
+# cross-built static for it (its pages are the guest's: 16 KiB there), the
+# same pool.bin.
+#
 # CHURN_NOTE (environment): a sentence on the run's conditions (what else
 # ran on the host, say), kept as meta.json's "note" and shown in the report.
 #
@@ -53,8 +58,10 @@ here=$AFMALLOC_TOP/bench/churn
 # build_bin: compile churn.c when missing or older than its source, and
 # read its pool of real data (6 MiB from /usr/share, /usr/lib, /usr/bin)
 # into pool.bin next to it, where churn-guest.sh finds it; print the binary.
+# With vmb_arch=arm64: also a static arm64 build in churn-arm64/, beside a
+# copy of the same pool.bin, printed instead.
 build_bin() {
-	local d=$AFMALLOC_CACHE/churn bin tmp
+	local d=$AFMALLOC_CACHE/churn bin tmp a=$AFMALLOC_CACHE/churn-arm64
 	bin=$d/churn
 	mkdir -p "$d"
 	if [ ! -x "$bin" ] || [ "$here/churn.c" -nt "$bin" ]; then
@@ -67,16 +74,29 @@ build_bin() {
 	if [ ! -s "$d/pool.bin" ] || [ "$bin" -nt "$d/pool.bin" ]; then
 		"$bin" --save-pool "$d/pool.bin" --pool-mb 6 >&2 || die "cannot make $d/pool.bin"
 	fi
+	if [ "${vmb_arch:-x86_64}" = arm64 ]; then
+		mkdir -p "$a"
+		if [ ! -x "$a/churn" ] || [ "$here/churn.c" -nt "$a/churn" ]; then
+			apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+			tmp=$(mktemp "$a/churn.XXXXXX")
+			aarch64-linux-gnu-gcc -std=c11 -O2 -Wall -Wextra -Werror -pthread -static \
+				-o "$tmp" "$here/churn.c" -lm ||
+				{ rm -f "$tmp"; die "building $here/churn.c for arm64 failed"; }
+			mv -f "$tmp" "$a/churn"
+		fi
+		cmp -s "$d/pool.bin" "$a/pool.bin" 2>/dev/null || cp "$d/pool.bin" "$a/pool.bin"
+		bin=$a/churn
+	fi
 	echo "$bin"
 }
 
 usage() {
-	sed -n '9,17p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '9,18p' "$0" | sed 's/^# \{0,1\}//'
 }
 target=zram allocs=afmalloc/zspage,afmalloc/slab,zsmalloc comp=lz4 runs=1 order=forward perf_s=0
 warmup=60
 mb=384 procs=4 threads=2 churn=120 exit_s=60 switch=60 switch_slot=15 rest=60 rewrite=0.1 limit_pct=33
-memory=2G cpus=2 kernel='' append='' out=''
+memory=2G cpus=2 kernel='' append='' out='' vmb_arch=x86_64 vmb_pages=''
 opts=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -103,6 +123,8 @@ while [ $# -gt 0 ]; do
 	--perf) perf_s=${2:?--perf needs seconds} ;;
 	--warmup) warmup=${2:?--warmup needs seconds} ;;
 	--out) out=${2:?--out needs a folder} ;;
+	--arch) vmb_arch=${2:?--arch needs x86_64 or arm64} ;;
+	--pages) vmb_pages=${2:?--pages needs 16K or 4K} ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -119,11 +141,18 @@ done
 [ "$mb" -ge 8 ] || die "--mb must be at least 8"
 [ "$switch_slot" -ge 1 ] || die "--switch-slot must be at least 1"
 case "${CHURN_NOTE:-}" in *[\"\\]*) die "CHURN_NOTE must not hold quotes or backslashes" ;; esac
+case "$vmb_arch" in
+x86_64) [ -z "$vmb_pages" ] || die "--pages is for --arch arm64 (x86_64 has 4 KiB pages)" ;;
+arm64) case "${vmb_pages:=16K}" in 16K|4K) ;; *) die "--pages must be 16K or 4K, not '$vmb_pages'" ;; esac ;;
+*) die "--arch must be x86_64 or arm64, not '$vmb_arch'" ;;
+esac
 
 vmb_setup "the churn benchmark"
 bin=$(build_bin)
 vmb_kernel "$kernel"
-vmb_out "churn-$target-$comp" samples.csv progress.csv 'churn-*.log' report.md \
+tag=''
+[ "$vmb_arch" = x86_64 ] || tag=-arm64-$(tr K k <<< "$vmb_pages")
+vmb_out "churn-$target-$comp$tag" samples.csv progress.csv 'churn-*.log' report.md \
 	overhead.png meta.json stall-dmesg.log 'perf-*.txt' 'perf-*.data' warmup
 
 IFS=, read -r -a alist <<< "$allocs"
@@ -151,6 +180,8 @@ vmb_command bench/churn/run.sh "${opts[@]}"
 vmb_meta "$kernel" <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
+  "arch": "$vmb_arch",
+  "page_size": $(grep -q '^CONFIG_ARM64_16K_PAGES=y' "$kernel/.config" && echo 16384 || echo 4096),
   "boot_args": "$boot_args",
   "target": "$target",
   "compressor": "$comp",

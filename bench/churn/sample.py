@@ -51,7 +51,8 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                      afm-<pool>-* slab caches
     afmalloc/slab    the pages of its afm-<pool>-* slab caches (chunks and
                      descriptors, empty slabs SLUB keeps cached included)
-                     plus its whole-page chunks (debugfs classes row 4096)
+                     plus its whole-page chunks (debugfs classes row of
+                     the page size, 4096)
                      plus its kmalloc'd descriptor bitmaps and slab tracker
                      nodes, rounded up to pages (slab_kmalloc_pages(); not
                      in runs before 2026-12), as bench/untar-remove.sh
@@ -59,9 +60,10 @@ What is counted (every count in pages of 4 KiB unless _bytes):
                 <pool> is the zram device for zram, every zswapN pool of
                 that allocator for zswap
   meta_pages    of held_pages, metadata: zsmalloc its two slab caches;
-                afmalloc meta_bytes / 4096 from debugfs (tables or
+                afmalloc meta_bytes / page size from debugfs (tables or
                 descriptor slabs)
-  overhead_bytes = held_pages * 4096 - compr_bytes;
+  (pages: of the guest's size, 4 KiB, or 16 KiB on arm64 kernels built so)
+  overhead_bytes = held_pages * page size - compr_bytes;
   overhead_ratio = overhead_bytes / compr_bytes (empty when nothing stored)
   swap_out, swap_in   writes and reads completed on --dev (/sys/block/
                 <dev>/stat; each swap I/O is one page): for zram every page
@@ -151,7 +153,9 @@ import signal
 import sys
 import time
 
-PAGE = 4096
+# The guest's page size: 4096, or 16384 on an arm64 kernel built so
+# (held_pages and meta_pages count pages of this size).
+PAGE = os.sysconf("SC_PAGE_SIZE")
 COLUMNS = (
     "wall_s,t_s,run,pos,target,alloc,comp,phase,phase_t_s,"
     "orig_bytes,compr_bytes,held_pages,meta_pages,overhead_bytes,overhead_ratio,"
@@ -265,7 +269,7 @@ def afm_stats(dirs):
             f = line.split()
             if len(f) < 5:
                 continue
-            if f[0] == "4096":
+            if f[0] == str(PAGE):
                 four_k += int(f[4])
             if f[0].startswith("desc") and f[4].isdigit():
                 desc += int(f[4])

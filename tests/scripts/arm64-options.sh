@@ -8,7 +8,7 @@
 #    sparc), --pages without --arch arm64 (x86_64 has 4 KiB pages only)
 #    and a page size the arm64 guest is not built with (--pages 64K),
 #    each naming it, before it sets anything up or makes its results
-#    folder.
+#    folder; so does bench/churn/run.sh.
 # 2. scripts/build-guest.sh refuses --pages 16K for x86_64 and an unknown
 #    --arch before it configures anything.
 # 3. scripts/vm-run.sh refuses --accel kvm with --arch arm64 (always
@@ -43,6 +43,8 @@ refuses() {
 refuses bench/run.sh "--arch must be x86_64 or arm64, not 'sparc'" --arch sparc --out "$t/out"
 refuses bench/run.sh "--pages is for --arch arm64" --pages 16K --out "$t/out"
 refuses bench/run.sh "--pages must be 16K or 4K, not '64K'" --arch arm64 --pages 64K --out "$t/out"
+refuses bench/churn/run.sh "--pages is for --arch arm64" --pages 16K --out "$t/out"
+refuses bench/churn/run.sh "--pages must be 16K or 4K, not '8K'" --arch arm64 --pages 8K --out "$t/out"
 refuses scripts/build-guest.sh "--pages 16K needs --arch arm64" --pages 16K
 refuses scripts/build-guest.sh "--arch must be x86_64 or arm64, not 'sparc'" --arch sparc
 refuses scripts/vm-run.sh "an arm64 guest on this host is always emulated" \
