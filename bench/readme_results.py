@@ -1132,8 +1132,10 @@ def arm64_verdicts(u):
             "zsmalloc" if all(u[AF][k] > u[ZS][k] for k in ("untar", "worst")) else "neither")
     if u[ZS]["huge"] is None or u[AF]["huge"] is None:
         return dens, None
-    huge = ("afmalloc" if u[AF]["huge"] > u[ZS]["huge"] else
-            "zsmalloc" if u[AF]["huge"] < u[ZS]["huge"] else "neither")
+    gaps = u.get("huge_gaps") or [u[AF]["huge"] - u[ZS]["huge"]]
+    if u.get("huge_spread") and max(abs(g) for g in gaps) <= u["huge_spread"]:
+        return dens, "neither"
+    huge = ("afmalloc" if min(gaps) > 0 else "zsmalloc" if max(gaps) < 0 else "neither")
     return dens, huge
 
 
@@ -1166,7 +1168,10 @@ def arm64_untar(name):
     steps.csv (one boot) nor summary.csv (boots): per allocator the overhead
     (%) after the untar and after the worst remove step and the huge pages
     obtained after rm_include (medians over the boots), with "boots" and
-    "kib" (the page size)."""
+    "kib" (the page size); over boots also "huge_gaps" (afmalloc's huge
+    pages less zsmalloc's at the same position in the boot, medians) and
+    "huge_spread" (the most two boots of one allocator in one position
+    differ by)."""
     d = rdir(name)
     out = {"kib": int(run_meta(name).get("page_size", 4096)) // 1024}
     if os.path.isfile(os.path.join(d, "summary.csv")):
@@ -1177,6 +1182,13 @@ def arm64_untar(name):
                                    ("worst", "overhead_pct worst rm step"),
                                    ("huge", "hugetlb after"))}
         out["boots"] = len({b for vals in sc.values() for b, _, _ in vals})
+        hv = {a: sc[(a, "hugetlb after")] for a in (ZS, AF)}
+        pos = sorted({p for vals in hv.values() for _, p, _ in vals})
+        out["huge_gaps"] = [med(by_position(hv[AF], p)) - med(by_position(hv[ZS], p))
+                            for p in pos if by_position(hv[AF], p) and by_position(hv[ZS], p)]
+        out["huge_spread"] = max([max(x) - min(x) for x in (by_position(hv[a], p)
+                                                          for a in (ZS, AF) for p in pos)
+                                  if len(x) > 1], default=0)
         return out
     if not os.path.isfile(os.path.join(d, "steps.csv")):
         return None

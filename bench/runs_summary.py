@@ -19,6 +19,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
 from report import read_csv  # noqa: E402
 
 
@@ -115,15 +116,19 @@ def main():
             metrics.append(v[3])
     npos = max(v[2] for v in vals)
     m0 = metas[0]
+    huge = report.huge_page(m0)[1]
     out = [f"Medians over {len(metas)} boots ({m0['dataset']}, {m0['rounds']} round(s), "
            f"{m0['comp']}, kernel {m0['kernel']}, config {m0['config_sha256']}, "
            + (f"source {m0['source']}, " if 'source' in m0 else "")
            + f"{m0['accelerator']}, guest {m0['guest_memory']} / {m0['guest_cpus']} CPUs, "
+           + (f"{m0['arch']} with {int(m0['page_size']) // 1024} KiB pages, "
+              if m0.get("arch", "x86_64") != "x86_64" else "")
+           + 
            f"boot args `{m0['boot_args']}`); allocator order per boot: "
            + "; ".join(f"{i + 1}: {m['allocators']}" for i, m in enumerate(metas))
            + f". Reproduce: `{args.command}`.", "",
            "Overhead ratio: (pages held, metadata slabs included, minus compressed bytes) / "
-           "compressed bytes, after each step of the last round. HugeTLB: 2 MiB pages "
+           f"compressed bytes, after each step of the last round. HugeTLB: {huge} pages "
            "obtained by growing vm.nr_hugepages before the allocator's workload (start) and "
            "after its rm_include step with its data resident (after); lost = start - after. "
            "Own pages' blocks (unreliable): 2 MiB blocks holding pages page_owner "
