@@ -988,7 +988,7 @@ def churn_section(name):
            + (f" {ZSWAP_WHAT}{churn_wb_text(c)}." if wb else ""), "",
            f"### Medians of the {nr} runs", "",
            "Per phase, the median over runs of bench/churn/report.py's per-run figures "
-           "(below): overhead = (pages held x 4096 - compressed bytes) / compressed bytes, "
+           "(below): overhead = (pages held x the page size, 4096 on x86, - compressed bytes) / compressed bytes, "
            "pages held counting every page of the allocator, metadata included "
            "(bench/churn/sample.py), mean and max over the phase's one-second samples that "
            "hold at least 1% of the run's peak compressed bytes; pages/s: pages the workload "
@@ -1245,7 +1245,8 @@ def summary_data():
     d["fio_mem"] = {a: {"fill": int(mm[(a, "fill")][col]),
                         "end": int(mm[(a, "end")][col]),
                         "peak": int(mm[(a, "end")]["mem_used_max"]) + (
-                            int(mm[(a, "end")]["slab_pages"]) * churn_report.PAGE if held else 0),
+                            int(mm[(a, "end")]["slab_pages"])
+                            * int(run_meta(SUMMARY["fio"]).get("page_size", 4096)) if held else 0),
                         "compr": int(mm[(a, "end")]["compr_data_size"]),
                         "compr_fill": int(mm[(a, "fill")]["compr_data_size"])}
                     for a in (ZS, AF)}
@@ -1824,6 +1825,7 @@ def zs_compaction_line(d):
         if not churn_ok(n, c) or c["meta"].get("target", n.split("-")[1]) != "zram":
             continue
         last = {}
+        churn_report.set_page(run_meta(n))
         for r in churn_report.load_samples(os.path.join(rdir(n), "samples.csv")):
             v = churn_report.num(r.get("zs_pages_compacted"))
             if r["alloc"] == ZS and v is not None:
@@ -2174,6 +2176,7 @@ def htab_at_rest(name):
     sample of each run of churn run @name: [(pages, objects)] (runs sampled
     before sample.py read the table pages: none)."""
     last = {}
+    churn_report.set_page(run_meta(name))
     for r in churn_report.load_samples(os.path.join(rdir(name), "samples.csv")):
         if r["alloc"] == AF and r["phase"] == "rest" and r.get("afm_htab_pages"):
             last[r["run"]] = (int(r["afm_htab_pages"]), int(r["afm_objects"]))

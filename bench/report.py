@@ -126,7 +126,7 @@ def fragmentation(run_dir):
            "With each allocator's data still resident in zram, after the rm_include "
            "step of the last round; page cache dropped first.", ""]
     if huge:
-        cap = ("" if order <= 9 else
+        cap = ("" if load_meta(run_dir).get("arch", "x86_64") == "x86_64" else
                " (at most what MemFree holds beyond the min watermark and 128 MB, which "
                "the script needs to go on)")
         out += [f"HugeTLB-capability: {size} pages obtained by writing MemTotal/{size}{cap} to "

@@ -103,7 +103,7 @@ held_pages() {
 		dbg=/sys/kernel/debug/afmalloc/$dev/classes
 		[ -r "$dbg" ] || die "no $dbg: the guest needs CONFIG_AFMALLOC_STAT and debugfs"
 		meta=$(slab_pages "^afm-$dev-")
-		echo "$((meta + $(awk '$1 == "4096" { print $5 }' "$dbg") + $(slab_kmalloc_pages "$dev"))) $meta" ;;
+		echo "$((meta + $(awk -v ps="$(getconf PAGESIZE)" '$1 == ps { print $5 }' "$dbg") + $(slab_kmalloc_pages "$dev"))) $meta" ;;
 	afmalloc/zspage)
 		meta=$(slab_pages "^afm-$dev-")
 		echo "$((used + meta)) $meta" ;;
@@ -182,13 +182,14 @@ hugetlb() {  # alloc round after_step
 	[ -s "$huge_csv" ] || echo "alloc,round,after_step,requested,obtained,free_mb_before,u9_before" > "$huge_csv"
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	want=$(awk -v h="$hp_kb" '/^MemTotal:/ { print int($2 / h) }' /proc/meminfo)
-	# Huge pages beyond 2 MiB (32 MiB with arm64's 16 KiB pages): the
-	# request leaves the headroom and the min watermark (~200 MB there:
-	# THP sizes min_free_kbytes by the pageblock) free. Without it an
-	# unfragmented 4G guest gave up all but the watermark, reclaiming this
-	# script's own text, and the OOM killer took the script. 2 MiB pages:
-	# MemTotal / 2 MiB, as in every run before.
-	if [ "$hp_kb" -gt 2048 ]; then
+	# Off x86_64 (arm64: 32 MiB huge pages with 16 KiB pages, 2 MiB with
+	# 4 KiB) the request leaves the headroom and the min watermark (~200 MB
+	# with 16 KiB pages: THP sizes min_free_kbytes by the pageblock) free.
+	# Without it an unfragmented arm64 guest gave up all but the watermark,
+	# reclaiming this script's own text, and the OOM killer took the
+	# script (with either page size). x86_64: MemTotal / 2 MiB, as in
+	# every run before.
+	if [ "$(uname -m)" != x86_64 ]; then
 		want=$(awk -v h="$hp_kb" -v m="$(cat /proc/sys/vm/min_free_kbytes)" -v r="$HUGETLB_HEADROOM_MB" -v w="$want" '
 			/^MemFree:/ { n = int(($2 - m - r * 1024) / h); print (n < w ? (n > 0 ? n : 0) : w) }' /proc/meminfo)
 	fi

@@ -108,6 +108,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ $# -ge 1 ] || { usage >&2; die "no script to run"; }
+case "$arch" in x86_64|arm64) ;; *) die "--arch must be x86_64 or arm64, not '$arch'" ;; esac
+[ "$arch" = x86_64 ] || [ "$accel" != kvm ] ||
+	die "--accel kvm: an arm64 guest on this host is always emulated (TCG)"
 need_root "booting a VM with the host root file system"
 case "$accel" in auto|kvm|tcg) ;; *) die "--accel must be auto, kvm or tcg, not '$accel'" ;; esac
 [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive number, not '$cpus'"
@@ -120,14 +123,13 @@ x86_64) kernel=${kernel:-$AFMALLOC_BUILD/guest}; image=arch/x86/boot/bzImage
 	qemu="qemu-system-x86_64" ;;
 arm64) kernel=${kernel:-$AFMALLOC_BUILD/guest-arm64}; image=arch/arm64/boot/Image
 	qemu="qemu-system-aarch64"
-	[ "$accel" != kvm ] || die "--accel kvm: an arm64 guest on this host is always emulated (TCG)"
 	accel=tcg
 	[ -n "$root" ] || root=$("$AFMALLOC_TOP/scripts/arm64-root.sh")
 	[ -x "$root/bin/bash" ] || die "no arm64 root at $root (scripts/arm64-root.sh makes it)" ;;
 *) die "--arch must be x86_64 or arm64, not '$arch'" ;;
 esac
 [ -d "$kernel" ] && kernel=$kernel/$image
-[ -f "$kernel" ] || die "no kernel image at $kernel (build one with scripts/build-guest.sh${arch/x86_64/})"
+[ -f "$kernel" ] || die "no kernel image at $kernel (build one with scripts/build-guest.sh$([ "$arch" = x86_64 ] || echo " --arch $arch"))"
 script=$1; shift
 [ -f "$script" ] || die "script $script not found"
 script=$(realpath "$script")

@@ -444,7 +444,7 @@ static void scan_pools(void)
 		nftw(code_dirs[i], scan_cb, 32, FTW_PHYS | FTW_ACTIONRETVAL);
 	}
 	if (pools[C_TEXT].len < 16 * PG || pools[C_CODE].len < 16 * PG)
-		die("too little data: %zu bytes of text, %zu of code (need 64 KiB each)",
+		die("too little data: %zu bytes of text, %zu of code (need 16 pages each)",
 		    pools[C_TEXT].len, pools[C_CODE].len);
 	if (pool_full(&pools[C_COMP]))
 		return;
@@ -481,7 +481,7 @@ static void load_pools(void)
 		scan_pools();
 	for (i = 0; i < 3; i++)
 		if (pools[i].len < 16 * PG)
-			die("too little %s data in the pool: %zu bytes (need 64 KiB)",
+			die("too little %s data in the pool: %zu bytes (need 16 pages)",
 			    cls_name[i], pools[i].len);
 }
 

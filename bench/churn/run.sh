@@ -84,7 +84,9 @@ build_bin() {
 				{ rm -f "$tmp"; die "building $here/churn.c for arm64 failed"; }
 			mv -f "$tmp" "$a/churn"
 		fi
-		cmp -s "$d/pool.bin" "$a/pool.bin" 2>/dev/null || cp "$d/pool.bin" "$a/pool.bin"
+		if ! cmp -s "$d/pool.bin" "$a/pool.bin" 2>/dev/null; then
+			cp "$d/pool.bin" "$a/pool.bin.$$" && mv -f "$a/pool.bin.$$" "$a/pool.bin"
+		fi
 		bin=$a/churn
 	fi
 	echo "$bin"
@@ -170,7 +172,7 @@ timeout_s=$((900 + runs * ${#alist[@]} * per_run))
 [ "$warmup" = 0 ] || timeout_s=$((timeout_s + ${#alist[@]} * (warmup + 300)))
 boot_args="slab_nomerge${append:+ $append}"
 vmb_boot "$timeout_s" "churn: $target, $comp, ${alist[*]}, $runs run(s); ${wargs[*]}" \
-	--append "$boot_args" -- "$here/churn-guest.sh" --bin "$bin" --out "$out" \
+	--append "$boot_args" --rodir "$(dirname "$bin")" -- "$here/churn-guest.sh" --bin "$bin" --out "$out" \
 	--target "$target" --alloc "$allocs" --comp "$comp" --runs "$runs" --order "$order" \
 	--limit-pct "$limit_pct" --stall "$per_run" --perf "$perf_s" --warmup "$warmup" \
 	-- "${wargs[@]}"

@@ -18,7 +18,7 @@ can be split by phase.
 --dev: for target zram the swap device holding the data, for target zswap
 the swap device behind zswap (written-back and rejected pages).
 
-What is counted (every count in pages of 4 KiB unless _bytes):
+What is counted (every count in pages of the guest's size unless _bytes):
   orig_bytes    data stored, uncompressed: zram mm_stat orig_data_size;
                 zswap: the workload cgroup's memory.stat "zswapped"
   compr_bytes   compressed bytes stored, read with the pages held, so

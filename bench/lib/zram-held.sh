@@ -32,7 +32,7 @@ slab_kmalloc_pages() {
 # (and its slab pages into $meta): zsmalloc and afmalloc/zspage:
 # mem_used_total (USED) + their slab caches (zsmalloc does not count its
 # own); afmalloc/slab: its slab caches + its whole-page chunks (debugfs
-# classes row "4096") + slab_kmalloc_pages. Call slabs first.
+# classes row of the page size, "4096" with 4 KiB pages) + slab_kmalloc_pages. Call slabs first.
 held() {
 	local big=0 c
 	meta=${slab[$2]:-0}
@@ -40,7 +40,7 @@ held() {
 	afmalloc/slab)
 		if [ -r "/sys/kernel/debug/afmalloc/$2/classes" ]; then
 			while read -r -a c; do
-				[ "${c[0]}" != 4096 ] || big=${c[4]}
+				[ "${c[0]}" != "$pagesize" ] || big=${c[4]}
 			done < "/sys/kernel/debug/afmalloc/$2/classes"
 		fi
 		held=$(((meta + big + $(slab_kmalloc_pages "$2")) * pagesize)) ;;
