@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The arm64 guests' root file system: a minimal Debian 12 (bookworm) for
-# arm64 in $AFMALLOC_CACHE/arm64/root, made once, and its path printed.
+# arm64 in $AFMALLOC_CACHE/arm64/root-HASH (HASH: of its package list),
+# made once, and its path printed.
 #   scripts/arm64-root.sh --kernel DIR
 # An arm64 guest cannot run the host's x86 programs, so the benchmarks'
 # guest scripts (bash, tar, mkfs.ext4, awk, ...) need a root of their own.
@@ -10,7 +11,8 @@
 # second stage) runs inside an arm64 guest booted from the built kernel DIR
 # (scripts/build-guest.sh --arch arm64) by scripts/vm-run.sh. Made in a
 # temporary folder, renamed when done: an interrupted run leaves no root
-# that looks finished. The root is remade when its package list changes.
+# that looks finished. A new package list makes a new root; the old one
+# stays until removed by hand (~250 MB).
 # Under TCG the second stage takes several minutes.
 
 # Inside the guest: configure what debootstrap unpacked.
@@ -44,11 +46,16 @@ done
 suite=bookworm
 # What the guest scripts run beyond debootstrap's minbase (bash, coreutils,
 # tar, grep, sed, mawk, util-linux, findutils, gzip): ext4's mkfs, ps,
-# busybox for poweroff, python3 for the churn benchmark's sampler.
-pkgs=e2fsprogs,procps,busybox,python3
+# busybox for poweroff, python3 for the churn benchmark's sampler, udev
+# for virtme-ng's script ports (/dev/virtio-ports/virtme.*; without them
+# the script's output goes through the emulated serial console, which
+# under TCG reached the host many minutes late).
+pkgs=e2fsprogs,procps,busybox,python3,udev
 mirror=${AFMALLOC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-root=$AFMALLOC_CACHE/arm64/root
 want="$suite minbase $pkgs"
+# One folder per package list: a run booted on the root of another list
+# (another checkout, an earlier commit) keeps its own while a new one is made.
+root=$AFMALLOC_CACHE/arm64/root-$(echo "$want" | sha256sum | cut -c1-12)
 if [ "$(cat "$root/.afmalloc-root" 2>/dev/null)" = "$want" ]; then
 	echo "$root"
 	exit 0
@@ -72,14 +79,17 @@ debootstrap --foreign --arch=arm64 --variant=minbase --include="$pkgs" \
 # mounts its own there.
 if [ -L "$tmp/proc" ]; then rm "$tmp/proc"; mkdir "$tmp/proc"; fi
 log "arm64 root: second stage in an arm64 guest (several minutes under TCG)"
+# No boot deadline: the unconfigured root has no script ports, and the
+# serial console's late output can hide the script's start for as long.
 "$AFMALLOC_TOP/scripts/vm-run.sh" --arch arm64 --root "$tmp" --kernel "$kernel" \
-	--timeout 3600 --no-dmesg-check -- "$AFMALLOC_TOP/scripts/arm64-root.sh" --second-stage >&2 ||
+	--timeout 3600 --no-dmesg-check --boot-deadline 0 --boot-retries 0 \
+	-- "$AFMALLOC_TOP/scripts/arm64-root.sh" --second-stage >&2 ||
 	die "the second stage failed in the guest (its console: the log vm-run.sh named above)"
 if [ ! -x "$tmp/sbin/mkfs.ext4" ] || [ -d "$tmp/debootstrap" ]; then
 	die "the second stage left no configured root in $tmp"
 fi
-rm -rf "$root"
 echo "$want" > "$tmp/.afmalloc-root"
+rm -rf "$root"	# a root of this list left unfinished by an older script
 mv "$tmp" "$root"
 rm -f "$tmp.log"
 log "arm64 root: $root"
