@@ -905,7 +905,7 @@ static noreturn void child_main(unsigned int slot)
 	struct proc pr = {
 		.slot = slot,
 		.incarnation = sh->slot[slot].incarnation,
-		.npages = (opt.mb << 8) / opt.procs,
+		.npages = ((size_t)opt.mb << 20) / PG / opt.procs,
 	};
 	unsigned int t;
 
@@ -1486,7 +1486,7 @@ static void parse(int argc, char **argv)
 		help(stderr);
 		exit(2);
 	}
-	if (opt.mb && (opt.mb << 8) / opt.procs < 16 * opt.threads)
+	if (opt.mb && ((size_t)opt.mb << 20) / PG / opt.procs < 16 * opt.threads)
 		die("--mb %lu is too small for %u process(es) of %u thread(s)",
 		    opt.mb, opt.procs, opt.threads);
 }
@@ -1540,7 +1540,7 @@ int main(int argc, char **argv)
 	t_start = now_ns(CLOCK_MONOTONIC);
 	load_pools();
 	printf("churn: %lu MiB in %u process(es) x %u thread(s), %zu pages each;",
-	       opt.mb, opt.procs, opt.threads, (size_t)((opt.mb << 8) / opt.procs));
+	       opt.mb, opt.procs, opt.threads, (size_t)(((size_t)opt.mb << 20) / PG / opt.procs));
 	printf(" rewrite %.3f, zipf %.2f; phases churn %.0f s, exit %.0f s,",
 	       opt.rewrite, opt.zipf, opt.churn_s, opt.exit_s);
 	printf(" switch %.0f s (slots of %.1f s), rest %.0f s%s\n",
