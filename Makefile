@@ -218,7 +218,7 @@ bench: setup
 # The same on an emulated arm64 guest (QEMU's virt machine under TCG), 16 KiB
 # pages by default (PAGES=4K: 4 KiB), with a Debian arm64 root of its own
 # (scripts/arm64-root.sh: made once, its configuration run in the guest,
-# ~10 min); the arm64 kernel's cross build ~15 min cold. No
+# ~12 min); the arm64 kernel's cross build ~5 min cold. No
 # Highalloc-Stress there. ALLOC_ARM64: zsmalloc and afmalloc/zspage.
 ALLOC_ARM64 ?= zsmalloc,afmalloc/zspage
 bench-arm64: setup

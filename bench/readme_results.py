@@ -140,7 +140,8 @@ SUMMARY = {
     "zswap_stock": "zswap-stock",           # zswap on Debian's kernel
     # Swap churn (bench/churn/), a row group each; one still running (no
     # meta.json) or missing is left out with a note.
-    "churn": ("churn-zram-lz4", "churn-zswap-lz4", "churn-zram-zstd", "churn-zswap-zstd"),
+    "churn": ("churn-zram-lz4", "churn-zswap-lz4", "churn-zram-zstd", "churn-zswap-zstd",
+              "churn-zram-lz4-arm64-16k"),    # the last on emulated arm64, 16 KiB pages
     # Extent alignment (zspage_align, README "Extent alignment"): the same
     # benchmark with the default and with afmalloc.zspage_align=16, each
     # against zsmalloc in its own boot. A pair with a missing folder is
@@ -1714,6 +1715,9 @@ def churn_rows(n, c, add):
 
     nr = len(c["runs"])
     where = f"{m.get('target', '?')} ({m.get('compressor', '?')})"
+    if m.get("arch", "x86_64") != "x86_64":
+        where += (f" on an emulated {m['arch']} guest with "
+                  f"{int(m.get('page_size', 4096)) // 1024} KiB pages")
     pool = ""
     if churn_wb(c):
         took, back, most = churn_wb_sums(c, (AF, ZS))
