@@ -920,8 +920,10 @@ def targets_line(n, c):
              for w, v in (("**missed:**", False), ("met:", True), ("not measured:", None))
              if any(x["met"] is v for x in t)]
     m = c["meta"]
+    guest = ("" if m.get("arch", "x86_64") == "x86_64" else
+             f", emulated {m['arch']} with {int(m.get('page_size', 4096)) // 1024} KiB pages")
     return (f"**Issue 16's swap-churn targets, {m.get('target', '?')} "
-            f"({m.get('compressor', '?')}), {link(n)}:** " + "; ".join(parts) + ".")
+            f"({m.get('compressor', '?')}){guest}, {link(n)}:** " + "; ".join(parts) + ".")
 
 
 ZSWAP_WHAT = ("zswap runs in front of a zram device (zsmalloc, lz4) as the only swap, with its "
@@ -1734,7 +1736,7 @@ def churn_rows(n, c, add):
     lower = sum(x < z for x, z in zip(mean[AF], mean[ZS]))
     better = ("afmalloc" if lower == len(phases) else "**zsmalloc**" if lower == 0 else
               f"neither: afmalloc lower in {lower} of {len(phases)} phases")
-    add(f"Swap churn on {where}{pool}, {nr} runs in one boot{before(n)}: mean "
+    add(f"Swap churn on {where}{pool}, {nr} run{'s' if nr != 1 else ''} in one boot{before(n)}: mean "
         "overhead per phase "
         f"({' / '.join(phases)}), median of runs",
         " / ".join(cpct(x) for x in mean[ZS]), " / ".join(cpct(x) for x in mean[AF]), None,
@@ -1844,7 +1846,7 @@ def zs_compaction_line(d):
                        if r["alloc"] == ZS and r["pages_compacted"].isdigit()), default=None)
     if not churn and fio is None:
         return None
-    parts = [f"{k} pages in {n}'s {runs} runs" for n, k, runs in churn]
+    parts = [f"{k} pages in {n}'s {runs} run{'s' if runs != 1 else ''}" for n, k, runs in churn]
     if fio is not None:
         parts.append(f"{fio} pages in {SUMMARY['fio']}")
     return ("**zsmalloc's compaction in these runs:** it gave back " + ", ".join(parts)
