@@ -65,13 +65,11 @@ for a in "${alist[@]}"; do
 	esac
 done
 [ -n "$memory" ] || { [ "$dataset" = full ] && memory=4G || memory=2G; }
-case "$vmb_arch" in
-x86_64) [ -z "$vmb_pages" ] || die "--pages is for --arch arm64 (x86_64 has 4 KiB pages)" ;;
-arm64) case "${vmb_pages:=16K}" in 16K|4K) ;; *) die "--pages must be 16K or 4K, not '$vmb_pages'" ;; esac
+vmb_arch_check
+if [ "$vmb_arch" = arm64 ]; then
 	[ "$highalloc" = 0 ] || log "arm64: no Highalloc-Stress test (its module is built for the x86_64 guest)"
-	highalloc=0 ;;
-*) die "--arch must be x86_64 or arm64, not '$vmb_arch'" ;;
-esac
+	highalloc=0
+fi
 
 vmb_setup "the benchmark"
 vmb_kernel ''

@@ -143,11 +143,7 @@ done
 [ "$mb" -ge 8 ] || die "--mb must be at least 8"
 [ "$switch_slot" -ge 1 ] || die "--switch-slot must be at least 1"
 case "${CHURN_NOTE:-}" in *[\"\\]*) die "CHURN_NOTE must not hold quotes or backslashes" ;; esac
-case "$vmb_arch" in
-x86_64) [ -z "$vmb_pages" ] || die "--pages is for --arch arm64 (x86_64 has 4 KiB pages)" ;;
-arm64) case "${vmb_pages:=16K}" in 16K|4K) ;; *) die "--pages must be 16K or 4K, not '$vmb_pages'" ;; esac ;;
-*) die "--arch must be x86_64 or arm64, not '$vmb_arch'" ;;
-esac
+vmb_arch_check
 
 vmb_setup "the churn benchmark"
 bin=$(build_bin)

@@ -25,6 +25,9 @@
 #
 # vmb_setup WHAT       need_root, then scripts/setup.sh. Sets vmb_what (WHAT,
 #                      e.g. "the fio benchmark"), which vmb_boot's error names.
+# vmb_arch_check      dies unless vmb_arch (an --arch option) is x86_64 or
+#                      arm64 and vmb_pages (--pages) empty for x86_64, 16K
+#                      or 4K for arm64 (set to 16K when empty).
 # vmb_kernel [DIR]     the guest kernel: the build dir DIR (a --kernel option)
 #                      or, when DIR is empty, the lean guest kernel that
 #                      scripts/build-guest.sh builds or finds up to date.
@@ -86,6 +89,14 @@ vmb_setup() {
 	vmb_what=$1
 	need_root "$vmb_what (it boots a VM)"
 	"$AFMALLOC_TOP/scripts/setup.sh"
+}
+
+vmb_arch_check() {
+	case "$vmb_arch" in
+	x86_64) [ -z "$vmb_pages" ] || die "--pages is for --arch arm64 (x86_64 has 4 KiB pages)" ;;
+	arm64) case "${vmb_pages:=16K}" in 16K|4K) ;; *) die "--pages must be 16K or 4K, not '$vmb_pages'" ;; esac ;;
+	*) die "--arch must be x86_64 or arm64, not '$vmb_arch'" ;;
+	esac
 }
 
 vmb_kernel() {
