@@ -179,7 +179,7 @@ vmb_meta "$kernel" <<JSON
   "guest_memory": "$memory",
   "guest_cpus": $cpus,
   "arch": "$vmb_arch",
-  "page_size": $(grep -q '^CONFIG_ARM64_16K_PAGES=y' "$kernel/.config" && echo 16384 || echo 4096),
+  "page_size": $(vmb_page_size),
   "boot_args": "$boot_args",
   "target": "$target",
   "compressor": "$comp",

@@ -36,6 +36,9 @@
 #                      arm64 guest kernel (DIR/arch/arm64/boot/Image) and
 #                      its root file system (scripts/arm64-root.sh, made
 #                      once with that kernel).
+# vmb_page_size        the page size of $kernel's build (16384 for an arm64
+#                      kernel with 16 KiB pages, else 4096): meta.json's
+#                      "page_size".
 # vmb_stock_kernel     Debian's unmodified 6.12 kernel and afmalloc.ko built
 #                      against its headers (scripts/stock-kernel.sh installs
 #                      and builds what is missing). Sets kernel (the image in
@@ -104,11 +107,15 @@ vmb_kernel() {
 	kernel=${1:-}
 	if [ "${vmb_arch:-x86_64}" != x86_64 ]; then
 		image=arch/arm64/boot/Image
-		bargs=(--arch "$vmb_arch" --pages "${vmb_pages:-4K}")
+		bargs=(--arch "$vmb_arch" --pages "${vmb_pages:-16K}")
 	fi
 	[ -n "$kernel" ] || kernel=$("$AFMALLOC_TOP/scripts/build-guest.sh" "${bargs[@]}")
 	[ -f "$kernel/$image" ] || die "no kernel image in $kernel"
 	[ "${vmb_arch:-x86_64}" = x86_64 ] || "$AFMALLOC_TOP/scripts/arm64-root.sh" --kernel "$kernel" >/dev/null
+}
+
+vmb_page_size() {
+	if grep -q '^CONFIG_ARM64_16K_PAGES=y' "$kernel/.config"; then echo 16384; else echo 4096; fi
 }
 
 vmb_stock_kernel() {
