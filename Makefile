@@ -3,9 +3,9 @@
 # afmalloc user-facing targets. kbuild itself reads ./Kbuild, both in the
 # kernel tree (overlaid as mm/afmalloc/) and for the out-of-tree module.
 #
-#   make check     set up, KUnit on UML (beside the debug kernel's build),
-#                  in-VM tests on the debug kernel and zswap on Debian's kernel
-#                  (CI runs this)
+#   make check     set up, checkpatch, KUnit on UML (beside the debug
+#                  kernel's build), in-VM tests on the debug kernel and zswap
+#                  on Debian's kernel (CI runs this)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
 #   make kunit-arm64    the KUnit suites on an emulated arm64 kernel (2 CPUs;
 #                  PAGES=16K: 16 KiB pages)
@@ -29,6 +29,7 @@
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
 #   make vm-test-zero-race  zswap's stale entries behind zero pages (patches/0006)
 #   make vm-test-cx16       the guest CPU's flags across cmpxchg16b (CX16_SECONDS=600)
+#   make checkpatch  checkpatch.pl --strict on every C file and patch (in make check)
 #
 # Caches live in $(AFMALLOC_CACHE) (default ~/.cache/afmalloc).
 
@@ -63,7 +64,7 @@ TIMED := $(TOP)/scripts/timed.sh
 all: help
 
 help:
-	@sed -n '3,28p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^# Caches live/p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 setup:
 	$(TIMED) setup $(TOP)/scripts/setup.sh
@@ -172,7 +173,7 @@ check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
 # the emulated guest loses more than nice 19 suggests).
 # On failure the timing table and what each failed step said (timed.sh
 # --failures) come last, so that a log cut to its end names the failure.
-check: timings-begin readme-check script-tests setup
+check: timings-begin readme-check script-tests setup checkpatch
 	@$(TOP)/scripts/beside.sh $(AFMALLOC_CACHE)/timings/kunit-beside.out \
 		$(MAKE) --no-print-directory SETUP_DONE=1 kunit -- \
 		$(MAKE) --no-print-directory SETUP_DONE=1 vm-test-debug vm-test-stock || \
@@ -295,9 +296,5 @@ module:
 module-clean:
 	$(MAKE) -C $(KDIR) M=$(TOP) clean
 
-checkpatch: tree
-	cd "$$($(TOP)/scripts/prepare-tree.sh)" && \
-	for f in $$(cd $(TOP) && git ls-files '*.c' '*.h'); do \
-		./scripts/checkpatch.pl --strict --no-tree --terse -f $(TOP)/$$f || exit 1; done
-	cd "$$($(TOP)/scripts/prepare-tree.sh)" && for p in $(TOP)/patches/*.patch; do \
-		[ -e "$$p" ] || continue; ./scripts/checkpatch.pl --strict --terse --ignore FILE_PATH_CHANGES $$p || exit 1; done
+checkpatch:
+	$(TIMED) checkpatch $(TOP)/scripts/checkpatch.sh

@@ -117,10 +117,11 @@ build_module() {
 
 if [ "$build" = 1 ]; then
 	lock "stock-$kver"
-	build_module "$out/module" CONFIG_AFMALLOC=m
+	build_module "$out/module" CONFIG_AFMALLOC=m CONFIG_AFMALLOC_WERROR=y
 	[ -f "$out/module/afmalloc.ko" ] || die "no afmalloc.ko in $out/module"
 	if [ "$kunit" != n ]; then
-		build_module "$out/kunit" CONFIG_AFMALLOC=m CONFIG_AFMALLOC_KUNIT_TEST=m
+		build_module "$out/kunit" CONFIG_AFMALLOC=m CONFIG_AFMALLOC_KUNIT_TEST=m \
+			CONFIG_AFMALLOC_WERROR=y
 		[ -f "$out/kunit/afmalloc_kunit.ko" ] || die "no afmalloc_kunit.ko in $out/kunit"
 	fi
 fi
