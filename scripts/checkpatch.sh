@@ -13,23 +13,23 @@
 tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
 cd "$tree" || die "no prepared tree $tree"
 [ -x scripts/checkpatch.pl ] || die "no scripts/checkpatch.pl in $tree"
-rc=0 n=0 bad=0
-while IFS= read -r f; do
-	n=$((n + 1))
-	./scripts/checkpatch.pl --strict --terse --no-summary -f "$AFMALLOC_TOP/$f" ||
-		{ rc=1; bad=$((bad + 1)); }
-done < <(git -C "$AFMALLOC_TOP" ls-files '*.c' '*.h')
+# One checkpatch.pl per file, as many at once as there are CPUs (it is
+# perl on one core: 30 s for the whole list one at a time here).
+mapfile -t files < <(git -C "$AFMALLOC_TOP" ls-files '*.c' '*.h' | sed "s|^|$AFMALLOC_TOP/|")
+[ "${#files[@]}" -gt 0 ] || die "no C file found in $AFMALLOC_TOP"
+rc=0
+printf '%s\0' "${files[@]}" | xargs -0 -n 1 -P "$AFMALLOC_JOBS" \
+	./scripts/checkpatch.pl --strict --terse --no-summary -f || rc=1
+n=${#files[@]}
 for p in "$AFMALLOC_TOP"/patches/*.patch; do
 	[ -e "$p" ] || continue
 	n=$((n + 1))
 	./scripts/checkpatch.pl --strict --terse --no-summary \
-		--ignore FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID "$p" ||
-		{ rc=1; bad=$((bad + 1)); }
+		--ignore FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID "$p" || rc=1
 done
-[ "$n" -gt 0 ] || die "no C file or patch found in $AFMALLOC_TOP"
 if [ "$rc" = 0 ]; then
 	log "checkpatch --strict: $n files and patches, clean"
 else
-	log "checkpatch --strict: findings in $bad of $n files and patches (above)"
+	log "checkpatch --strict: findings (above) among $n files and patches"
 fi
 exit "$rc"
