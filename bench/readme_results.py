@@ -141,7 +141,8 @@ SUMMARY = {
     # Swap churn (bench/churn/), a row group each; one still running (no
     # meta.json) or missing is left out with a note.
     "churn": ("churn-zram-lz4", "churn-zswap-lz4", "churn-zram-zstd", "churn-zswap-zstd",
-              "churn-zram-lz4-arm64-16k"),    # the last on emulated arm64, 16 KiB pages
+              # on emulated arm64, 16 KiB pages:
+              "churn-zram-lz4-arm64-16k", "churn-zswap-lz4-arm64-16k", "churn-zswap-zstd-arm64-16k"),
     # Extent alignment (zspage_align, README "Extent alignment"): the same
     # benchmark with the default and with afmalloc.zspage_align=16, each
     # against zsmalloc in its own boot. A pair with a missing folder is
@@ -1717,16 +1718,19 @@ def churn_rows(n, c, add):
 
     nr = len(c["runs"])
     where = f"{m.get('target', '?')} ({m.get('compressor', '?')})"
+    pool = guest = ""
     if m.get("arch", "x86_64") != "x86_64":
-        where += (f" on an emulated {m['arch']} guest with "
-                  f"{int(m.get('page_size', 4096)) // 1024} KiB pages")
-    pool = ""
+        guest = (f" on an emulated {m['arch']} guest with "
+                 f"{int(m.get('page_size', 4096)) // 1024} KiB pages")
     if churn_wb(c):
         took, back, most = churn_wb_sums(c, (AF, ZS))
-        pool = (" in front of a zram device, counting zswap's pool alone ("
+        pool = (" in front of a zram device" + guest
+                + ", counting zswap's pool alone ("
                 + (f"at most {most:.1f} MiB; " if most is not None else "")
                 + (f"its shrinker wrote back {100 * back / took:.0f}% of the pages zswap took "
                    if took else "") + "to that device, not counted)")
+    else:
+        where += guest
     # Phases where both allocators have a median (zswap's rest can have no
     # sample holding 1% of the peak: everything written back).
     phases = [ph for ph in c["phases"]
