@@ -142,7 +142,7 @@ SUMMARY = {
     # meta.json) or missing is left out with a note.
     "churn": ("churn-zram-lz4", "churn-zswap-lz4", "churn-zram-zstd", "churn-zswap-zstd",
               # on emulated arm64, 16 KiB pages:
-              "churn-zram-lz4-arm64-16k", "churn-zswap-lz4-arm64-16k", "churn-zswap-zstd-arm64-16k"),
+              "churn-zram-lz4-arm64-16k", "churn-zswap-lz4-arm64-16k"),
     # Extent alignment (zspage_align, README "Extent alignment"): the same
     # benchmark with the default and with afmalloc.zspage_align=16, each
     # against zsmalloc in its own boot. A pair with a missing folder is
