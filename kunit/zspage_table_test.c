@@ -341,13 +341,24 @@ static void afm_zs_test_dir_block_rcu(struct kunit *test)
  * but the last ones removed. What is left (the last files and the
  * metadata) was written last, and needs two table pages: the pages the
  * removed files filled go back. That holds with the handle table's
- * magazine off (zspage_handle_mag = 0, afm_zs_test_handle_mag()); with
- * it, a freed slot is reused by the next allocation, which puts one of
- * the last files in the old slot of each metadata block, all over the
- * table, and keeps every page.
+ * magazine off (zspage_handle_mag = 0, afm_zs_test_handle_mag()) and with
+ * it (the default, 16 slots): the writes outrun the frees, so the table
+ * is write-mostly (AFM_ZT_WR_ON) and the old slot of each metadata block
+ * goes back to its page instead of to the next file, which would keep
+ * every page the files filled.
  */
+static const unsigned int afm_zs_mag_sizes[] = { 0, AFM_ZT_MAG };
+
+static void afm_zs_mag_desc(const unsigned int *nr, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "handle magazine %u", *nr);
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_mag, afm_zs_mag_sizes, afm_zs_mag_desc);
+
 static void afm_zs_test_table_locality(struct kunit *test)
 {
+	const unsigned int *mag = test->param_value;
 	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
 	const unsigned int nfiles = 7 * per_page, nmeta = nfiles / 64;
 	const unsigned int nlate = per_page, n = nfiles + nmeta + nlate;
@@ -361,7 +372,7 @@ static void afm_zs_test_table_locality(struct kunit *test)
 	ts = afm_zs_set(test, n);
 	afm_zs_quiet(ts);
 	KUNIT_EXPECT_EQ(test, afm_zs_test_handle_mag(ts->pool, 17), -EINVAL);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, 0), 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, *mag), 0);
 	for (i = 0; i < nfiles; i++) {
 		if (i % 64 == 0) {
 			ts->h[nfiles + m] = afm_test_malloc(test, ts->pool, 100);
@@ -402,6 +413,52 @@ static void afm_zs_test_table_locality(struct kunit *test)
 	for (i = nfiles; i < n; i++)
 		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
 						     i, 100, buf, i & 1));
+	afm_zs_free_all_empty(test, ts);
+}
+
+/*
+ * Under churn the magazine serves: after a fill (write-mostly) of several
+ * table pages, pairs of a free of an old object and an allocation bring
+ * the table out of write-mostly within AFM_ZT_WR_MAX pairs, and from then
+ * on each allocation takes the slot the free before it gave back (last
+ * freed, first reused), touching no table page's free list.
+ */
+static void afm_zs_test_table_churn_mag(struct kunit *test)
+{
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	const unsigned int n = 4 * per_page, pairs = 3 * AFM_ZT_WR_MAX;
+	unsigned int i, j, same = 0, late_same = 0;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long old;
+	u32 rnd = 1;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, AFM_ZT_MAG), 0);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+	}
+	for (j = 0; j < pairs; j++) {
+		rnd = rnd * 1103515245 + 12345;
+		i = (rnd >> 8) % (n - per_page);	/* full, older pages */
+		old = ts->h[i];
+		afm_free(ts->pool, old);
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+		if (ts->h[i] == old) {
+			same++;
+			late_same += j >= pairs - AFM_ZT_WR_MAX;
+		}
+	}
+	/* The last pairs, well past the write-mostly fill, all reuse. */
+	KUNIT_EXPECT_EQ_MSG(test, late_same, AFM_ZT_WR_MAX,
+			    "%u of %u pairs reused the freed slot", same, pairs);
+	afm_zs_expect_consistent(test, ts->pool);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size100,
+						0), 0);
 	afm_zs_free_all_empty(test, ts);
 }
 
@@ -786,7 +843,8 @@ static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_table_magazine),
 	KUNIT_CASE(afm_zs_test_table_page_rcu),
 	KUNIT_CASE(afm_zs_test_dir_block_rcu),
-	KUNIT_CASE(afm_zs_test_table_locality),
+	KUNIT_CASE_PARAM(afm_zs_test_table_locality, afm_zs_mag_gen_params),
+	KUNIT_CASE(afm_zs_test_table_churn_mag),
 	KUNIT_CASE(afm_zs_test_dir_pages),
 	KUNIT_CASE(afm_zs_test_dir_free_order),
 	KUNIT_CASE(afm_zs_test_dir_hole_alloc),

@@ -85,8 +85,6 @@
  */
 #define AFM_ZT_DIRS_COOL_SHIFT	AFM_ZT_DIRS_PER_PAGE
 #define AFM_ZT_OPEN		1UL	/* directory entry: page open for allocation */
-/* Free slots a table keeps at hand (struct afm_zs_table, @mag). */
-#define AFM_ZT_MAG		16
 /* afm_zt_find()'s table page when the slot comes from the magazine. */
 #define AFM_ZT_FROM_MAG		ULONG_MAX
 #define AFM_ZH_PER_PAGE		(PAGE_SIZE / sizeof(u64))
@@ -412,10 +410,16 @@ struct afm_zt_top {
  * @pshift: log2 of @per_page, a power of two in every table (slots of 8,
  *	16 or 64 bytes in a page).
  * @mag_nr: slots in @mag.
+ * @wr: how far takes have outrun puts lately (AFM_ZT_WR_ON: write-mostly,
+ *	see there).
  * @mag: free slots kept at hand, last freed first: afm_zt_put() pushes a
  *	freed slot (cleared) here while there is room and afm_zt_take() pops
  *	one, so that under churn neither touches the free list and counts of
- *	a table page (its struct page, its directory). Their table pages go
+ *	a table page (its struct page, its directory). While the table is
+ *	write-mostly (@wr), only slots of open or current pages go in: a
+ *	slot a rewrite freed in a page of older objects would otherwise go
+ *	to the next new object, which would keep that page when the older
+ *	objects go (an untar's files removed). Their table pages go
  *	on counting them as used (not in @used) until afm_zt_mag_drain():
  *	when @used drops to 0 and at every compaction run (teardown frees
  *	the pages whatever their slots hold, afm_zt_destroy()).
@@ -443,6 +447,7 @@ struct afm_zs_table {
 	unsigned int mag_max;
 	unsigned int pshift;
 	unsigned int mag_nr;
+	unsigned int wr;
 	unsigned long mag[AFM_ZT_MAG];
 };
 
@@ -1155,6 +1160,8 @@ static inline unsigned long afm_zt_take(struct afm_zs_pool *zs,
 					unsigned long pg,
 					struct afm_zs_spare *sp)
 {
+	if (t->wr < AFM_ZT_WR_MAX)
+		t->wr++;
 	if (pg != AFM_ZT_FROM_MAG)
 		return afm_zt_take_page(zs, t, pg, sp);
 	lockdep_assert_held(&zs->lock);
@@ -1164,23 +1171,32 @@ static inline unsigned long afm_zt_take(struct afm_zs_pool *zs,
 
 /*
  * Free slot @idx, its content cleared: into the magazine while it has room
- * and the table other used slots, else afm_zt_put_page().
+ * and the table other used slots, unless the table is write-mostly and
+ * the slot's page neither open nor current (see AFM_ZT_WR_ON); else
+ * afm_zt_put_page().
  */
 static inline void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 			      unsigned long idx)
 {
-	unsigned long pg = idx >> t->pshift, *dir;
+	unsigned long pg = idx >> t->pshift, *dir, ent;
 	u64 *slot;
 
 	lockdep_assert_held(&zs->lock);
 	t->used--;
+	t->wr -= min_t(unsigned int, t->wr, AFM_ZT_WR_PUT);
 	if (t->mag_nr >= t->mag_max || !t->used) {
 		afm_zt_put_page(zs, t, idx);
 		return;
 	}
 	/* Slots of tables with a magazine: 8 or 16 bytes, 2^pshift a page. */
 	dir = afm_zt_dir_locked(t, afm_zt_d(t, pg));
-	slot = (void *)(dir[afm_zt_di(t, pg)] & ~AFM_ZT_OPEN) +
+	ent = dir[afm_zt_di(t, pg)];
+	if (t->wr >= AFM_ZT_WR_ON && !(ent & AFM_ZT_OPEN) &&
+	    pg != t->cur) {
+		afm_zt_put_page(zs, t, idx);
+		return;
+	}
+	slot = (void *)(ent & ~AFM_ZT_OPEN) +
 	       (idx & (t->per_page - 1)) * t->slot_size;
 	WRITE_ONCE(slot[0], 0);
 	if (t->slot_size > sizeof(u64))

@@ -22,6 +22,22 @@
 #define AFM_ZS_PAGES		BIT(AFM_ZS_ORDER)
 #define AFM_ZS_SIZE		(AFM_ZS_PAGES << PAGE_SHIFT)
 
+/* Free slots a table keeps at hand (struct afm_zs_table, @mag). */
+#define AFM_ZT_MAG		16
+/*
+ * Write-mostly (struct afm_zs_table, @wr): each slot taken adds 1 to @wr,
+ * each put takes AFM_ZT_WR_PUT off it (not below 0), and it stays at most
+ * AFM_ZT_WR_MAX; from AFM_ZT_WR_ON on, the table is taking more than
+ * AFM_ZT_WR_PUT slots for every one it gets back (a fill, an untar), and
+ * a freed slot of a page that is neither open nor current goes back to
+ * its page instead of the magazine (afm_zt_put()). Under churn (as many
+ * puts as takes) @wr falls to 0 within AFM_ZT_WR_MAX / (AFM_ZT_WR_PUT - 1)
+ * pairs, and the magazine serves them.
+ */
+#define AFM_ZT_WR_PUT		2
+#define AFM_ZT_WR_ON		64
+#define AFM_ZT_WR_MAX		128
+
 /**
  * struct afm_zs_counters - a snapshot of zspage store counters (KUnit hook)
  * @objects: live objects.

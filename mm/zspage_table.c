@@ -694,6 +694,7 @@ void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
 	t->hint = 0;
 	t->cur = ULONG_MAX;
 	t->mag_nr = 0;
+	t->wr = 0;
 	afm_zs_unlock(zs);
 	kvfree(top);
 }
