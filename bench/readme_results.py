@@ -154,6 +154,11 @@ SUMMARY = {
     # the default and with afmalloc.zspage_handle_mag=0, alternating boots;
     # keys: the parameter's value.
     "handle_mag": {
+        # Since 9ca3a27 the magazine takes no slot of a full, old table page
+        # while writes outrun frees ("write-mostly"): the quick tree with that
+        # default and with zspage_handle_mag=0, one boot each, same session;
+        # missing: a line says so.
+        "wr": {"16": ("quick-zstd-hwr-1",), "0": ("quick-zstd-hwr-hmag0-1",)},
         "16": {"quick": ("quick-zstd-hmag16-1", "quick-zstd-hmag16-2"),
                "speed": ("speed-uml-hmag16-1", "speed-uml-hmag16-2"),
                "speed_large": ("speed-uml-large-hmag16",),
@@ -2136,16 +2141,18 @@ def handle_mag_block():
     """README: the quick tree and the UML microbenchmark with the handle
     table's magazine (the default) and without it."""
     hm = SUMMARY["handle_mag"]
-    names = [n for v in hm.values() for k, ns in v.items() if k != "churn" for n in ns]
+    names = [n for v in ("16", "0") for k, ns in hm[v].items() if k != "churn" for n in ns]
     if not all(os.path.isfile(os.path.join(rdir(n), "meta.json")) for n in names):
         return "Not measured yet: " + ", ".join(names) + ".\n"
-    out = ["Each cell: the default (16 freed handle slots at hand per shard) / "
+    out = ["Each cell: the magazine as it was until 9ca3a27 (16 freed handle slots at hand "
+           "per shard, every freed slot going there) / "
            "`afmalloc.zspage_handle_mag=0`; the quick tree (zstd) with afmalloc/zspage "
            "alone, one line per boot, boots alternating; the microbenchmark natively on "
            "UML, one thread, afmalloc/zspage's allocate + write + free rate over "
            "zsmalloc's in the same run, median of the per-run ratios of the boots (range)"
            + (churn_what(hm) if all(hm[v].get("churn") for v in ("16", "0")) else "."),
-           "", "| measure | default | zspage_handle_mag=0 | runs |", "|---|---|---|---|"]
+           "", "| measure | magazine until 9ca3a27 | zspage_handle_mag=0 | runs |",
+           "|---|---|---|---|"]
 
     def runs(key):
         return ", ".join(link(n) for v in ("16", "0") for n in hm[v][key])
@@ -2164,7 +2171,7 @@ def handle_mag_block():
     out.append("| ... after removing the rest | %s | %s | %s |"
                % (*per_boot(ovh_of("rm_all")), runs("quick")))
     for step, what in (("rm_include", "the last remove step"), ("rm_all", "removing the rest")):
-        hs = {table_pages(n, step)[1] for v in hm.values() for n in v["quick"]}
+        hs = {table_pages(n, step)[1] for v in ("16", "0") for n in hm[v]["quick"]}
         out.append(f"| ... handle table pages after {what} ({'/'.join(map(str, sorted(hs)))} "
                    "handles left) | %s | %s | %s |"
                    % (*per_boot(lambda n, st=step: str(table_pages(n, st)[0])), runs("quick")))
@@ -2178,7 +2185,43 @@ def handle_mag_block():
         out.append(f"| microbenchmark ({ws_words(ws)}): allocate + write + free over zsmalloc | "
                    f"{cells[0]} | {cells[1]} | {runs(key)} |")
     out += handle_mag_churn(hm)
+    out += handle_mag_wr(hm["wr"], ovh_of)
     return "\n".join(out) + "\n"
+
+
+def handle_mag_wr(wr, ovh_of):
+    """Rows of the handle_mag block for the default since 9ca3a27 (the
+    magazine kept out of old table pages while writes outrun frees) against
+    zspage_handle_mag=0, the quick tree in one boot each (SUMMARY
+    handle_mag "wr"); a line saying so while either run is missing."""
+    names = [n for v in ("16", "0") for n in wr[v]]
+    missing = [n for n in names if not os.path.isfile(os.path.join(rdir(n), "meta.json"))]
+    if missing:
+        return ["", "The default since 9ca3a27 against `zspage_handle_mag=0`: not measured "
+                "yet (" + ", ".join(missing) + ")."]
+    src = sorted({run_source(n)[0] for n in names})
+    out = ["", "Since 9ca3a27 the magazine takes no slot of a full table page other than "
+           "the current one while allocations outrun frees (an untar), and every freed "
+           "slot under churn as before; the quick tree (zstd) with afmalloc/zspage alone, "
+           f"one boot each on {', '.join(src)}:", "",
+           "| measure | default | zspage_handle_mag=0 | runs |", "|---|---|---|---|"]
+    links = ", ".join(link(n) for n in names)
+
+    def cells(fn):
+        return ["<br>".join(fn(n) for n in wr[v]) for v in ("16", "0")]
+
+    out.append("| quick tree: overhead after the untar | %s | %s | %s |"
+               % (*cells(ovh_of("untar")), links))
+    out.append("| ... after the worst remove step | %s | %s | %s |"
+               % (*cells(lambda n: pct(max(ovh(steps(n), AF, s) for s in RM_STEPS))), links))
+    out.append("| ... after removing the rest | %s | %s | %s |"
+               % (*cells(ovh_of("rm_all")), links))
+    for step, what in (("rm_include", "the last remove step"), ("rm_all", "removing the rest")):
+        hs = {table_pages(n, step)[1] for n in names}
+        out.append(f"| ... handle table pages after {what} ({'/'.join(map(str, sorted(hs)))} "
+                   "handles left) | %s | %s | %s |"
+                   % (*cells(lambda n, st=step: str(table_pages(n, st)[0])), links))
+    return out
 
 
 def htab_at_rest(name):

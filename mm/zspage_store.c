@@ -189,9 +189,17 @@
  * price: last freed, first reused, a new object takes the entry an old one
  * left anywhere in the table (zram frees a rewritten block's old copy just
  * after allocating the new one), so that handles lose the order of the
- * writes and a table page stays while any of its entries lives; module
- * parameter zspage_handle_mag = 0 turns the handle table's magazine off
- * (KUnit afm_zs_test_table_locality).
+ * writes and a table page stays while any of its entries lives. So while
+ * allocations outrun frees (an untar, a fill: "write-mostly", AFM_ZT_WR_ON)
+ * a freed entry of a table page that is neither open nor current goes back
+ * to its page, not to the magazine, and new objects take the current
+ * page's entries in order (KUnit afm_zs_test_table_locality); under churn
+ * the magazine serves every free (afm_zs_test_table_churn_mag). That
+ * recovers part of what the magazine cost the quick tree's remove steps,
+ * not all: a slot freed while frees keep pace (a remove step's metadata
+ * rewrites) still goes to the next object, also in a page that is
+ * emptying (README "Handle slot reuse"). Module parameter
+ * zspage_handle_mag = 0 turns the handle table's magazine off.
  * Otherwise entries are taken from one
  * current table page until it is full; then the lowest-indexed table page
  * with at least a quarter of its entries free (or a missing one) becomes
