@@ -2157,24 +2157,7 @@ def handle_mag_block():
     def runs(key):
         return ", ".join(link(n) for v in ("16", "0") for n in hm[v][key])
 
-    def per_boot(fn):
-        return ["<br>".join(fn(n) for n in hm[v]["quick"]) for v in ("16", "0")]
-
-    def ovh_of(step):
-        return lambda n: pct(ovh(steps(n), AF, step))
-
-    out.append("| quick tree: overhead after the untar | %s | %s | %s |"
-               % (*per_boot(ovh_of("untar")), runs("quick")))
-    out.append("| ... after the worst remove step | %s | %s | %s |"
-               % (*per_boot(lambda n: pct(max(ovh(steps(n), AF, s) for s in RM_STEPS))),
-                  runs("quick")))
-    out.append("| ... after removing the rest | %s | %s | %s |"
-               % (*per_boot(ovh_of("rm_all")), runs("quick")))
-    for step, what in (("rm_include", "the last remove step"), ("rm_all", "removing the rest")):
-        hs = {table_pages(n, step)[1] for v in ("16", "0") for n in hm[v]["quick"]}
-        out.append(f"| ... handle table pages after {what} ({'/'.join(map(str, sorted(hs)))} "
-                   "handles left) | %s | %s | %s |"
-                   % (*per_boot(lambda n, st=step: str(table_pages(n, st)[0])), runs("quick")))
+    out += quick_hmag_rows([hm[v]["quick"] for v in ("16", "0")], runs("quick"))
     for key in ("speed", "speed_large"):
         cells = []
         for v in ("16", "0"):
@@ -2185,11 +2168,35 @@ def handle_mag_block():
         out.append(f"| microbenchmark ({ws_words(ws)}): allocate + write + free over zsmalloc | "
                    f"{cells[0]} | {cells[1]} | {runs(key)} |")
     out += handle_mag_churn(hm)
-    out += handle_mag_wr(hm["wr"], ovh_of)
+    out += handle_mag_wr(hm["wr"])
     return "\n".join(out) + "\n"
 
 
-def handle_mag_wr(wr, ovh_of):
+def quick_hmag_rows(cols, links):
+    """The handle_mag block's quick-tree rows: overhead after the untar, the
+    worst remove step and the rest, handle table pages after the last two
+    steps, for the runs of each column of @cols (one line per boot)."""
+    def cells(fn):
+        return ["<br>".join(fn(n) for n in col) for col in cols]
+
+    def ovh_of(step):
+        return lambda n: pct(ovh(steps(n), AF, step))
+
+    out = ["| quick tree: overhead after the untar | %s | %s | %s |"
+           % (*cells(ovh_of("untar")), links),
+           "| ... after the worst remove step | %s | %s | %s |"
+           % (*cells(lambda n: pct(max(ovh(steps(n), AF, s) for s in RM_STEPS))), links),
+           "| ... after removing the rest | %s | %s | %s |"
+           % (*cells(ovh_of("rm_all")), links)]
+    for step, what in (("rm_include", "the last remove step"), ("rm_all", "removing the rest")):
+        hs = {table_pages(n, step)[1] for col in cols for n in col}
+        out.append(f"| ... handle table pages after {what} ({'/'.join(map(str, sorted(hs)))} "
+                   "handles left) | %s | %s | %s |"
+                   % (*cells(lambda n, st=step: str(table_pages(n, st)[0])), links))
+    return out
+
+
+def handle_mag_wr(wr):
     """Rows of the handle_mag block for the default since 9ca3a27 (the
     magazine kept out of old table pages while writes outrun frees) against
     zspage_handle_mag=0, the quick tree in one boot each (SUMMARY
@@ -2200,28 +2207,12 @@ def handle_mag_wr(wr, ovh_of):
         return ["", "The default since 9ca3a27 against `zspage_handle_mag=0`: not measured "
                 "yet (" + ", ".join(missing) + ")."]
     src = sorted({run_source(n)[0] for n in names})
-    out = ["", "Since 9ca3a27 the magazine takes no slot of a full table page other than "
-           "the current one while allocations outrun frees (an untar), and every freed "
-           "slot under churn as before; the quick tree (zstd) with afmalloc/zspage alone, "
-           f"one boot each on {', '.join(src)}:", "",
-           "| measure | default | zspage_handle_mag=0 | runs |", "|---|---|---|---|"]
-    links = ", ".join(link(n) for n in names)
-
-    def cells(fn):
-        return ["<br>".join(fn(n) for n in wr[v]) for v in ("16", "0")]
-
-    out.append("| quick tree: overhead after the untar | %s | %s | %s |"
-               % (*cells(ovh_of("untar")), links))
-    out.append("| ... after the worst remove step | %s | %s | %s |"
-               % (*cells(lambda n: pct(max(ovh(steps(n), AF, s) for s in RM_STEPS))), links))
-    out.append("| ... after removing the rest | %s | %s | %s |"
-               % (*cells(ovh_of("rm_all")), links))
-    for step, what in (("rm_include", "the last remove step"), ("rm_all", "removing the rest")):
-        hs = {table_pages(n, step)[1] for n in names}
-        out.append(f"| ... handle table pages after {what} ({'/'.join(map(str, sorted(hs)))} "
-                   "handles left) | %s | %s | %s |"
-                   % (*cells(lambda n, st=step: str(table_pages(n, st)[0])), links))
-    return out
+    return ["", "Since 9ca3a27 the magazine takes no slot of a full table page other than "
+            "the current one while allocations outrun frees (an untar), and every freed "
+            "slot under churn as before; the quick tree (zstd) with afmalloc/zspage alone, "
+            f"one boot each on {', '.join(src)}:", "",
+            "| measure | default | zspage_handle_mag=0 | runs |", "|---|---|---|---|"] + \
+        quick_hmag_rows([wr[v] for v in ("16", "0")], ", ".join(link(n) for n in names))
 
 
 def htab_at_rest(name):
