@@ -148,12 +148,14 @@ static void afm_zs_test_table_growth(struct kunit *test)
 /*
  * A freed handle's slot is kept at hand (the table's magazine): the next
  * allocation reuses one of those freed, and a table page whose free slots
- * sit there stays until the magazine is drained (any compaction run, or
- * the table's last slot freed), then goes back to the page allocator.
+ * sit there stays until the magazine is drained (any compaction run, the
+ * table's last slot freed, or frees outrunning allocations: too few here),
+ * then goes back to the page allocator.
  */
 static void afm_zs_test_table_magazine(struct kunit *test)
 {
-	const unsigned int per_page = PAGE_SIZE / sizeof(u64), n = 2 * per_page;
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	const unsigned int n = per_page + AFM_ZT_MAG;
 	struct afm_test_set *ts = afm_zs_set(test, n);
 	struct afm_zs_counters c;
 	void *buf = afm_zs_buf(test);
@@ -171,7 +173,7 @@ static void afm_zs_test_table_magazine(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &c);
 	KUNIT_ASSERT_EQ(test, c.table_pages, 2);
 
-	/* The second page's objects go; some of its slots stay at hand. */
+	/* The second page's objects go; their slots stay at hand. */
 	lo = ts->h[per_page];
 	hi = ts->h[n - 1];
 	for (i = per_page; i < n; i++) {
@@ -409,6 +411,68 @@ static void afm_zs_test_table_locality(struct kunit *test)
 	KUNIT_EXPECT_LE_MSG(test, c.table_pages,
 			    DIV_ROUND_UP(nmeta + nlate, per_page) + 1,
 			    "%u handles left", nmeta + nlate);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = nfiles; i < n; i++)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, 100, buf, i & 1));
+	afm_zs_free_all_empty(test, ts);
+}
+
+/*
+ * Removing files keeps the handles of what is written meanwhile together:
+ * files written in order with a metadata block among every 64, then
+ * every file removed in order, one metadata block rewritten (the new copy
+ * allocated, then the old one freed) after every 64 removals, as a
+ * directory's would be. The frees outrun the allocations, so the table is
+ * free-mostly (AFM_ZT_WR_ON): freed slots go back to their pages, and the
+ * new copies take the current page's slots, not those of the pages the
+ * removals are emptying (with the magazine, last freed first reused, each
+ * copy would keep one of them: every page the files filled). What is left
+ * (the metadata) needs two table pages at most, magazine on or off.
+ */
+static void afm_zs_test_table_remove(struct kunit *test)
+{
+	const unsigned int *mag = test->param_value;
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	const unsigned int nfiles = 7 * per_page, nmeta = nfiles / 64;
+	const unsigned int n = nfiles + nmeta;
+	struct afm_zs_counters c;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int i, m = 0;
+	unsigned long h;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, *mag), 0);
+	for (i = 0; i < nfiles; i++) {
+		if (i % 64 == 0) {
+			ts->h[nfiles + m] = afm_test_malloc(test, ts->pool, 100);
+			afm_zs_put_pattern(test, ts->pool, ts->h[nfiles + m],
+					   nfiles + m, 100, buf, 0);
+			m++;
+		}
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+	}
+	KUNIT_ASSERT_EQ(test, m, nmeta);
+	for (i = 0, m = 0; i < nfiles; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+		if (i % 64 != 63)
+			continue;
+		h = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, h, nfiles + m, 100, buf, 0);
+		afm_free(ts->pool, ts->h[nfiles + m]);
+		ts->h[nfiles + m] = h;
+		m++;
+	}
+	KUNIT_ASSERT_EQ(test, m, nmeta);
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_LE_MSG(test, c.table_pages,
+			    DIV_ROUND_UP(nmeta, per_page) + 1,
+			    "%u handles left", nmeta);
 	afm_zs_expect_consistent(test, ts->pool);
 	for (i = nfiles; i < n; i++)
 		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
@@ -844,6 +908,7 @@ static struct kunit_case afm_zspage_table_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_table_page_rcu),
 	KUNIT_CASE(afm_zs_test_dir_block_rcu),
 	KUNIT_CASE_PARAM(afm_zs_test_table_locality, afm_zs_mag_gen_params),
+	KUNIT_CASE_PARAM(afm_zs_test_table_remove, afm_zs_mag_gen_params),
 	KUNIT_CASE(afm_zs_test_table_churn_mag),
 	KUNIT_CASE(afm_zs_test_dir_pages),
 	KUNIT_CASE(afm_zs_test_dir_free_order),

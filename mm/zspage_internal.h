@@ -412,6 +412,7 @@ struct afm_zt_top {
  * @mag_nr: slots in @mag.
  * @wr: how far takes have outrun puts lately (AFM_ZT_WR_ON: write-mostly,
  *	see there).
+ * @fr: how far puts have outrun takes lately (free-mostly, the same).
  * @mag: free slots kept at hand, last freed first: afm_zt_put() pushes a
  *	freed slot (cleared) here while there is room and afm_zt_take() pops
  *	one, so that under churn neither touches the free list and counts of
@@ -419,9 +420,14 @@ struct afm_zt_top {
  *	write-mostly (@wr), only slots of open or current pages go in: a
  *	slot a rewrite freed in a page of older objects would otherwise go
  *	to the next new object, which would keep that page when the older
- *	objects go (an untar's files removed). Their table pages go
+ *	objects go (an untar's files removed). While it is free-mostly
+ *	(@fr), nothing goes in and what is in goes back to its pages: a slot the removal
+ *	of a file freed would go to the next object written meanwhile (a
+ *	directory's metadata rewritten), which would keep the page the
+ *	removed files are leaving. Their table pages go
  *	on counting them as used (not in @used) until afm_zt_mag_drain():
- *	when @used drops to 0 and at every compaction run (teardown frees
+ *	when @used drops to 0, while free-mostly and at every compaction
+ *	run (teardown frees
  *	the pages whatever their slots hold, afm_zt_destroy()).
  *
  * Everything is written under the pool lock; lookups of live slots are
@@ -447,7 +453,8 @@ struct afm_zs_table {
 	unsigned int mag_max;
 	unsigned int pshift;
 	unsigned int mag_nr;
-	unsigned int wr;
+	u8 wr;
+	u8 fr;
 	unsigned long mag[AFM_ZT_MAG];
 };
 
@@ -1162,6 +1169,7 @@ static inline unsigned long afm_zt_take(struct afm_zs_pool *zs,
 {
 	if (t->wr < AFM_ZT_WR_MAX)
 		t->wr++;
+	t->fr -= min_t(unsigned int, t->fr, AFM_ZT_WR_PUT);
 	if (pg != AFM_ZT_FROM_MAG)
 		return afm_zt_take_page(zs, t, pg, sp);
 	lockdep_assert_held(&zs->lock);
@@ -1171,9 +1179,9 @@ static inline unsigned long afm_zt_take(struct afm_zs_pool *zs,
 
 /*
  * Free slot @idx, its content cleared: into the magazine while it has room
- * and the table other used slots, unless the table is write-mostly and
- * the slot's page neither open nor current (see AFM_ZT_WR_ON); else
- * afm_zt_put_page().
+ * and the table other used slots, unless the table is free-mostly, or
+ * write-mostly and the slot's page neither open nor current (see
+ * AFM_ZT_WR_ON); else afm_zt_put_page().
  */
 static inline void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 			      unsigned long idx)
@@ -1184,7 +1192,9 @@ static inline void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	lockdep_assert_held(&zs->lock);
 	t->used--;
 	t->wr -= min_t(unsigned int, t->wr, AFM_ZT_WR_PUT);
-	if (t->mag_nr >= t->mag_max || !t->used) {
+	if (t->fr < AFM_ZT_WR_MAX)
+		t->fr++;
+	if (t->mag_nr >= t->mag_max || !t->used || t->fr >= AFM_ZT_WR_ON) {
 		afm_zt_put_page(zs, t, idx);
 		return;
 	}

@@ -185,7 +185,8 @@
  * entries are kept at hand instead, cleared, for the next allocations (the
  * table's magazine; the hole table has one too), so that churn does not
  * touch a table page's free chain and counts; they go back to their pages
- * at every compaction run and when the table's last entry is freed. The
+ * at every compaction run, when the table's last entry is freed and when
+ * frees outrun allocations (below). The
  * price: last freed, first reused, a new object takes the entry an old one
  * left anywhere in the table (zram frees a rewritten block's old copy just
  * after allocating the new one), so that handles lose the order of the
@@ -193,13 +194,16 @@
  * allocations outrun frees (an untar, a fill: "write-mostly", AFM_ZT_WR_ON)
  * a freed entry of a table page that is neither open nor current goes back
  * to its page, not to the magazine, and new objects take the current
- * page's entries in order (KUnit afm_zs_test_table_locality); under churn
- * the magazine serves every free (afm_zs_test_table_churn_mag). That
- * recovers part of what the magazine cost the quick tree's remove steps,
- * not all: a slot freed while frees keep pace (a remove step's metadata
- * rewrites) still goes to the next object, also in a page that is
- * emptying (README "Handle slot reuse"). Module parameter
- * zspage_handle_mag = 0 turns the handle table's magazine off.
+ * page's entries in order (KUnit afm_zs_test_table_locality); while
+ * frees outrun allocations (files removed, zswap's writeback:
+ * "free-mostly") the magazine is emptied and all but unused, so that the
+ * objects written meanwhile (a directory's metadata rewritten) take the
+ * current page's entries, not those of the pages the frees are emptying
+ * (afm_zs_test_table_remove); under churn the magazine serves every free
+ * (afm_zs_test_table_churn_mag). What the magazine still costs: a slot
+ * freed while frees and allocations keep pace goes to the next object,
+ * also in a page that is emptying (README "Handle slot reuse"). Module
+ * parameter zspage_handle_mag = 0 turns the handle table's magazine off.
  * Otherwise entries are taken from one
  * current table page until it is full; then the lowest-indexed table page
  * with at least a quarter of its entries free (or a missing one) becomes

@@ -30,9 +30,13 @@
  * AFM_ZT_WR_MAX; from AFM_ZT_WR_ON on, the table is taking more than
  * AFM_ZT_WR_PUT slots for every one it gets back (a fill, an untar), and
  * a freed slot of a page that is neither open nor current goes back to
- * its page instead of the magazine (afm_zt_put()). Under churn (as many
- * puts as takes) @wr falls to 0 within AFM_ZT_WR_MAX / (AFM_ZT_WR_PUT - 1)
- * pairs, and the magazine serves them.
+ * its page instead of the magazine (afm_zt_put()). Free-mostly (@fr) is
+ * the same count with puts and takes swapped: from AFM_ZT_WR_ON on, the
+ * table is giving back more than AFM_ZT_WR_PUT slots for every one it
+ * takes (files removed, zswap's writeback), and every freed slot goes
+ * back to its page, the magazine's too. Under churn (as many puts as
+ * takes) both fall to 0 within AFM_ZT_WR_MAX / (AFM_ZT_WR_PUT - 1) pairs,
+ * and the magazine serves them.
  */
 #define AFM_ZT_WR_PUT		2
 #define AFM_ZT_WR_ON		64

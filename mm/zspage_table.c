@@ -650,16 +650,16 @@ void afm_zt_mag_drain(struct afm_zs_pool *zs, struct afm_zs_table *t)
 }
 
 /*
- * afm_zt_put() when the magazine is full or the table is left without a
- * used slot (@t->used already counts @idx out): back to its table page,
- * and the magazine too if the table is empty. Pool lock held.
+ * afm_zt_put() when the slot does not go into the magazine (@t->used
+ * already counts @idx out): back to its table page, and the magazine too
+ * if the table is empty or free-mostly. Pool lock held.
  */
 void afm_zt_put_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		     unsigned long idx)
 {
 	lockdep_assert_held(&zs->lock);
 	afm_zt_release(zs, t, idx);
-	if (!t->used)
+	if (!t->used || t->fr >= AFM_ZT_WR_ON)
 		afm_zt_mag_drain(zs, t);
 }
 
@@ -695,6 +695,7 @@ void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t)
 	t->cur = ULONG_MAX;
 	t->mag_nr = 0;
 	t->wr = 0;
+	t->fr = 0;
 	afm_zs_unlock(zs);
 	kvfree(top);
 }
