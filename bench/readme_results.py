@@ -142,7 +142,8 @@ SUMMARY = {
     # meta.json) or missing is left out with a note.
     "churn": ("churn-zram-lz4", "churn-zswap-lz4", "churn-zram-zstd", "churn-zswap-zstd",
               # on emulated arm64, 16 KiB pages:
-              "churn-zram-lz4-arm64-16k", "churn-zswap-lz4-arm64-16k"),
+              "churn-zram-lz4-arm64-16k", "churn-zswap-lz4-arm64-16k",
+              "churn-zswap-zstd-arm64-16k"),
     # Extent alignment (zspage_align, README "Extent alignment"): the same
     # benchmark with the default and with afmalloc.zspage_align=16, each
     # against zsmalloc in its own boot. A pair with a missing folder is
@@ -154,11 +155,21 @@ SUMMARY = {
     # the default and with afmalloc.zspage_handle_mag=0, alternating boots;
     # keys: the parameter's value.
     "handle_mag": {
-        # Since 9ca3a27 the magazine takes no slot of a full, old table page
-        # while writes outrun frees ("write-mostly"): the quick tree with that
-        # default and with zspage_handle_mag=0, one boot each, same session;
-        # missing: a line says so.
-        "wr": {"16": ("quick-zstd-hwr-1",), "0": ("quick-zstd-hwr-hmag0-1",)},
+        # Later defaults, each measured on the commit that made it (the runs'
+        # source): the quick tree with it and with zspage_handle_mag=0, one
+        # boot each, same session; missing: a line says so. 9ca3a27: the
+        # magazine takes no slot of a full, old table page while writes
+        # outrun frees ("write-mostly"); then it is emptied and unused
+        # while frees outrun writes ("free-mostly").
+        "later": (
+            {"what": "the magazine takes no slot of a full table page other than the "
+                     "current one while allocations outrun frees (an untar), and every "
+                     "freed slot under churn as before",
+             "16": ("quick-zstd-hwr-1",), "0": ("quick-zstd-hwr-hmag0-1",)},
+            {"what": "the magazine is also emptied, and left unused, while frees outrun "
+                     "allocations (files removed, zswap's writeback)",
+             "16": ("quick-zstd-hfr-1",), "0": ("quick-zstd-hfr-hmag0-1",)},
+        ),
         "16": {"quick": ("quick-zstd-hmag16-1", "quick-zstd-hmag16-2"),
                "speed": ("speed-uml-hmag16-1", "speed-uml-hmag16-2"),
                "speed_large": ("speed-uml-large-hmag16",),
@@ -2168,7 +2179,8 @@ def handle_mag_block():
         out.append(f"| microbenchmark ({ws_words(ws)}): allocate + write + free over zsmalloc | "
                    f"{cells[0]} | {cells[1]} | {runs(key)} |")
     out += handle_mag_churn(hm)
-    out += handle_mag_wr(hm["wr"])
+    for later in hm["later"]:
+        out += handle_mag_later(later)
     return "\n".join(out) + "\n"
 
 
@@ -2196,23 +2208,21 @@ def quick_hmag_rows(cols, links):
     return out
 
 
-def handle_mag_wr(wr):
-    """Rows of the handle_mag block for the default since 9ca3a27 (the
-    magazine kept out of old table pages while writes outrun frees) against
-    zspage_handle_mag=0, the quick tree in one boot each (SUMMARY
-    handle_mag "wr"); a line saying so while either run is missing."""
-    names = [n for v in ("16", "0") for n in wr[v]]
+def handle_mag_later(later):
+    """Rows of the handle_mag block for a later default (SUMMARY handle_mag
+    "later": what it changed, and its runs) against zspage_handle_mag=0, the
+    quick tree in one boot each, both on the commit that made it; a line
+    saying so while either run is missing."""
+    names = [n for v in ("16", "0") for n in later[v]]
     missing = [n for n in names if not os.path.isfile(os.path.join(rdir(n), "meta.json"))]
     if missing:
-        return ["", "The default since 9ca3a27 against `zspage_handle_mag=0`: not measured "
-                "yet (" + ", ".join(missing) + ")."]
-    src = sorted({run_source(n)[0] for n in names})
-    return ["", "Since 9ca3a27 the magazine takes no slot of a full table page other than "
-            "the current one while allocations outrun frees (an untar), and every freed "
-            "slot under churn as before; the quick tree (zstd) with afmalloc/zspage alone, "
-            f"one boot each on {', '.join(src)}:", "",
+        return ["", f"A later default ({later['what']}) against `zspage_handle_mag=0`: "
+                "not measured yet (" + ", ".join(missing) + ")."]
+    src = ", ".join(sorted({run_source(n)[0] for n in names}))
+    return ["", f"Since {src} {later['what']}; the quick tree (zstd) with afmalloc/zspage "
+            f"alone, one boot each on {src}:", "",
             "| measure | default | zspage_handle_mag=0 | runs |", "|---|---|---|---|"] + \
-        quick_hmag_rows([wr[v] for v in ("16", "0")], ", ".join(link(n) for n in names))
+        quick_hmag_rows([later[v] for v in ("16", "0")], ", ".join(link(n) for n in names))
 
 
 def htab_at_rest(name):
