@@ -335,6 +335,60 @@ static void afm_zs_test_dir_block_rcu(struct kunit *test)
 }
 
 /*
+ * Files, objects 0 to @nfiles - 1 of @ts, written in order, and metadata
+ * block m (object @nfiles + m) before every 64th.
+ */
+static void afm_zs_files_write(struct kunit *test, struct afm_test_set *ts,
+			       unsigned int nfiles, void *buf)
+{
+	unsigned int i, m = 0;
+
+	for (i = 0; i < nfiles; i++) {
+		if (i % 64 == 0) {
+			ts->h[nfiles + m] = afm_test_malloc(test, ts->pool, 100);
+			afm_zs_put_pattern(test, ts->pool, ts->h[nfiles + m],
+					   nfiles + m, 100, buf, 0);
+			m++;
+		}
+		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
+	}
+}
+
+/* Object @i of @ts rewritten as zram does: new copy first, then the free. */
+static void afm_zs_rewrite(struct kunit *test, struct afm_test_set *ts,
+			   unsigned int i, void *buf)
+{
+	unsigned long h = afm_test_malloc(test, ts->pool, 100);
+
+	afm_zs_put_pattern(test, ts->pool, h, i, 100, buf, 0);
+	afm_free(ts->pool, ts->h[i]);
+	ts->h[i] = h;
+}
+
+/*
+ * What is left, objects @from to the end of @ts, fills its table pages
+ * but one at most, and reads back; then everything goes.
+ */
+static void afm_zs_files_left(struct kunit *test, struct afm_test_set *ts,
+			      unsigned int from, void *buf)
+{
+	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	struct afm_zs_counters c;
+	unsigned int i;
+
+	afm_zs_get_counters(ts->pool, &c);
+	KUNIT_EXPECT_LE_MSG(test, c.table_pages,
+			    DIV_ROUND_UP(ts->n - from, per_page) + 1,
+			    "%u handles left", ts->n - from);
+	afm_zs_expect_consistent(test, ts->pool);
+	for (i = from; i < ts->n; i++)
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, 100, buf, i & 1));
+	afm_zs_free_all_empty(test, ts);
+}
+
+/*
  * Handles keep the locality of the writes that made them, as zram's
  * untar/remove needs (bench/run.sh): files written in order, with a
  * metadata block among every 64 (an inode table, a bitmap); then the
@@ -364,58 +418,32 @@ static void afm_zs_test_table_locality(struct kunit *test)
 	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
 	const unsigned int nfiles = 7 * per_page, nmeta = nfiles / 64;
 	const unsigned int nlate = per_page, n = nfiles + nmeta + nlate;
-	struct afm_zs_counters c;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
 	unsigned int i, m = 0;
-	unsigned long h;
 
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, n);
 	afm_zs_quiet(ts);
 	KUNIT_EXPECT_EQ(test, afm_zs_test_handle_mag(ts->pool, 17), -EINVAL);
 	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, *mag), 0);
-	for (i = 0; i < nfiles; i++) {
-		if (i % 64 == 0) {
-			ts->h[nfiles + m] = afm_test_malloc(test, ts->pool, 100);
-			afm_zs_put_pattern(test, ts->pool, ts->h[nfiles + m],
-					   nfiles + m, 100, buf, 0);
-			m++;
-		}
-		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
-	}
-	KUNIT_ASSERT_EQ(test, m, nmeta);
+	afm_zs_files_write(test, ts, nfiles, buf);
 	/* Only an empty pool changes it. */
 	KUNIT_EXPECT_EQ(test, afm_zs_test_handle_mag(ts->pool, 16), -EINVAL);
-	for (i = 0, m = 0; i < nlate; i++) {
-		if (i % 8 == 0 && m < nmeta) {
-			h = afm_test_malloc(test, ts->pool, 100);
-			afm_zs_put_pattern(test, ts->pool, h, nfiles + m, 100,
-					   buf, 0);
-			afm_free(ts->pool, ts->h[nfiles + m]);
-			ts->h[nfiles + m] = h;
-			m++;
-		}
-		h = afm_test_malloc(test, ts->pool, 100);
-		ts->h[nfiles + nmeta + i] = h;
-		afm_zs_put_pattern(test, ts->pool, h, nfiles + nmeta + i, 100,
-				   buf, 0);
+	for (i = 0; i < nlate; i++) {
+		if (i % 8 == 0 && m < nmeta)
+			afm_zs_rewrite(test, ts, nfiles + m++, buf);
+		ts->h[nfiles + nmeta + i] = afm_test_malloc(test, ts->pool,
+							    100);
+		afm_zs_put_pattern(test, ts->pool, ts->h[nfiles + nmeta + i],
+				   nfiles + nmeta + i, 100, buf, 0);
 	}
 	KUNIT_ASSERT_EQ(test, m, nmeta);
 	for (i = 0; i < nfiles; i++) {
 		afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
 	}
-	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_LE_MSG(test, c.table_pages,
-			    DIV_ROUND_UP(nmeta + nlate, per_page) + 1,
-			    "%u handles left", nmeta + nlate);
-	afm_zs_expect_consistent(test, ts->pool);
-	for (i = nfiles; i < n; i++)
-		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
-						     i, 100, buf, i & 1));
-	afm_zs_free_all_empty(test, ts);
+	afm_zs_files_left(test, ts, nfiles, buf);
 }
 
 /*
@@ -435,49 +463,23 @@ static void afm_zs_test_table_remove(struct kunit *test)
 	const unsigned int *mag = test->param_value;
 	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
 	const unsigned int nfiles = 7 * per_page, nmeta = nfiles / 64;
-	const unsigned int n = nfiles + nmeta;
-	struct afm_zs_counters c;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
 	unsigned int i, m = 0;
-	unsigned long h;
 
 	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, n);
+	ts = afm_zs_set(test, nfiles + nmeta);
 	afm_zs_quiet(ts);
 	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, *mag), 0);
+	afm_zs_files_write(test, ts, nfiles, buf);
 	for (i = 0; i < nfiles; i++) {
-		if (i % 64 == 0) {
-			ts->h[nfiles + m] = afm_test_malloc(test, ts->pool, 100);
-			afm_zs_put_pattern(test, ts->pool, ts->h[nfiles + m],
-					   nfiles + m, 100, buf, 0);
-			m++;
-		}
-		ts->h[i] = afm_test_malloc(test, ts->pool, 100);
-		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, 100, buf, 0);
-	}
-	KUNIT_ASSERT_EQ(test, m, nmeta);
-	for (i = 0, m = 0; i < nfiles; i++) {
 		afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
-		if (i % 64 != 63)
-			continue;
-		h = afm_test_malloc(test, ts->pool, 100);
-		afm_zs_put_pattern(test, ts->pool, h, nfiles + m, 100, buf, 0);
-		afm_free(ts->pool, ts->h[nfiles + m]);
-		ts->h[nfiles + m] = h;
-		m++;
+		if (i % 64 == 63)
+			afm_zs_rewrite(test, ts, nfiles + m++, buf);
 	}
 	KUNIT_ASSERT_EQ(test, m, nmeta);
-	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_LE_MSG(test, c.table_pages,
-			    DIV_ROUND_UP(nmeta, per_page) + 1,
-			    "%u handles left", nmeta);
-	afm_zs_expect_consistent(test, ts->pool);
-	for (i = nfiles; i < n; i++)
-		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
-						     i, 100, buf, i & 1));
-	afm_zs_free_all_empty(test, ts);
+	afm_zs_files_left(test, ts, nfiles, buf);
 }
 
 /*
