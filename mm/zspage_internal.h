@@ -421,14 +421,14 @@ struct afm_zt_top {
  *	slot a rewrite freed in a page of older objects would otherwise go
  *	to the next new object, which would keep that page when the older
  *	objects go (an untar's files removed). While it is free-mostly
- *	(@fr), nothing goes in and what is in goes back to its pages: a slot the removal
- *	of a file freed would go to the next object written meanwhile (a
- *	directory's metadata rewritten), which would keep the page the
- *	removed files are leaving. Their table pages go
+ *	(@fr), nothing goes in and what is in goes back to its pages: a
+ *	slot the removal of a file freed would go to the next object
+ *	written meanwhile (a directory's metadata rewritten), which would
+ *	keep the page the removed files are leaving. Their table pages go
  *	on counting them as used (not in @used) until afm_zt_mag_drain():
  *	when @used drops to 0, while free-mostly and at every compaction
- *	run (teardown frees
- *	the pages whatever their slots hold, afm_zt_destroy()).
+ *	run (teardown frees the pages whatever their slots hold,
+ *	afm_zt_destroy()).
  *
  * Everything is written under the pool lock; lookups of live slots are
  * lockless (the pages of live slots are not freed; emptied pages go back
