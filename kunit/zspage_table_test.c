@@ -368,19 +368,24 @@ static void afm_zs_rewrite(struct kunit *test, struct afm_test_set *ts,
 
 /*
  * What is left, objects @from to the end of @ts, fills its table pages
- * but one at most, and reads back; then everything goes.
+ * but one at most (@kept: it does not, some of the pages the frees left
+ * being kept), and reads back; then everything goes.
  */
 static void afm_zs_files_left(struct kunit *test, struct afm_test_set *ts,
-			      unsigned int from, void *buf)
+			      unsigned int from, void *buf, bool kept)
 {
 	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
+	unsigned int i, few = DIV_ROUND_UP(ts->n - from, per_page) + 1;
 	struct afm_zs_counters c;
-	unsigned int i;
 
 	afm_zs_get_counters(ts->pool, &c);
-	KUNIT_EXPECT_LE_MSG(test, c.table_pages,
-			    DIV_ROUND_UP(ts->n - from, per_page) + 1,
-			    "%u handles left", ts->n - from);
+	if (kept)
+		KUNIT_EXPECT_GT_MSG(test, c.table_pages, few,
+				    "%u handles left, phase rules off",
+				    ts->n - from);
+	else
+		KUNIT_EXPECT_LE_MSG(test, c.table_pages, few,
+				    "%u handles left", ts->n - from);
 	afm_zs_expect_consistent(test, ts->pool);
 	for (i = from; i < ts->n; i++)
 		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
@@ -401,20 +406,46 @@ static void afm_zs_files_left(struct kunit *test, struct afm_test_set *ts,
  * it (the default, 16 slots): the writes outrun the frees, so the table
  * is write-mostly (AFM_ZT_WR_ON) and the old slot of each metadata block
  * goes back to its page instead of to the next file, which would keep
- * every page the files filled.
+ * every page the files filled. With the phase rules off
+ * (zspage_handle_phases = N, afm_zs_test_handle_phases()) they are kept:
+ * the rule is what makes the difference, and the parameter turns it off.
  */
-static const unsigned int afm_zs_mag_sizes[] = { 0, AFM_ZT_MAG };
+struct afm_zs_mag_case {
+	unsigned int mag;
+	bool phases;
+};
 
-static void afm_zs_mag_desc(const unsigned int *nr, char *desc)
+static const struct afm_zs_mag_case afm_zs_mag_cases[] = {
+	{ 0, true }, { AFM_ZT_MAG, true }, { AFM_ZT_MAG, false },
+};
+
+static void afm_zs_mag_desc(const struct afm_zs_mag_case *c, char *desc)
 {
-	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "handle magazine %u", *nr);
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "handle magazine %u%s", c->mag,
+		 c->phases ? "" : ", phase rules off");
 }
 
-KUNIT_ARRAY_PARAM(afm_zs_mag, afm_zs_mag_sizes, afm_zs_mag_desc);
+KUNIT_ARRAY_PARAM(afm_zs_mag, afm_zs_mag_cases, afm_zs_mag_desc);
+
+/* A pool of @n handles set up as @c says (afm_zs_test_table_*()). */
+static struct afm_test_set *afm_zs_mag_set(struct kunit *test,
+					   const struct afm_zs_mag_case *c,
+					   unsigned int n)
+{
+	struct afm_test_set *ts;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_quiet(ts);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, c->mag), 0);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_phases(ts->pool, c->phases),
+			0);
+	return ts;
+}
 
 static void afm_zs_test_table_locality(struct kunit *test)
 {
-	const unsigned int *mag = test->param_value;
+	const struct afm_zs_mag_case *c = test->param_value;
 	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
 	const unsigned int nfiles = 7 * per_page, nmeta = nfiles / 64;
 	const unsigned int nlate = per_page, n = nfiles + nmeta + nlate;
@@ -422,14 +453,13 @@ static void afm_zs_test_table_locality(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 	unsigned int i, m = 0;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, n);
-	afm_zs_quiet(ts);
+	ts = afm_zs_mag_set(test, c, n);
 	KUNIT_EXPECT_EQ(test, afm_zs_test_handle_mag(ts->pool, 17), -EINVAL);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, *mag), 0);
 	afm_zs_files_write(test, ts, nfiles, buf);
-	/* Only an empty pool changes it. */
+	/* Only an empty pool changes them. */
 	KUNIT_EXPECT_EQ(test, afm_zs_test_handle_mag(ts->pool, 16), -EINVAL);
+	KUNIT_EXPECT_EQ(test, afm_zs_test_handle_phases(ts->pool, true),
+			-EINVAL);
 	for (i = 0; i < nlate; i++) {
 		if (i % 8 == 0 && m < nmeta)
 			afm_zs_rewrite(test, ts, nfiles + m++, buf);
@@ -443,7 +473,7 @@ static void afm_zs_test_table_locality(struct kunit *test)
 		afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
 	}
-	afm_zs_files_left(test, ts, nfiles, buf);
+	afm_zs_files_left(test, ts, nfiles, buf, c->mag && !c->phases);
 }
 
 /*
@@ -456,21 +486,19 @@ static void afm_zs_test_table_locality(struct kunit *test)
  * new copies take the current page's slots, not those of the pages the
  * removals are emptying (with the magazine, last freed first reused, each
  * copy would keep one of them: every page the files filled). What is left
- * (the metadata) needs two table pages at most, magazine on or off.
+ * (the metadata) needs two table pages at most, magazine on or off; more
+ * with the magazine and the phase rules off.
  */
 static void afm_zs_test_table_remove(struct kunit *test)
 {
-	const unsigned int *mag = test->param_value;
+	const struct afm_zs_mag_case *c = test->param_value;
 	const unsigned int per_page = PAGE_SIZE / sizeof(u64);
 	const unsigned int nfiles = 7 * per_page, nmeta = nfiles / 64;
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
 	unsigned int i, m = 0;
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, nfiles + nmeta);
-	afm_zs_quiet(ts);
-	KUNIT_ASSERT_EQ(test, afm_zs_test_handle_mag(ts->pool, *mag), 0);
+	ts = afm_zs_mag_set(test, c, nfiles + nmeta);
 	afm_zs_files_write(test, ts, nfiles, buf);
 	for (i = 0; i < nfiles; i++) {
 		afm_free(ts->pool, ts->h[i]);
@@ -479,7 +507,7 @@ static void afm_zs_test_table_remove(struct kunit *test)
 			afm_zs_rewrite(test, ts, nfiles + m++, buf);
 	}
 	KUNIT_ASSERT_EQ(test, m, nmeta);
-	afm_zs_files_left(test, ts, nfiles, buf);
+	afm_zs_files_left(test, ts, nfiles, buf, c->mag && !c->phases);
 }
 
 /*

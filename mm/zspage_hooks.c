@@ -1249,6 +1249,31 @@ int afm_zs_test_handle_mag(struct afm_pool *pool, unsigned int nr)
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_handle_mag);
 
+static bool afm_zs_handle_phases_apply(struct afm_zs_pool *zs, unsigned int on)
+{
+	lockdep_assert_held(&zs->lock);
+	if (zs->htab.used || zs->htab.mag_nr)
+		return false;
+	zs->htab.phase_on = on ? AFM_ZT_WR_ON : AFM_ZT_PHASE_OFF;
+	return true;
+}
+
+/**
+ * afm_zs_test_handle_phases() - the handle table's phase rules (KUnit hook)
+ * @pool: an empty zspage-store pool
+ * @on: false turns the write-mostly and free-mostly rules of each shard's
+ *	handle table off, as the zspage_handle_phases parameter does for a
+ *	new pool
+ *
+ * Context: process context; takes each shard's pool lock.
+ * Return: 0, or -EINVAL if the pool holds objects.
+ */
+int afm_zs_test_handle_phases(struct afm_pool *pool, bool on)
+{
+	return afm_zs_test_each(pool, afm_zs_handle_phases_apply, on);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_handle_phases);
+
 static bool afm_zs_small_dirs_set(struct afm_zs_pool *zs, unsigned int shift)
 {
 	lockdep_assert_held(&zs->lock);

@@ -413,6 +413,9 @@ struct afm_zt_top {
  * @wr: how far takes have outrun puts lately (AFM_ZT_WR_ON: write-mostly,
  *	see there).
  * @fr: how far puts have outrun takes lately (free-mostly, the same).
+ * @phase_on: the count of @wr or @fr from which its rule applies:
+ *	AFM_ZT_WR_ON, or AFM_ZT_PHASE_OFF (module parameter
+ *	zspage_handle_phases=N; the counts never reach it).
  * @mag: free slots kept at hand, last freed first: afm_zt_put() pushes a
  *	freed slot (cleared) here while there is room and afm_zt_take() pops
  *	one, so that under churn neither touches the free list and counts of
@@ -455,6 +458,7 @@ struct afm_zs_table {
 	unsigned int mag_nr;
 	u8 wr;
 	u8 fr;
+	u8 phase_on;
 	unsigned long mag[AFM_ZT_MAG];
 };
 
@@ -1194,14 +1198,14 @@ static inline void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	t->wr -= min_t(unsigned int, t->wr, AFM_ZT_WR_PUT);
 	if (t->fr < AFM_ZT_WR_MAX)
 		t->fr++;
-	if (t->mag_nr >= t->mag_max || !t->used || t->fr >= AFM_ZT_WR_ON) {
+	if (t->mag_nr >= t->mag_max || !t->used || t->fr >= t->phase_on) {
 		afm_zt_put_page(zs, t, idx);
 		return;
 	}
 	/* Slots of tables with a magazine: 8 or 16 bytes, 2^pshift a page. */
 	dir = afm_zt_dir_locked(t, afm_zt_d(t, pg));
 	ent = dir[afm_zt_di(t, pg)];
-	if (t->wr >= AFM_ZT_WR_ON && !(ent & AFM_ZT_OPEN) &&
+	if (t->wr >= t->phase_on && !(ent & AFM_ZT_OPEN) &&
 	    pg != t->cur) {
 		afm_zt_put_page(zs, t, idx);
 		return;

@@ -203,7 +203,10 @@
  * (afm_zs_test_table_churn_mag). What the magazine still costs: a slot
  * freed while frees and allocations keep pace goes to the next object,
  * also in a page that is emptying (README "Handle slot reuse"). Module
- * parameter zspage_handle_mag = 0 turns the handle table's magazine off.
+ * parameter zspage_handle_mag = 0 turns the handle table's magazine off;
+ * zspage_handle_phases = N keeps it but turns both phase rules off (every
+ * freed entry into the magazine while it has room, as until 9ca3a27), so
+ * that what the rules cost can be measured in the boot that runs them.
  * Otherwise entries are taken from one
  * current table page until it is full; then the lowest-indexed table page
  * with at least a quarter of its entries free (or a missing one) becomes
@@ -482,6 +485,17 @@ MODULE_PARM_DESC(zspage_handle_mag,
 		 "zspage store: freed handle slots each shard of a new pool keeps at hand for the next allocations, 0 to 16 (default 16; 0: handles in address order, denser table after bulk frees, slower under churn)");
 
 /*
+ * Whether the handle table of a new pool tells write-mostly and
+ * free-mostly phases apart (see "Handle encoding"): N turns both rules
+ * off, so that every freed slot goes into the magazine while it has room.
+ * For measuring what the rules cost beside the default in one boot.
+ */
+static bool afm_zs_handle_phases = true;
+module_param_named(zspage_handle_phases, afm_zs_handle_phases, bool, 0644);
+MODULE_PARM_DESC(zspage_handle_phases,
+		 "zspage store: the handle table of a new pool keeps freed slots out of its magazine while allocations or frees outrun the other (default Y; N: every freed slot into the magazine, for measurement)");
+
+/*
  * Extent alignment of a new pool (see "Placement"): a power of two, at
  * most AFM_ZS_MAX_ALIGN; anything else is refused with -EINVAL.
  */
@@ -539,6 +553,9 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 		     !is_power_of_2(AFM_ZR_PER_PAGE));
 	/* An indexed hole holds its header and its record number. */
 	BUILD_BUG_ON(AFM_ZS_HOLE_MIN < AFM_ZS_HOLE_HDR);
+	/* The phase counts reach AFM_ZT_WR_ON, not AFM_ZT_PHASE_OFF. */
+	BUILD_BUG_ON(AFM_ZT_WR_ON > AFM_ZT_WR_MAX);
+	BUILD_BUG_ON(AFM_ZT_PHASE_OFF <= AFM_ZT_WR_MAX);
 	BUILD_BUG_ON(PAGE_SIZE + AFM_ZS_HDR >= BIT(AFM_ZH_LEN_BITS));
 	BUILD_BUG_ON(ALIGN(PAGE_SIZE + AFM_ZS_HDR, AFM_ZS_MAX_ALIGN) >
 		     AFM_ZS_MAX_EXT);
@@ -577,6 +594,8 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->htab.lock = &zs->lock;
 	zs->htab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->htab.mag_max = READ_ONCE(afm_zs_handle_mag);
+	zs->htab.phase_on = READ_ONCE(afm_zs_handle_phases) ? AFM_ZT_WR_ON :
+							       AFM_ZT_PHASE_OFF;
 	zs->htab.pshift = ilog2(AFM_ZH_PER_PAGE);
 	zs->dtab.slot_size = sizeof(struct afm_zspage);
 	zs->dtab.per_page = AFM_ZD_PER_PAGE;
@@ -588,6 +607,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->dtab.lock = &zs->lock;
 	zs->dtab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->dtab.pshift = ilog2(AFM_ZD_PER_PAGE);
+	zs->dtab.phase_on = AFM_ZT_WR_ON;
 	zs->rtab.slot_size = sizeof(struct afm_zs_hrec);
 	zs->rtab.per_page = AFM_ZR_PER_PAGE;
 	zs->rtab.open_free = AFM_ZR_PER_PAGE / 4;
@@ -598,11 +618,13 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs->rtab.dshift = ilog2(AFM_ZT_PTRS);
 	zs->rtab.mag_max = AFM_ZT_MAG;
 	zs->rtab.pshift = ilog2(AFM_ZR_PER_PAGE);
+	zs->rtab.phase_on = AFM_ZT_WR_ON;
 	zs->auto_next = jiffies;
 	if (first) {
 		afm_zs_lock(first);
 		zs->idx_bits = first->idx_bits;
 		zs->htab.mag_max = first->htab.mag_max;
+		zs->htab.phase_on = first->htab.phase_on;
 		zs->htab.dshift = first->htab.dshift;
 		zs->dtab.dshift = first->dtab.dshift;
 		zs->rtab.dshift = first->rtab.dshift;

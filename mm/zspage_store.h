@@ -41,6 +41,8 @@
 #define AFM_ZT_WR_PUT		2
 #define AFM_ZT_WR_ON		64
 #define AFM_ZT_WR_MAX		128
+/* struct afm_zs_table @phase_on that the counts never reach: rules off. */
+#define AFM_ZT_PHASE_OFF	U8_MAX
 
 /**
  * struct afm_zs_counters - a snapshot of zspage store counters (KUnit hook)
@@ -252,6 +254,7 @@ unsigned int afm_zs_max_extent(void);
 int afm_zs_test_set_idx_bits(struct afm_pool *pool, unsigned int bits);
 int afm_zs_test_small_dirs(struct afm_pool *pool, unsigned int shift);
 int afm_zs_test_handle_mag(struct afm_pool *pool, unsigned int nr);
+int afm_zs_test_handle_phases(struct afm_pool *pool, bool on);
 void afm_zs_set_shards(unsigned int nr);
 unsigned int afm_zs_get_shards(void);
 int afm_zs_set_align(unsigned int align);

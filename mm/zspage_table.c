@@ -659,7 +659,7 @@ void afm_zt_put_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 {
 	lockdep_assert_held(&zs->lock);
 	afm_zt_release(zs, t, idx);
-	if (!t->used || t->fr >= AFM_ZT_WR_ON)
+	if (!t->used || t->fr >= t->phase_on)
 		afm_zt_mag_drain(zs, t);
 }
 
