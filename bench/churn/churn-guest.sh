@@ -22,6 +22,11 @@
 #          afmalloc.zswap_store zspage or slab, zsmalloc is zsmalloc.
 #          Afterwards swapoff drains it, zswap.zpool goes back to zsmalloc
 #          and the drained afmalloc pool must be gone before the next run.
+# An afmalloc allocator may carry module parameters for its runs, each
+# "+NAME=VALUE" (afmalloc/zspage+zspage_handle_phases=N): written to
+# /sys/module/afmalloc/parameters/NAME before its pool is made, the old
+# value written back after the run, so that a setting is measured beside
+# the default in one boot. The full name labels its rows and files.
 # CHURN (bench/churn/churn.c, built on the host) takes its page contents
 # from the pool file FILE (default: pool.bin next to CHURN, which
 # bench/churn/run.sh --print-bin makes on the host; without one it reads
@@ -156,10 +161,21 @@ if [ "$perf_s" -gt 0 ]; then
 	echo 0 > /proc/sys/kernel/kptr_restrict
 fi
 IFS=, read -r -a alist <<< "$allocs"
+afm_par=/sys/module/afmalloc/parameters
+# base NAME: the allocator of NAME, without its parameters.
+base() { echo "${1%%+*}"; }
+# params NAME: its parameters, NAME=VALUE a line.
+params() { [ "$1" = "${1#*+}" ] || tr + '\n' <<< "${1#*+}"; }
 for a in "${alist[@]}"; do
-	case "$a" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
-	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage)" ;;
+	case "$(base "$a")" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
+	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage, the last two with +NAME=VALUE module parameters)" ;;
 	esac
+	while read -r p; do
+		[ -n "$p" ] || continue
+		[ "$(base "$a")" != zsmalloc ] || die "'$a': zsmalloc takes no afmalloc parameters"
+		[[ "$p" =~ ^[a-z_0-9]+=[^=]+$ ]] || die "'$a': '$p' is not NAME=VALUE"
+		[ -w "$afm_par/${p%%=*}" ] || die "'$a': no writable afmalloc parameter ${p%%=*} ($afm_par)"
+	done < <(params "$a")
 done
 [ "${AFMALLOC_IN_VM:-}" = 1 ] || die "runs inside a throw-away VM (scripts/vm-run.sh) only"
 grep -qw slab_nomerge /proc/cmdline ||
@@ -299,6 +315,7 @@ cleanup() {
 		fi
 		zram_del "$cur_dev"
 	fi
+	restore_params
 	if [ -n "$wdpid" ]; then
 		kill "$wdpid" 2>/dev/null || true
 		rm -f "$hb"
@@ -325,13 +342,37 @@ profile() {
 		grep -v '^#' | grep -v '^$' | head -n 80 > "$1.txt"
 }
 
+# set_params ALLOC: its module parameters (see the header), the old values
+# kept in saved_params for restore_params (also on exit).
+saved_params=()
+set_params() {
+	local p n
+	while read -r p; do
+		[ -n "$p" ] || continue
+		n=${p%%=*}
+		saved_params+=("$n=$(cat "$afm_par/$n")")
+		echo "${p#*=}" > "$afm_par/$n" || die "afmalloc.$p refused"
+		note "afmalloc.$n=$(cat "$afm_par/$n") (was ${saved_params[-1]#*=})"
+	done < <(params "$1")
+}
+restore_params() {
+	local p
+	for p in "${saved_params[@]}"; do
+		echo "${p#*=}" > "$afm_par/${p%%=*}" || note "cannot restore afmalloc.$p"
+	done
+	saved_params=()
+}
+
 # one RUN POS ALLOC
 one() {
 	local r=$1 pos=$2 a=$3 dev c=$cg/churn-$$-$1-$2 slug=${3//\//-} log spid rc=0 t0 n0
+	local b
+	b=$(base "$a")
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	[ -w /proc/sys/vm/compact_memory ] && echo 1 > /proc/sys/vm/compact_memory
+	set_params "$a"
 	if [ "$target" = zram ]; then
-		dev=$(zram_new "$a" "$comp" $((2 * mb))M)
+		dev=$(zram_new "$b" "$comp" $((2 * mb))M)
 		cur_dev=$dev
 		note "run $r/$pos $a: /dev/$dev, allocator $(cat /sys/block/"$dev"/allocator), comp_algorithm $(cat /sys/block/"$dev"/comp_algorithm)"
 	else
@@ -341,10 +382,10 @@ one() {
 		echo "$comp" > $zs/compressor || die "zswap: compressor '$comp' refused"
 		echo 100 > $zs/max_pool_percent
 		echo Y > $zs/shrinker_enabled
-		case "$a" in
+		case "$b" in
 		afmalloc/*)
-			echo "${a#afmalloc/}" > /sys/module/afmalloc/parameters/zswap_store ||
-				die "afmalloc.zswap_store=${a#afmalloc/} refused"
+			echo "${b#afmalloc/}" > $afm_par/zswap_store ||
+				die "afmalloc.zswap_store=${b#afmalloc/} refused"
 			set_zpool afmalloc || die "cannot switch zswap.zpool to afmalloc" ;;
 		*) set_zpool zsmalloc || die "cannot switch zswap.zpool to zsmalloc" ;;
 		esac
@@ -395,6 +436,7 @@ one() {
 	cur_dev=''
 	wait_until 30 rm_cgroup "$c" || die "cannot remove the cgroup $c"
 	cur_cg=''
+	restore_params
 	note "run $r/$pos $a: done in $((SECONDS - t0)) s"
 	[ "$check" = 1 ] || return 0
 
@@ -409,7 +451,7 @@ one() {
 	[ "$so" -gt 0 ] || die "run $r $a: nothing was swapped out (check the cgroup limit)"
 	[ "$si" -gt 0 ] || die "run $r $a: nothing was swapped in"
 	[ "$stored" -gt 0 ] || die "run $r $a: $target never stored compressed data"
-	if [ "$a" != zsmalloc ]; then
+	if [ "$b" != zsmalloc ]; then
 		objs=$(peak "$samples" "$r" "$a" afm_objects)
 		[ "$objs" -gt 0 ] || die "run $r $a: afmalloc never held an object (pool not used?)"
 	else

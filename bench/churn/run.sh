@@ -16,6 +16,10 @@
 #   bench/churn/run.sh --print-bin     build the workload (and its pool.bin),
 #                                      print its path
 #
+# An afmalloc allocator of --alloc may carry module parameters for its
+# runs: afmalloc/zspage+zspage_handle_phases=N (churn-guest.sh), so that a
+# setting is measured beside the default and zsmalloc in one boot.
+#
 # Defaults: zram, afmalloc/zspage,afmalloc/slab,zsmalloc, lz4, 1 run,
 # 384 MiB in 4 processes x 2 threads, phases churn 120 s, exit 60 s,
 # switch 60 s in slots of 15 s (under TCG a process sweeps about 2000

@@ -293,7 +293,7 @@ def slab_kmalloc_pages(afm):
 def held(args, row, afm):
     """Fill held_pages and meta_pages of row (see the module comment)."""
     pool = args.dev if args.target == "zram" else "zswap[0-9a-f]+"
-    if args.alloc == "zsmalloc":
+    if args.kind == "zsmalloc":
         meta = slab_pages(r"^(zs_handle|zspage)-%s$" % pool)
         if args.target == "zram":
             data = row.get("_mem_used")
@@ -307,7 +307,7 @@ def held(args, row, afm):
     if not afm:
         return
     slabs = slab_pages(r"^afm-%s-" % pool) or 0
-    if args.alloc == "afmalloc/slab":
+    if args.kind == "afmalloc/slab":
         row["held_pages"] = slabs + afm.get("afm_4096_pages", 0) + slab_kmalloc_pages(afm)
     else:
         row["held_pages"] = afm.get("afm_pages", 0) + slabs
@@ -358,14 +358,14 @@ def bracket(args, row):
     if row.get("compr_bytes") is None:
         return
     if args.target == "zram":
-        if args.alloc == "zsmalloc":
+        if args.kind == "zsmalloc":
             row["compr_skew_bytes"] = 0
             return
         mm = (read("/sys/block/%s/mm_stat" % args.dev) or "").split()
         if len(mm) < 2:
             return
         o2, c2 = int(mm[0]), int(mm[1])
-    elif args.alloc == "zsmalloc":
+    elif args.kind == "zsmalloc":
         stat = os.path.join(args.cgroup, "memory.stat")
         ms1 = keyed(stat)
         t = read(os.path.join(DBG, "zswap", "pool_total_size"))
@@ -398,7 +398,7 @@ def own_count(args, row, afm):
     the ratio too low while the pool grew (below zero at times in the fill
     of zram runs) and too high while it shrank; zsmalloc on zram has its
     pages and bytes in one read."""
-    if args.alloc == "zsmalloc" or afm.get("afm_stored_bytes") is None:
+    if args.kind == "zsmalloc" or afm.get("afm_stored_bytes") is None:
         return
     row["compr_ext_bytes"] = row.get("compr_bytes")
     row["compr_bytes"] = afm["afm_stored_bytes"]
@@ -441,13 +441,13 @@ def sample(args, base, prog, t0):
             row["_mem_used"] = int(mm[2]) // PAGE
             row["same_pages"], row["zs_pages_compacted"] = int(mm[5]), int(mm[6])
             row["huge_pages"] = int(mm[7])
-            if args.alloc != "zsmalloc":
+            if args.kind != "zsmalloc":
                 del row["zs_pages_compacted"]
-        afm_dirs = afm_pools(args.dev) if args.alloc != "zsmalloc" else []
+        afm_dirs = afm_pools(args.dev) if args.kind != "zsmalloc" else []
     else:
         if "zswapped" in ms:
             row["orig_bytes"], row["compr_bytes"] = ms["zswapped"], ms["zswap"]
-        afm_dirs = afm_pools("zswap*") if args.alloc != "zsmalloc" else []
+        afm_dirs = afm_pools("zswap*") if args.kind != "zsmalloc" else []
     afm = afm_stats(afm_dirs) if afm_dirs else {}
     for k, v in afm.items():
         if k in COLUMNS:
@@ -471,7 +471,9 @@ def sample(args, base, prog, t0):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", choices=("zram", "zswap"), required=True)
-    ap.add_argument("--alloc", required=True)
+    ap.add_argument("--alloc", required=True,
+                    help="zsmalloc, afmalloc/zspage or afmalloc/slab, perhaps with "
+                    "+NAME=VALUE module parameters (churn-guest.sh), the label of the rows")
     ap.add_argument("--dev", required=True)
     ap.add_argument("--cgroup", required=True)
     ap.add_argument("--progress", required=True)
@@ -481,6 +483,7 @@ def main():
     ap.add_argument("--comp", default="")
     ap.add_argument("--interval", type=float, default=1.0)
     args = ap.parse_args()
+    args.kind = args.alloc.split("+")[0]
 
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
