@@ -46,7 +46,7 @@
 #   - every writable /sys/module/afmalloc/parameters/* (zswap_store,
 #     zspage_auto_permille, zspage_align, zspage_handle_mag, zspage_shards,
 #     and the bools zspage_contig, zspage_compact_holes, zspage_short,
-#     zspage_shards_grow):
+#     zspage_shards_grow, zspage_handle_phases):
 #     garbage refused, old value kept
 #     (zspage_align: 0, 3, 24, 128 too; zspage_handle_mag: 17, and 0
 #     taken and put back; zspage_auto_permille: 1001; zspage_shards: 65
@@ -754,7 +754,8 @@ if [ -d $pdir ]; then
 				refuse module-param "$p" "$v" 'EINVAL|ERANGE'
 			done
 			takes "$p" 0 0 ;;
-		zspage_contig|zspage_compact_holes|zspage_short|zspage_shards_grow)
+		zspage_contig|zspage_compact_holes|zspage_short|zspage_shards_grow|\
+		zspage_handle_phases)
 			# bool: only y/n/1/0/on/off (kstrtobool()) are taken.
 			for v in garbage 2 -1 x $'\n'; do
 				refuse module-param "$p" "$v" EINVAL
