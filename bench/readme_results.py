@@ -170,6 +170,9 @@ SUMMARY = {
                      "allocations (files removed, zswap's writeback)",
              "16": ("quick-zstd-hfr-1",), "0": ("quick-zstd-hfr-hmag0-1",)},
         ),
+        # Both rules against zspage_handle_phases=N (add8d3b), swap churn
+        # with the two and zsmalloc in one boot.
+        "phases": ("churn-zswap-lz4-phases", "churn-zram-lz4-phases"),
         "16": {"quick": ("quick-zstd-hmag16-1", "quick-zstd-hmag16-2"),
                "speed": ("speed-uml-hmag16-1", "speed-uml-hmag16-2"),
                "speed_large": ("speed-uml-large-hmag16",),
@@ -1703,10 +1706,11 @@ def scaled_tput(c):
             if v and zr.get(r) and ua.get(r) and uz.get(r)]
 
 
-def per_run_ratios(c, phase, col):
-    """afmalloc/zspage's value of a report column over zsmalloc's, per run."""
-    a = c["phase"].get((AF, phase), {})
-    z = c["phase"].get((ZS, phase), {})
+def per_run_ratios(c, phase, col, alloc=AF, over=ZS):
+    """@alloc's value of a report column over @over's (afmalloc/zspage's
+    over zsmalloc's), per run."""
+    a = c["phase"].get((alloc, phase), {})
+    z = c["phase"].get((over, phase), {})
     zr = dict(zip(z.get("run", []), z.get(col, [])))
     return [v / zr[r] for r, v in zip(a.get("run", []), a.get(col, []))
             if v is not None and zr.get(r)]
@@ -2181,7 +2185,66 @@ def handle_mag_block():
     out += handle_mag_churn(hm)
     for later in hm["later"]:
         out += handle_mag_later(later)
+    out += handle_phases(hm["phases"])
     return "\n".join(out) + "\n"
+
+
+def handle_phases(names):
+    """The handle_mag block's table of the phase rules against
+    zspage_handle_phases=N: swap-churn runs with both and zsmalloc in one
+    boot (SUMMARY handle_mag "phases"); a line saying so while one is
+    missing."""
+    missing = [n for n in names if not os.path.isfile(os.path.join(rdir(n), "meta.json"))]
+    if missing:
+        return ["", "The phase rules against `zspage_handle_phases=N` under swap churn: "
+                "not measured yet (" + ", ".join(missing) + ")."]
+    off = AF + "+zspage_handle_phases=N"
+    src = ", ".join(sorted({run_source(n)[0] for n in names}))
+    k = sorted({len(churn(n)["runs"]) for n in names})
+    out = ["", "What the two rules cost under swap churn: `afmalloc.zspage_handle_phases=N` "
+           "(read when a pool is made) turns both off; the default, that setting and "
+           f"zsmalloc in one boot per line, {'/'.join(map(str, k))} runs each, the order "
+           f"rotating, on {src}:", "",
+           "| measure | default | zspage_handle_phases=N | runs |", "|---|---|---|---|"]
+
+    def ph_ratio(c, a):
+        r = [cmed(c["phase"].get((a, ph), {}).get("overhead mean", []))
+             for ph in c["phases"]]
+        z = [cmed(c["phase"].get((ZS, ph), {}).get("overhead mean", []))
+             for ph in c["phases"]]
+        v = [x / y for x, y in zip(r, z) if x is not None and y]
+        return [max(v)] if v else []
+
+    def mr(v, f):
+        return f"{f(med(v))} ({span(v, f)})" if v else "-"
+
+    for n in names:
+        c = churn(n)
+        m = c["meta"]
+        what = f"{m.get('target', '?')}, {m.get('compressor', '?')}"
+        lat = c["lat"]
+        rows = [("pages the workload touched per second in the churn phase, over "
+                 "zsmalloc's in the same run, median of runs (range)",
+                 lambda a: per_run_ratios(c, "churn", "pages/s", a), lambda v: mr(v, xr)),
+                (f"{lat_label(c, True)} in the churn phase over zsmalloc's in the same run, "
+                 "median of runs (range)",
+                 lambda a: per_run_ratios(c, "churn", lat, a), lambda v: mr(v, xr)),
+                ("mean overhead per phase over zsmalloc's, the highest phase",
+                 lambda a: ph_ratio(c, a), lambda v: xr(max(v)) if v else "-"),
+                ("overhead at the end of the rest, median of runs (range)",
+                 lambda a: [100 * x for x in c["rest"].get(a, {}).get("60", [])
+                            if x is not None], lambda v: mr(v, pct)),
+                ("handle table pages at the end of the rest, per run (handles)",
+                 lambda a: [f"{p} ({h})" for p, h in htab_at_rest(n, a)],
+                 lambda v: "<br>".join(v) if v else "-")]
+        for label, fn, fmt in rows:
+            out.append(f"| swap churn ({what}): {label} | {fmt(fn(AF))} | {fmt(fn(off))} | "
+                       f"{link(n)} |")
+        v = per_run_ratios(c, "churn", "pages/s", off, AF)
+        out.append(f"| swap churn ({what}): pages touched per second in the churn phase with "
+                   "the rules off over the default in the same run, median of runs (range) "
+                   f"| - | {mr(v, xr)} | {link(n)} |")
+    return out
 
 
 def quick_hmag_rows(cols, links):
@@ -2225,14 +2288,14 @@ def handle_mag_later(later):
         quick_hmag_rows([later[v] for v in ("16", "0")], ", ".join(link(n) for n in names))
 
 
-def htab_at_rest(name):
-    """afmalloc/zspage's handle table pages and objects at the last rest
-    sample of each run of churn run @name: [(pages, objects)] (runs sampled
-    before sample.py read the table pages: none)."""
+def htab_at_rest(name, alloc=AF):
+    """@alloc's handle table pages and objects at the last rest sample of
+    each run of churn run @name: [(pages, objects)] (runs sampled before
+    sample.py read the table pages: none)."""
     last = {}
     churn_report.set_page(run_meta(name))
     for r in churn_report.load_samples(os.path.join(rdir(name), "samples.csv")):
-        if r["alloc"] == AF and r["phase"] == "rest" and r.get("afm_htab_pages"):
+        if r["alloc"] == alloc and r["phase"] == "rest" and r.get("afm_htab_pages"):
             last[r["run"]] = (int(r["afm_htab_pages"]), int(r["afm_objects"]))
     return [last[k] for k in sorted(last, key=int)]
 
