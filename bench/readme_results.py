@@ -2192,10 +2192,11 @@ def handle_mag_block():
 def handle_phases(names):
     """The handle_mag block's table of the phase rules against
     zspage_handle_phases=N: swap-churn runs with both and zsmalloc in one
-    boot (SUMMARY handle_mag "phases"); a line saying so while one is
+    boot (SUMMARY handle_mag "phases"), a line naming those still
     missing."""
     missing = [n for n in names if not os.path.isfile(os.path.join(rdir(n), "meta.json"))]
-    if missing:
+    names = [n for n in names if n not in missing]
+    if not names:
         return ["", "The phase rules against `zspage_handle_phases=N` under swap churn: "
                 "not measured yet (" + ", ".join(missing) + ")."]
     off = AF + "+zspage_handle_phases=N"
@@ -2244,6 +2245,8 @@ def handle_phases(names):
         out.append(f"| swap churn ({what}): pages touched per second in the churn phase with "
                    "the rules off over the default in the same run, median of runs (range) "
                    f"| - | {mr(v, xr)} | {link(n)} |")
+    if missing:
+        out += ["", "Not measured yet: " + ", ".join(missing) + "."]
     return out
 
 
