@@ -355,9 +355,10 @@ set_params() {
 		note "afmalloc.$n=$(cat "$afm_par/$n") (was ${saved_params[-1]#*=})"
 	done < <(params "$1")
 }
-restore_params() {
-	local p
-	for p in "${saved_params[@]}"; do
+restore_params() {  # last set, first restored: a name given twice ends as it was
+	local k p
+	for ((k = ${#saved_params[@]} - 1; k >= 0; k--)); do
+		p=${saved_params[k]}
 		echo "${p#*=}" > "$afm_par/${p%%=*}" || note "cannot restore afmalloc.$p"
 	done
 	saved_params=()
