@@ -2189,6 +2189,18 @@ def handle_mag_block():
     return "\n".join(out) + "\n"
 
 
+def phase_ratio_max(c, alloc=AF):
+    """[@alloc's mean overhead over zsmalloc's in the phase where it is
+    highest] of churn run @c (medians of the runs), or []."""
+    out = []
+    for ph in c["phases"]:
+        a = cmed(c["phase"].get((alloc, ph), {}).get("overhead mean", []))
+        z = cmed(c["phase"].get((ZS, ph), {}).get("overhead mean", []))
+        if a is not None and z:
+            out.append(a / z)
+    return [max(out)] if out else []
+
+
 def handle_phases(names):
     """The handle_mag block's table of the phase rules against
     zspage_handle_phases=N: swap-churn runs with both and zsmalloc in one
@@ -2208,14 +2220,6 @@ def handle_phases(names):
            f"rotating, on {src}:", "",
            "| measure | default | zspage_handle_phases=N | runs |", "|---|---|---|---|"]
 
-    def ph_ratio(c, a):
-        r = [cmed(c["phase"].get((a, ph), {}).get("overhead mean", []))
-             for ph in c["phases"]]
-        z = [cmed(c["phase"].get((ZS, ph), {}).get("overhead mean", []))
-             for ph in c["phases"]]
-        v = [x / y for x, y in zip(r, z) if x is not None and y]
-        return [max(v)] if v else []
-
     def mr(v, f):
         return f"{f(med(v))} ({span(v, f)})" if v else "-"
 
@@ -2231,7 +2235,7 @@ def handle_phases(names):
                  "median of runs (range)",
                  lambda a: per_run_ratios(c, "churn", lat, a), lambda v: mr(v, xr)),
                 ("mean overhead per phase over zsmalloc's, the highest phase",
-                 lambda a: ph_ratio(c, a), lambda v: xr(max(v)) if v else "-"),
+                 lambda a: phase_ratio_max(c, a), lambda v: xr(max(v)) if v else "-"),
                 ("overhead at the end of the rest, median of runs (range)",
                  lambda a: [100 * x for x in c["rest"].get(a, {}).get("60", [])
                             if x is not None], lambda v: mr(v, pct)),
@@ -2328,13 +2332,7 @@ def handle_mag_churn(hm):
     links = ", ".join(link(n) for ns in pair for n in ns)
 
     def ph_ratio(n, c):
-        out = []
-        for ph in c["phases"]:
-            a = cmed(c["phase"].get((AF, ph), {}).get("overhead mean", []))
-            z = cmed(c["phase"].get((ZS, ph), {}).get("overhead mean", []))
-            if a is not None and z:
-                out.append(a / z)
-        return [max(out)] if out else []
+        return phase_ratio_max(c)
 
     rows = [("mean overhead in the churn phase, median of runs (range)",
              lambda n, c: [100 * x for x in c["phase"].get((AF, "churn"), {})
