@@ -2191,6 +2191,11 @@ def handle_mag_block():
     return "\n".join(out) + "\n"
 
 
+def med_span(v, f):
+    """Median of @v and its range, each formatted by @f; "-" if empty."""
+    return f"{f(med(v))} ({span(v, f)})" if v else "-"
+
+
 def phase_ratio_max(c, alloc=AF):
     """[@alloc's mean overhead over zsmalloc's in the phase where it is
     highest] of churn run @c (medians of the runs), or []."""
@@ -2222,9 +2227,6 @@ def handle_phases(names):
            f"rotating, on {src}:", "",
            "| measure | default | zspage_handle_phases=N | runs |", "|---|---|---|---|"]
 
-    def mr(v, f):
-        return f"{f(med(v))} ({span(v, f)})" if v else "-"
-
     for n in names:
         c = churn(n)
         m = c["meta"]
@@ -2232,15 +2234,15 @@ def handle_phases(names):
         lat = c["lat"]
         rows = [("pages the workload touched per second in the churn phase, over "
                  "zsmalloc's in the same run, median of runs (range)",
-                 lambda a: per_run_ratios(c, "churn", "pages/s", a), lambda v: mr(v, xr)),
+                 lambda a: per_run_ratios(c, "churn", "pages/s", a), lambda v: med_span(v, xr)),
                 (f"{lat_label(c, True)} in the churn phase over zsmalloc's in the same run, "
                  "median of runs (range)",
-                 lambda a: per_run_ratios(c, "churn", lat, a), lambda v: mr(v, xr)),
+                 lambda a: per_run_ratios(c, "churn", lat, a), lambda v: med_span(v, xr)),
                 ("mean overhead per phase over zsmalloc's, the highest phase",
                  lambda a: phase_ratio_max(c, a), lambda v: xr(max(v)) if v else "-"),
                 ("overhead at the end of the rest, median of runs (range)",
                  lambda a: [100 * x for x in c["rest"].get(a, {}).get("60", [])
-                            if x is not None], lambda v: mr(v, pct)),
+                            if x is not None], lambda v: med_span(v, pct)),
                 ("handle table pages at the end of the rest, per run (handles)",
                  lambda a: [f"{p} ({h})" for p, h in htab_at_rest(n, a)],
                  lambda v: "<br>".join(v) if v else "-")]
@@ -2250,7 +2252,7 @@ def handle_phases(names):
         v = per_run_ratios(c, "churn", "pages/s", off, AF)
         out.append(f"| swap churn ({what}): pages touched per second in the churn phase with "
                    "the rules off over the default in the same run, median of runs (range) "
-                   f"| - | {mr(v, xr)} | {link(n)} |")
+                   f"| - | {med_span(v, xr)} | {link(n)} |")
     if missing:
         out += ["", "Not measured yet: " + ", ".join(missing) + "."]
     return out
@@ -2339,16 +2341,16 @@ def handle_mag_churn(hm):
     rows = [("mean overhead in the churn phase, median of runs (range)",
              lambda n, c: [100 * x for x in c["phase"].get((AF, "churn"), {})
                            .get("overhead mean", []) if x is not None],
-             lambda v: f"{pct(med(v))} ({span(v, pct)})"),
+             lambda v: med_span(v, pct)),
             ("afmalloc's mean overhead per phase over zsmalloc's in the same boot, the "
              "highest phase", ph_ratio, lambda v: xr(max(v))),
             ("overhead at the end of the rest, median of runs (range)",
              lambda n, c: [100 * x for x in c["rest"].get(AF, {}).get("60", []) if x is not None],
-             lambda v: f"{pct(med(v))} ({span(v, pct)})"),
+             lambda v: med_span(v, pct)),
             ("pages the workload touched per second in the churn phase, over zsmalloc's in "
              "the same run, median of runs (range)",
              lambda n, c: per_run_ratios(c, "churn", "pages/s"),
-             lambda v: f"{xr(med(v))} ({span(v, xr)})"),
+             lambda v: med_span(v, xr)),
             ("handle table pages at the end of the rest, per run (handles)",
              lambda n, c: [f"{p} ({h})" for p, h in htab_at_rest(n)],
              lambda v: "<br>".join(v))]
