@@ -7,7 +7,12 @@
 #   bench/run.sh [--dataset quick|full] [--rounds N] [--alloc LIST]
 #                [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS]
 #                [--no-highalloc] [--runs N] [--arch arm64 [--pages 16K|4K]]
-# ARGS: extra guest kernel arguments (e.g. afmalloc module parameters).
+# ARGS: extra guest kernel arguments (e.g. afmalloc module parameters for
+# every pool of the boot). LIST: allocators, each optionally +compact (zram
+# compact after every step) and, for afmalloc, +NAME=VALUE module
+# parameters for its pool alone (afmalloc/zspage+zspage_align=16), so that
+# a setting runs beside the default and zsmalloc in one boot
+# (bench/untar-remove.sh).
 # --arch arm64: on an emulated arm64 guest (scripts/build-guest.sh --arch
 # arm64, QEMU's virt machine under TCG, an arm64 Debian root of its own:
 # scripts/arm64-root.sh), with 16 KiB pages by default (--pages 4K: 4 KiB),
@@ -30,6 +35,8 @@
 . "$(dirname "$0")/../scripts/common.sh"
 # shellcheck source=SCRIPTDIR/lib/vm-bench.sh
 . "$AFMALLOC_TOP/bench/lib/vm-bench.sh"
+# shellcheck source=SCRIPTDIR/lib/afm-params.sh
+. "$AFMALLOC_TOP/bench/lib/afm-params.sh"
 
 usage() {
 	echo "usage: $0 [--dataset quick|full] [--rounds N] [--alloc LIST] [--comp lz4|zstd] [--memory SIZE] [--out DIR] [--append ARGS] [--no-highalloc] [--runs N] [--arch arm64 [--pages 16K|4K]]"
@@ -60,9 +67,7 @@ case "$dataset" in quick|full) ;; *) die "unknown dataset '$dataset' (want quick
 case "$comp" in lz4|zstd) ;; *) die "--comp must be lz4 or zstd, not '$comp'" ;; esac
 IFS=, read -r -a alist <<< "$allocs"
 for a in "${alist[@]}"; do
-	case "${a%+compact}" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
-	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage, each optionally +compact)" ;;
-	esac
+	afm_check_alloc "$a" compact
 done
 [ -n "$memory" ] || { [ "$dataset" = full ] && memory=4G || memory=2G; }
 vmb_arch_check

@@ -5,6 +5,14 @@
 #   drivers arch fs sound include (in that order) and then the rest;
 #   sync and sample after every step; optionally N rounds; optionally zram
 #   `compact` after each step (allocator name suffix "+compact").
+# An afmalloc allocator may carry module parameters, each "+NAME=VALUE"
+# (afmalloc/zspage+zspage_align=16; bench/lib/afm-params.sh): written to
+# /sys/module/afmalloc/parameters/NAME while its device's pool is made and
+# again while its workload runs, the old value written back after each, so
+# that a setting is measured beside the default and zsmalloc in one boot
+# (a parameter read at run time, not when a pool is made, is also seen by
+# the other devices' pools, idle then). The full name labels its rows and
+# files.
 # Every allocator runs on the same device size, data and settings in this
 # boot, one after the other.
 #
@@ -30,12 +38,12 @@ set -euo pipefail
 
 die() { echo "untar-remove: error: $*" >&2; exit 1; }
 usage() {
-	echo "usage: $0 --dataset TAR --out DIR [--alloc zsmalloc[,zsmalloc+compact,...]]"
+	echo "usage: $0 --dataset TAR --out DIR [--alloc zsmalloc[,zsmalloc+compact,afmalloc/zspage+NAME=VALUE,...]]"
 	echo "          [--rounds N] [--comp lz4|zstd] [--disksize SIZE] [--dev zramN]"
 	echo "          [--highalloc-ko PATH]"
 }
 
-dataset= out= allocs=zsmalloc rounds=1 comp=lz4 disksize= dev=zram0 highalloc_ko=
+dataset='' out='' allocs=zsmalloc rounds=1 comp=lz4 disksize='' dev=zram0 highalloc_ko=''
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dataset) dataset=${2:?}; shift ;;
@@ -51,14 +59,16 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ -n "$dataset" ] && [ -n "$out" ] || { usage >&2; die "--dataset and --out are required"; }
+if [ -z "$dataset" ] || [ -z "$out" ]; then usage >&2; die "--dataset and --out are required"; fi
 [ -f "$dataset" ] || die "dataset $dataset not found (make it with bench/dataset.sh)"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number"
 [ -z "$highalloc_ko" ] || [ -f "$highalloc_ko" ] ||
 	die "--highalloc-ko: no module at $highalloc_ko (bench/build-modules.sh builds it)"
 highalloc=$(dirname "$(realpath "$0")")/highalloc.sh
-# shellcheck source=lib/zram-held.sh
+# shellcheck source=SCRIPTDIR/lib/zram-held.sh
 . "$(dirname "$(realpath "$0")")/lib/zram-held.sh"
+# shellcheck source=SCRIPTDIR/lib/afm-params.sh
+. "$(dirname "$(realpath "$0")")/lib/afm-params.sh"
 [ "$(id -u)" -eq 0 ] || die "must run as root (inside the guest)"
 grep -qw slab_nomerge /proc/cmdline ||
 	die "boot with slab_nomerge: merged slab caches hide the allocators' metadata"
@@ -127,7 +137,7 @@ unusable_index_9() {  # "U(hp_order) zone" for the zone with the most free pages
 }
 
 settle() {  # wait for orig_data_size to stop changing; prints seconds waited
-	local prev= same=0 t=0 cur
+	local prev='' same=0 t=0 cur
 	while [ $t -lt 120 ]; do
 		cur=$(awk '{ print $1 }' "$sys/mm_stat")
 		if [ "$cur" = "$prev" ]; then same=$((same + 1)); else same=0; fi
@@ -138,9 +148,10 @@ settle() {  # wait for orig_data_size to stop changing; prints seconds waited
 }
 
 sample() {  # alloc round step seconds
-	local base=${1%+compact} s meta held
+	local base s meta held
+	base=$(afm_base "$1")
 	sync
-	[ "$1" != "$base" ] && echo 1 > "$sys/compact"
+	if afm_has "$1" compact; then echo 1 > "$sys/compact"; fi
 	s=$(settle)
 	read -r -a m < "$sys/mm_stat"
 	read -r held meta <<< "$(held_pages "$base")"
@@ -271,18 +282,14 @@ timed() {  # run a step, print elapsed seconds
 # fragmented, would scatter unmovable pages over many pageblocks and cost
 # that allocator huge pages it is not responsible for.
 config_dev() {
-	local base=${1%+compact}
-	local offered cur t
+	local base offered cur t
+	base=$(afm_base "$1")
 	# A device just hot-added may still be open for udev's probe (EBUSY).
 	for t in 1 2 3 4 5 6 7 8 9 10; do
 		echo 1 2>/dev/null > "$sys/reset" && break
 		[ "$t" -lt 10 ] || die "reset of $dev still busy after 10 s"
 		sleep 1
 	done
-	case "$base" in
-	zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
-	*) die "unknown allocator '$base' (want zsmalloc, afmalloc/slab or afmalloc/zspage)" ;;
-	esac
 	# /sys/block/zramX/allocator (patches/ series): "[zsmalloc] afmalloc/slab ..."
 	if [ -f "$sys/allocator" ]; then
 		offered=" $(tr -d '[]' < "$sys/allocator") "
@@ -295,8 +302,10 @@ config_dev() {
 		die "this kernel's zram has no allocator selection (build it with patches/)"
 	fi
 	echo "$comp" > "$sys/comp_algorithm"
+	afm_set_params "$1"
 	echo "$disksize" > "$sys/disksize" ||
 		die "cannot initialise $dev on '$base' (e.g. an afmalloc store not implemented yet; see dmesg)"
+	afm_restore_params
 }
 
 # start_dev: ext4 on $dev, mounted on $mnt. Every allocator starts from the
@@ -310,6 +319,10 @@ start_dev() {
 }
 
 IFS=, read -r -a alloc_list <<< "$allocs"
+for a in "${alloc_list[@]}"; do
+	afm_check_alloc --guest "$a" compact
+done
+trap afm_restore_params EXIT
 # One zram device per allocator ($dev for the first, then hot-added ones),
 # all configured before any workload runs (see config_dev).
 devs=()
@@ -327,6 +340,7 @@ for i in "${!alloc_list[@]}"; do
 	a=${alloc_list[$i]} dev=${devs[$i]} sys=/sys/block/${devs[$i]}
 	echo "== $a on $dev: $(basename "$dataset"), $rounds round(s), $comp, disksize $disksize"
 	start_dev
+	afm_set_params "$a"
 	# The same test before this allocator's workload: what the runs before
 	# it in this boot left (the later an allocator runs, the fewer huge
 	# pages the kernel can assemble for anyone); "start" rows.
@@ -346,5 +360,6 @@ for i in "${!alloc_list[@]}"; do
 	done
 	umount "$mnt"
 	echo 1 > "$sys/reset"
+	afm_restore_params
 done
 rmdir "$mnt"

@@ -26,7 +26,8 @@
 # "+NAME=VALUE" (afmalloc/zspage+zspage_handle_phases=N): written to
 # /sys/module/afmalloc/parameters/NAME before its pool is made, the old
 # value written back after the run, so that a setting is measured beside
-# the default in one boot. The full name labels its rows and files.
+# the default in one boot (bench/lib/afm-params.sh). The full name labels
+# its rows and files.
 # CHURN (bench/churn/churn.c, built on the host) takes its page contents
 # from the pool file FILE (default: pool.bin next to CHURN, which
 # bench/churn/run.sh --print-bin makes on the host; without one it reads
@@ -161,21 +162,12 @@ if [ "$perf_s" -gt 0 ]; then
 	echo 0 > /proc/sys/kernel/kptr_restrict
 fi
 IFS=, read -r -a alist <<< "$allocs"
-afm_par=/sys/module/afmalloc/parameters
-# base NAME: the allocator of NAME, without its parameters.
-base() { echo "${1%%+*}"; }
-# params NAME: its parameters, NAME=VALUE a line.
-params() { [ "$1" = "${1#*+}" ] || tr + '\n' <<< "${1#*+}"; }
+# shellcheck source=SCRIPTDIR/../lib/afm-params.sh
+. "$(dirname "$(realpath "$0")")/../lib/afm-params.sh"
+# shellcheck disable=SC2034 # read by afm-params.sh
+AFM_NOTE=note
 for a in "${alist[@]}"; do
-	case "$(base "$a")" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
-	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage, the last two with +NAME=VALUE module parameters)" ;;
-	esac
-	while read -r p; do
-		[ -n "$p" ] || continue
-		[ "$(base "$a")" != zsmalloc ] || die "'$a': zsmalloc takes no afmalloc parameters"
-		[[ "$p" =~ ^[a-z_0-9]+=[^=]+$ ]] || die "'$a': '$p' is not NAME=VALUE"
-		[ -w "$afm_par/${p%%=*}" ] || die "'$a': no writable afmalloc parameter ${p%%=*} ($afm_par)"
-	done < <(params "$a")
+	afm_check_alloc --guest "$a"
 done
 [ "${AFMALLOC_IN_VM:-}" = 1 ] || die "runs inside a throw-away VM (scripts/vm-run.sh) only"
 grep -qw slab_nomerge /proc/cmdline ||
@@ -315,7 +307,7 @@ cleanup() {
 		fi
 		zram_del "$cur_dev"
 	fi
-	restore_params
+	afm_restore_params
 	if [ -n "$wdpid" ]; then
 		kill "$wdpid" 2>/dev/null || true
 		rm -f "$hb"
@@ -342,36 +334,14 @@ profile() {
 		grep -v '^#' | grep -v '^$' | head -n 80 > "$1.txt"
 }
 
-# set_params ALLOC: its module parameters (see the header), the old values
-# kept in saved_params for restore_params (also on exit).
-saved_params=()
-set_params() {
-	local p n
-	while read -r p; do
-		[ -n "$p" ] || continue
-		n=${p%%=*}
-		saved_params+=("$n=$(cat "$afm_par/$n")")
-		echo "${p#*=}" > "$afm_par/$n" || die "afmalloc.$p refused"
-		note "afmalloc.$n=$(cat "$afm_par/$n") (was ${saved_params[-1]#*=})"
-	done < <(params "$1")
-}
-restore_params() {  # last set, first restored: a name given twice ends as it was
-	local k p
-	for ((k = ${#saved_params[@]} - 1; k >= 0; k--)); do
-		p=${saved_params[k]}
-		echo "${p#*=}" > "$afm_par/${p%%=*}" || note "cannot restore afmalloc.$p"
-	done
-	saved_params=()
-}
-
 # one RUN POS ALLOC
 one() {
 	local r=$1 pos=$2 a=$3 dev c=$cg/churn-$$-$1-$2 slug=${3//\//-} log spid rc=0 t0 n0
 	local b
-	b=$(base "$a")
+	b=$(afm_base "$a")
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	[ -w /proc/sys/vm/compact_memory ] && echo 1 > /proc/sys/vm/compact_memory
-	set_params "$a"
+	afm_set_params "$a"
 	if [ "$target" = zram ]; then
 		dev=$(zram_new "$b" "$comp" $((2 * mb))M)
 		cur_dev=$dev
@@ -385,7 +355,7 @@ one() {
 		echo Y > $zs/shrinker_enabled
 		case "$b" in
 		afmalloc/*)
-			echo "${b#afmalloc/}" > $afm_par/zswap_store ||
+			echo "${b#afmalloc/}" > "$AFM_PAR/zswap_store" ||
 				die "afmalloc.zswap_store=${b#afmalloc/} refused"
 			set_zpool afmalloc || die "cannot switch zswap.zpool to afmalloc" ;;
 		*) set_zpool zsmalloc || die "cannot switch zswap.zpool to zsmalloc" ;;
@@ -437,7 +407,7 @@ one() {
 	cur_dev=''
 	wait_until 30 rm_cgroup "$c" || die "cannot remove the cgroup $c"
 	cur_cg=''
-	restore_params
+	afm_restore_params
 	note "run $r/$pos $a: done in $((SECONDS - t0)) s"
 	[ "$check" = 1 ] || return 0
 
