@@ -2208,17 +2208,56 @@ def phase_ratio_max(c, alloc=AF):
     return [max(out)] if out else []
 
 
+def beside_missing(names, what):
+    """(@names with a meta.json, lines for those without): the runs of a
+    table of a setting measured beside the default in one boot."""
+    missing = [n for n in names if not os.path.isfile(os.path.join(rdir(n), "meta.json"))]
+    names = [n for n in names if n not in missing]
+    if not names:
+        return names, ["", f"{what}: not measured yet (" + ", ".join(missing) + ")."]
+    return names, (["", "Not measured yet: " + ", ".join(missing) + "."] if missing else [])
+
+
+def beside_rows(n, var, label, extra=()):
+    """Table rows of swap-churn run @n with the default and afmalloc/zspage
+    +@var (a module parameter, NAME=VALUE) beside zsmalloc in one boot:
+    throughput and latency over zsmalloc's, overhead per phase and at rest,
+    @extra rows (label, fn(alloc), fmt), and the setting's throughput over
+    the default's; @label names the setting in the last row."""
+    c = churn(n)
+    m = c["meta"]
+    what = f"{m.get('target', '?')}, {m.get('compressor', '?')}"
+    lat = c["lat"]
+    off = f"{AF}+{var}"
+    rows = [("pages the workload touched per second in the churn phase, over "
+             "zsmalloc's in the same run, median of runs (range)",
+             lambda a: per_run_ratios(c, "churn", "pages/s", a), lambda v: med_span(v, xr)),
+            (f"{lat_label(c, True)} in the churn phase over zsmalloc's in the same run, "
+             "median of runs (range)",
+             lambda a: per_run_ratios(c, "churn", lat, a), lambda v: med_span(v, xr)),
+            ("mean overhead per phase over zsmalloc's, the highest phase",
+             lambda a: phase_ratio_max(c, a), lambda v: xr(max(v)) if v else "-"),
+            ("overhead at the end of the rest, median of runs (range)",
+             lambda a: [100 * x for x in c["rest"].get(a, {}).get("60", [])
+                        if x is not None], lambda v: med_span(v, pct)), *extra]
+    out = [f"| swap churn ({what}): {lb} | {fmt(fn(AF))} | {fmt(fn(off))} | {link(n)} |"
+           for lb, fn, fmt in rows]
+    v = per_run_ratios(c, "churn", "pages/s", off, AF)
+    out.append(f"| swap churn ({what}): pages touched per second in the churn phase with "
+               f"{label} over the default in the same run, median of runs (range) "
+               f"| - | {med_span(v, xr)} | {link(n)} |")
+    return out
+
+
 def handle_phases(names):
     """The handle_mag block's table of the phase rules against
     zspage_handle_phases=N: swap-churn runs with both and zsmalloc in one
     boot (SUMMARY handle_mag "phases"), a line naming those still
     missing."""
-    missing = [n for n in names if not os.path.isfile(os.path.join(rdir(n), "meta.json"))]
-    names = [n for n in names if n not in missing]
+    names, tail = beside_missing(
+        names, "The phase rules against `zspage_handle_phases=N` under swap churn")
     if not names:
-        return ["", "The phase rules against `zspage_handle_phases=N` under swap churn: "
-                "not measured yet (" + ", ".join(missing) + ")."]
-    off = AF + "+zspage_handle_phases=N"
+        return tail
     src = ", ".join(sorted({run_source(n)[0] for n in names}))
     k = sorted({len(churn(n)["runs"]) for n in names})
     out = ["", "What the two rules cost under swap churn: `afmalloc.zspage_handle_phases=N` "
@@ -2226,36 +2265,12 @@ def handle_phases(names):
            f"zsmalloc in one boot per line, {'/'.join(map(str, k))} runs each, the order "
            f"rotating, on {src}:", "",
            "| measure | default | zspage_handle_phases=N | runs |", "|---|---|---|---|"]
-
     for n in names:
-        c = churn(n)
-        m = c["meta"]
-        what = f"{m.get('target', '?')}, {m.get('compressor', '?')}"
-        lat = c["lat"]
-        rows = [("pages the workload touched per second in the churn phase, over "
-                 "zsmalloc's in the same run, median of runs (range)",
-                 lambda a: per_run_ratios(c, "churn", "pages/s", a), lambda v: med_span(v, xr)),
-                (f"{lat_label(c, True)} in the churn phase over zsmalloc's in the same run, "
-                 "median of runs (range)",
-                 lambda a: per_run_ratios(c, "churn", lat, a), lambda v: med_span(v, xr)),
-                ("mean overhead per phase over zsmalloc's, the highest phase",
-                 lambda a: phase_ratio_max(c, a), lambda v: xr(max(v)) if v else "-"),
-                ("overhead at the end of the rest, median of runs (range)",
-                 lambda a: [100 * x for x in c["rest"].get(a, {}).get("60", [])
-                            if x is not None], lambda v: med_span(v, pct)),
-                ("handle table pages at the end of the rest, per run (handles)",
-                 lambda a: [f"{p} ({h})" for p, h in htab_at_rest(n, a)],
-                 lambda v: "<br>".join(v) if v else "-")]
-        for label, fn, fmt in rows:
-            out.append(f"| swap churn ({what}): {label} | {fmt(fn(AF))} | {fmt(fn(off))} | "
-                       f"{link(n)} |")
-        v = per_run_ratios(c, "churn", "pages/s", off, AF)
-        out.append(f"| swap churn ({what}): pages touched per second in the churn phase with "
-                   "the rules off over the default in the same run, median of runs (range) "
-                   f"| - | {med_span(v, xr)} | {link(n)} |")
-    if missing:
-        out += ["", "Not measured yet: " + ", ".join(missing) + "."]
-    return out
+        out += beside_rows(n, "zspage_handle_phases=N", "the rules off", extra=[
+            ("handle table pages at the end of the rest, per run (handles)",
+             lambda a, n=n: [f"{p} ({h})" for p, h in htab_at_rest(n, a)],
+             lambda v: "<br>".join(v) if v else "-")])
+    return out + tail
 
 
 def quick_hmag_rows(cols, links):
