@@ -31,6 +31,15 @@
 # at that moment), and DIR/debugfs/ (each afmalloc pool's debugfs tables
 # after its fill and after every job). A failed fio job (an I/O error)
 # fails the script.
+#
+# An afmalloc allocator may carry module parameters, each "+NAME=VALUE"
+# (afmalloc/zspage+zspage_auto_permille=20; bench/lib/afm-params.sh):
+# written to /sys/module/afmalloc/parameters/NAME while its device's pool
+# is made and while each of its jobs (the fill included) runs, the old
+# value written back after each, so that a setting is measured beside the
+# default and zsmalloc in one boot (a parameter read at run time, not when
+# a pool is made, is also seen by the other pools, idle then but for the
+# work they queued themselves). The full name labels its rows and files.
 set -euo pipefail
 
 die() { echo "fio-guest: error: $*" >&2; exit 1; }
@@ -67,6 +76,11 @@ done
 command -v fio >/dev/null || die "fio missing (bench/fio/run.sh installs it on the host)"
 [ -f "$jobfile" ] || die "no job file $jobfile"
 IFS=, read -r -a alist <<< "$allocs"
+# shellcheck source=SCRIPTDIR/../lib/afm-params.sh
+. "$here/../lib/afm-params.sh"
+for a in "${alist[@]}"; do
+	afm_check_alloc --guest "$a"
+done
 IFS=, read -r -a slist <<< "$shapes"
 for s in "${slist[@]}"; do
 	case "$s" in write|read|randwrite|randread|randrw|mixwrite) ;;
@@ -87,18 +101,22 @@ echo "fio-guest: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 
 [ -r /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
 [ -r /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control/hot_add (zram missing?)"
 
-# config_dev DEV ALLOC: allocator, compressor, disksize.
+# config_dev DEV ALLOC: allocator, compressor, disksize (the pool made
+# with ALLOC's module parameters).
 config_dev() {
-	local sys=/sys/block/$1 cur
+	local sys=/sys/block/$1 cur b
+	b=$(afm_base "$2")
 	[ -f "$sys/allocator" ] || die "this kernel's zram has no allocator selection (build it with patches/)"
-	echo "$2" > "$sys/allocator" || die "$1: allocator '$2' refused (offered: $(cat "$sys/allocator"))"
+	echo "$b" > "$sys/allocator" || die "$1: allocator '$b' refused (offered: $(cat "$sys/allocator"))"
 	cur=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$sys/allocator")
-	[ "$cur" = "$2" ] || die "selected '$2' but $1 uses '$cur'"
+	[ "$cur" = "$b" ] || die "selected '$b' but $1 uses '$cur'"
 	echo "$comp" > "$sys/comp_algorithm" || die "$1: compressor '$comp' refused"
+	afm_set_params "$2"
 	echo "$size" > "$sys/disksize" || die "cannot initialise $1 on '$2' (see dmesg)"
+	afm_restore_params
 }
 # slabs, held: every page each device's allocator holds (see there).
-# shellcheck source=../lib/zram-held.sh
+# shellcheck source=SCRIPTDIR/../lib/zram-held.sh
 . "$here/../lib/zram-held.sh"
 # sampler: once a second, one row per device of mm_samples.csv (t_s, the
 # job running (run, allocator, shape; "-" between jobs), alloc, dev,
@@ -187,11 +205,13 @@ done
 set_job -
 sampler &
 sampler_pid=$!
-trap 'kill "$sampler_pid" 2>/dev/null || true; rm -f "$jobf"' EXIT
+trap 'kill "$sampler_pid" 2>/dev/null || true; rm -f "$jobf"; afm_restore_params' EXIT
 for i in "${!alist[@]}"; do
 	t0=$SECONDS
 	set_job "0 ${alist[$i]} fill"
+	afm_set_params "${alist[$i]}"
 	run_fio fill "${devs[$i]}" write "$out/fio/fill-${alist[$i]//\//-}.json"
+	afm_restore_params
 	set_job -
 	mm_row "${alist[$i]}" "${devs[$i]}" fill
 	keep_debugfs "${alist[$i]}" "${devs[$i]}" "fill-${alist[$i]//\//-}"
@@ -211,7 +231,9 @@ for ((r = 1; r <= runs; r++)); do
 			sec=shape
 			[ "$s" != mixwrite ] || sec=mix25,mix75
 			set_job "$r $a $s"
+			afm_set_params "$a"
 			run_fio "$sec" "${devs[$i]}" "$s" "$json"
+			afm_restore_params
 			set_job -
 			keep_debugfs "$a" "${devs[$i]}" "run$r-${a//\//-}-$s"
 			jobs+=("$a" "$s" "$json")

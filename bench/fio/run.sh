@@ -10,7 +10,10 @@
 #                    [--alloc LIST] [--shapes LIST] [--memory SIZE] [--cpus N]
 #                    [--append ARGS] [--settle SEC]
 # --append: kernel arguments for the guest (e.g. afmalloc.zspage_align=16)
-# after slab_nomerge, recorded in meta.json (boot_args). --settle: seconds
+# after slab_nomerge, recorded in meta.json (boot_args). LIST: an afmalloc
+# allocator may carry module parameters for its own device,
+# afmalloc/zspage+NAME=VALUE (bench/fio/guest.sh), so that a setting runs
+# beside the default and zsmalloc in one boot. --settle: seconds
 # every device is left idle after the last job before its end row of
 # mm_stat.csv is read (default 5; meta.json settle_s).
 # Results: DIR (default $AFMALLOC_CACHE/results/fio-<date>) gets fio.csv,
@@ -50,10 +53,10 @@ vmb_positive runs runtime cpus
 [[ "$size" =~ ^[1-9][0-9]*[MG]$ ]] || die "--size must look like 256M or 1G, not '$size'"
 IFS=, read -r -a alist <<< "$allocs"
 IFS=, read -r -a slist <<< "$shapes"
+# shellcheck source=SCRIPTDIR/../lib/afm-params.sh
+. "$AFMALLOC_TOP/bench/lib/afm-params.sh"
 for a in "${alist[@]}"; do
-	case "$a" in zsmalloc|afmalloc/slab|afmalloc/zspage) ;;
-	*) die "unknown allocator '$a' (known: zsmalloc, afmalloc/slab, afmalloc/zspage)" ;;
-	esac
+	afm_check_alloc "$a"
 done
 
 vmb_setup "the fio benchmark"

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034 # held, meta: read by the callers
 # Guest-side helpers (sourced): every page a zram device's allocator
 # holds, counted as bench/untar-remove.sh counts it (bench/fio/guest.sh,
 # bench/smallpool/guest.sh). The boot must have slab_nomerge, so that a
@@ -29,6 +30,7 @@ slab_kmalloc_pages() {
 		END { if (b < 0) b = 0; print int((b + ps - 1) / ps) }' "$d/pool" "$d/classes"
 }
 # held ALLOC DEV USED: every byte the allocator of DEV holds into $held
+# (ALLOC with or without +words, bench/lib/afm-params.sh)
 # (and its slab pages into $meta): zsmalloc and afmalloc/zspage:
 # mem_used_total (USED) + their slab caches (zsmalloc does not count its
 # own); afmalloc/slab: its slab caches + its whole-page chunks (debugfs
@@ -36,7 +38,7 @@ slab_kmalloc_pages() {
 held() {
 	local big=0 c
 	meta=${slab[$2]:-0}
-	case "$1" in
+	case "${1%%+*}" in
 	afmalloc/slab)
 		if [ -r "/sys/kernel/debug/afmalloc/$2/classes" ]; then
 			while read -r -a c; do

@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ -n "$out" ] && [ -n "$data" ] || { usage >&2; die "--out and --data are required"; }
+if [ -z "$out" ] || [ -z "$data" ]; then usage >&2; die "--out and --data are required"; fi
 for v in kib rounds; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v must be a positive number"
 done
@@ -60,7 +60,7 @@ param=/sys/module/afmalloc/parameters/zspage_shards_grow
 [ -r /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
 [ -r /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control/hot_add (zram missing?)"
 # slabs, held: every page each device's allocator holds (see there).
-# shellcheck source=../lib/zram-held.sh
+# shellcheck source=SCRIPTDIR/../lib/zram-held.sh
 . "$here/../lib/zram-held.sh"
 
 csv=$out/smallpool.csv

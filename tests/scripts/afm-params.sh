@@ -14,6 +14,8 @@
 #    old values back, last set first: a name given twice ends as it was.
 # 3. bench/run.sh refuses an allocator with an unknown word before it sets
 #    anything up.
+# 4. bench/fio/run.sh refuses a parameter on zsmalloc before it sets
+#    anything up.
 #
 # Prints "ok" lines, exits non-zero on the first failure.
 set -euo pipefail
@@ -88,3 +90,12 @@ grep -q "unknown word 'fast'" "$t/run.log" ||
 	fail "bench/run.sh: no clear error (got: $(head -c 300 "$t/run.log"))"
 [ ! -e "$t/out" ] || fail "bench/run.sh made its results folder"
 ok "bench/run.sh refuses an allocator with an unknown word"
+
+# 4.
+rc=0
+"$top/bench/fio/run.sh" --alloc zsmalloc,zsmalloc+zspage_align=16 --out "$t/fout" > "$t/fio.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "bench/fio/run.sh --alloc zsmalloc+zspage_align=16 succeeded"
+grep -q "zsmalloc takes no afmalloc parameters" "$t/fio.log" ||
+	fail "bench/fio/run.sh: no clear error (got: $(head -c 300 "$t/fio.log"))"
+[ ! -e "$t/fout" ] || fail "bench/fio/run.sh made its results folder"
+ok "bench/fio/run.sh refuses parameters on zsmalloc"
