@@ -151,6 +151,11 @@ SUMMARY = {
     "align": (("fio-tcg-a543431", "fio-tcg-align16"),
               ("quick-lz4-align1", "quick-lz4-align16"),
               ("churn-zram-lz4-3e75791", "churn-zram-lz4-align16")),
+    # ... and the two settings beside zsmalloc in one boot (the benchmarks'
+    # afmalloc/zspage+zspage_align=16 allocator): swap churn, the quick tree
+    # (a boot in each order) and fio; a missing run is named in a line.
+    "align_beside": ("churn-zram-lz4-align-beside", "quick-lz4-align-beside",
+                     "fio-tcg-params"),
     # Handle slot reuse (README "Handle slot reuse"): the same benchmark with
     # the default and with afmalloc.zspage_handle_mag=0, alternating boots;
     # keys: the parameter's value.
@@ -2139,7 +2144,90 @@ def align_block():
                 out.append(f"| {k} | {r1[k]} | {r16[k]} | {link(base)}, {link(a16)} |")
     if left:
         out += ["", "Not measured yet: " + "; ".join(left) + "."]
+    out += align_beside()
     return "\n".join(out) + "\n"
+
+
+def fio_beside_rows(n, var):
+    """Rows of fio run @n with afmalloc/zspage and afmalloc/zspage+@var
+    beside zsmalloc in one boot: IOPS over zsmalloc's per shape, the
+    setting's over the default's, the largest overhead in a one-second
+    sample under randwrite and mixwrite, memory at the end per compressed
+    byte over zsmalloc's."""
+    d = rdir(n)
+    off = f"{AF}+{var}"
+    r = report.fio_ratios(d)
+    iops = report._fio_iops(report.read_csv(d, "fio.csv"))
+    runs = sorted({k[0] for k in iops}, key=int)
+    shapes = list(dict.fromkeys(k[2] for k in iops))
+    out = []
+    for sh in shapes:
+        vs = [iops[(ru, off, sh)] / iops[(ru, AF, sh)] for ru in runs
+              if iops.get((ru, AF, sh)) and (ru, off, sh) in iops]
+        out.append(f"| fio {sh}: IOPS over zsmalloc's in the same run, median of runs (range); "
+                   f"the setting over the default | {med_span(r.get((AF, sh), []), xr)} | "
+                   f"{med_span(r.get((off, sh), []), xr)}; {med_span(vs, xr)} | {link(n)} |")
+    per = report.fio_samples(d)
+    for sh in ("randwrite", "mixwrite"):
+        cells = []
+        for a in (AF, off):
+            xs = [x["held"] / x["compr"] - 1 for x in per.get(a, [])
+                  if x["shape"] == sh and x["compr"]]
+            cells.append(pct(100 * max(xs)) if xs else "-")
+        out.append(f"| fio {sh}: largest overhead in a one-second sample | {cells[0]} | "
+                   f"{cells[1]} | {link(n)} |")
+    mm = {(x["alloc"], x["when"]): x for x in report.read_csv(d, "mm_stat.csv")}
+
+    def end(a):
+        e, z = mm.get((a, "end"), {}), mm.get((ZS, "end"), {})
+        if not (e.get("held_bytes") and z.get("held_bytes")):
+            return "-"
+        return rel(100 * (int(e["held_bytes"]) / int(e["compr_data_size"])
+                          / (int(z["held_bytes"]) / int(z["compr_data_size"])) - 1))
+    out.append("| fio: memory held at the end per compressed byte, over zsmalloc's | "
+               f"{end(AF)} | {end(off)} | {link(n)} |")
+    return out
+
+
+def quick_beside_rows(n, var):
+    """Rows of untar/remove run @n (one boot or several) with afmalloc/zspage
+    and afmalloc/zspage+@var beside zsmalloc: zsmalloc / afmalloc overhead
+    after the untar, the worst remove step and the rest, a line per boot."""
+    off = f"{AF}+{var}"
+    boots = boot_steps(n)
+
+    def cell(a, fn):
+        return "<br>".join(f"{pct(fn(rows, ZS))} / {pct(fn(rows, a))}" for rows in boots)
+    out = []
+    for label, fn in (("overhead after the untar", lambda rows, a: ovh(rows, a, "untar")),
+                      ("the worst remove step",
+                       lambda rows, a: max(ovh(rows, a, st) for st in RM_STEPS)),
+                      ("after removing the rest", lambda rows, a: ovh(rows, a, "rm_all"))):
+        out.append(f"| quick tree: {label} | {cell(AF, fn)} | {cell(off, fn)} | {link(n)} |")
+    return out
+
+
+def align_beside():
+    """The align block's table of both settings beside zsmalloc in one boot
+    (SUMMARY "align_beside"), a line naming runs still missing."""
+    var = "zspage_align=16"
+    names, tail = beside_missing(list(SUMMARY["align_beside"]),
+                                 "Both settings beside zsmalloc in one boot")
+    if not names:
+        return tail
+    src = ", ".join(sorted({run_source(n)[0] for n in names}))
+    out = ["", "Both settings beside zsmalloc in one boot (the benchmarks' "
+           f"`afmalloc/zspage+{var}` allocator; the quick tree a boot in each order, a "
+           f"line each), on {src}; zsmalloc / afmalloc where two figures are given:", "",
+           f"| measure | default | {var} | runs |", "|---|---|---|---|"]
+    for n in names:
+        if is_churn(n):
+            out += beside_rows(n, var, "16-byte extents")
+        elif os.path.isfile(os.path.join(rdir(n), "fio.csv")):
+            out += fio_beside_rows(n, var)
+        else:
+            out += quick_beside_rows(n, var)
+    return out + tail
 
 
 def table_pages(name, step):
@@ -2209,9 +2297,11 @@ def phase_ratio_max(c, alloc=AF):
 
 
 def beside_missing(names, what):
-    """(@names with a meta.json, lines for those without): the runs of a
-    table of a setting measured beside the default in one boot."""
-    missing = [n for n in names if not os.path.isfile(os.path.join(rdir(n), "meta.json"))]
+    """(@names with a meta.json, or a summary.csv of several boots, and
+    lines for the others): the runs of a table of a setting measured beside
+    the default in one boot."""
+    missing = [n for n in names if not any(os.path.isfile(os.path.join(rdir(n), f))
+                                           for f in ("meta.json", "summary.csv"))]
     names = [n for n in names if n not in missing]
     if not names:
         return names, ["", f"{what}: not measured yet (" + ", ".join(missing) + ")."]
