@@ -156,6 +156,9 @@ SUMMARY = {
     # (a boot in each order) and fio; a missing run is named in a line.
     "align_beside": ("churn-zram-lz4-align-beside", "quick-lz4-align-beside",
                      "fio-tcg-params"),
+    # Compaction trigger (README "Compaction trigger"): fio with the default
+    # and afmalloc/zspage+zspage_auto_permille=20 beside zsmalloc in one boot.
+    "auto": ("fio-tcg-params",),
     # Handle slot reuse (README "Handle slot reuse"): the same benchmark with
     # the default and with afmalloc.zspage_handle_mag=0, alternating boots;
     # keys: the parameter's value.
@@ -222,7 +225,7 @@ COMMITTED_IN = {
 }
 
 BLOCK_RE = re.compile(r"<!-- generated: ([\w-]+) -->\n(.*?)<!-- end: \1 -->", re.S)
-BLOCKS = ("summary", "commands", "benchmark", "align", "handle_mag")
+BLOCKS = ("summary", "commands", "benchmark", "align", "auto", "handle_mag")
 
 
 def fail(msg):
@@ -2230,6 +2233,22 @@ def align_beside():
     return out + tail
 
 
+def auto_block():
+    """README: the automatic compaction's trigger, the default against
+    zspage_auto_permille=20 beside zsmalloc in one boot (SUMMARY "auto")."""
+    var = "zspage_auto_permille=20"
+    names, tail = beside_missing(list(SUMMARY["auto"]),
+                                 f"The default and `{var}` beside zsmalloc in one boot")
+    if not names:
+        return "\n".join(tail[1:]) + "\n"
+    src = ", ".join(sorted({run_source(n)[0] for n in names}))
+    out = [f"The default and `afmalloc/zspage+{var}` beside zsmalloc in one boot, on "
+           f"{src}:", "", f"| measure | default | {var} | runs |", "|---|---|---|---|"]
+    for n in names:
+        out += fio_beside_rows(n, var)
+    return "\n".join(out + tail) + "\n"
+
+
 def table_pages(name, step):
     """(handle table pages, handles) of afmalloc/zspage after @step (debugfs
     "handles" row: handles, free slots, table pages, with directories)."""
@@ -2780,7 +2799,7 @@ def results_readme():
 def render_readme(text):
     blocks = {"summary": summary_block(summary_data()), "commands": commands_block(),
               "benchmark": benchmark_block(), "align": align_block(),
-              "handle_mag": handle_mag_block()}
+              "auto": auto_block(), "handle_mag": handle_mag_block()}
     seen = [m.group(1) for m in BLOCK_RE.finditer(text)]
     missing = [b for b in BLOCKS if b not in seen]
     unknown = [b for b in seen if b not in BLOCKS]
