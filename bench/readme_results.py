@@ -2219,8 +2219,10 @@ def align_beside():
     if not names:
         return tail
     src = ", ".join(sorted({run_source(n)[0] for n in names}))
+    k = sorted({len(churn(n)["runs"]) for n in names if is_churn(n)})
+    runs = f"swap churn {'/'.join(map(str, k))} run(s) in its boot, " if k else ""
     out = ["", "Both settings beside zsmalloc in one boot (the benchmarks' "
-           f"`afmalloc/zspage+{var}` allocator; the quick tree a boot in each order, a "
+           f"`afmalloc/zspage+{var}` allocator; {runs}the quick tree a boot in each order, a "
            f"line each), on {src}; zsmalloc / afmalloc where two figures are given:", "",
            f"| measure | default | {var} | runs |", "|---|---|---|---|"]
     for n in names:
