@@ -1230,7 +1230,7 @@ def arm64_untar(name):
             if r["after_step"] == "rm_include"}
     for a in (ZS, AF):
         out[a] = {"untar": ovh(rows, a, "untar"),
-                  "worst": max(ovh(rows, a, s) for s in RM_STEPS), "huge": huge.get(a)}
+                  "worst": worst_rm(rows, a), "huge": huge.get(a)}
     out["boots"] = 1
     return out
 
@@ -1263,7 +1263,7 @@ def summary_data():
     # zstd, every allocator.
     rows = steps(SUMMARY["zstd"])
     d["zstd"] = {a: {"untar": ovh(rows, a, "untar"),
-                     "worst": max(ovh(rows, a, s) for s in RM_STEPS)}
+                     "worst": worst_rm(rows, a)}
                  for a in dict.fromkeys(r["alloc"] for r in rows)}
     # fio: memory held and IOPS. Runs that record held_bytes (every page,
     # slab caches included, bench/fio/guest.sh) are compared on it; the
@@ -2085,6 +2085,28 @@ def benchmark_block():
             f"{minutes(spent)} in their steps.\n")
 
 
+def fio_worst(per, alloc, shape):
+    """@alloc's largest overhead (a fraction) in a one-second sample of
+    report.fio_samples() @per while @shape ran, or None."""
+    return max((x["held"] / x["compr"] - 1 for x in per.get(alloc, [])
+                if x["shape"] == shape and x["compr"]), default=None)
+
+
+def fio_end_rel(mm, alloc):
+    """@alloc's memory held at the end per compressed byte over zsmalloc's,
+    in % (mm_stat.csv rows @mm by (alloc, when)), or None."""
+    e, z = mm.get((alloc, "end"), {}), mm.get((ZS, "end"), {})
+    if not (e.get("held_bytes") and z.get("held_bytes")):
+        return None
+    return 100 * (int(e["held_bytes"]) / int(e["compr_data_size"])
+                  / (int(z["held_bytes"]) / int(z["compr_data_size"])) - 1)
+
+
+def fio_mm(d):
+    """mm_stat.csv rows of fio run folder @d by (alloc, when)."""
+    return {(r["alloc"], r["when"]): r for r in report.read_csv(d, "mm_stat.csv")}
+
+
 def align_rows(name):
     """[(measure, "zsmalloc / afmalloc" text)] of one run for align_block()."""
     d = rdir(name)
@@ -2092,20 +2114,14 @@ def align_rows(name):
         per = report.fio_samples(d)
         out = []
         for shape in ("randwrite", "mixwrite"):
-            worst = []
-            for a in (ZS, AF):
-                xs = [x for x in per.get(a, []) if x["shape"] == shape and x["compr"]]
-                worst.append(max((x["held"] / x["compr"] - 1 for x in xs), default=None))
+            worst = [fio_worst(per, a, shape) for a in (ZS, AF)]
             if None not in worst:
                 out.append((f"fio {shape}: largest overhead in a one-second sample",
                             " / ".join(pct(100 * w) for w in worst)))
-        mm = {(r["alloc"], r["when"]): r for r in report.read_csv(d, "mm_stat.csv")}
-        if all(mm.get((a, "end"), {}).get("held_bytes") for a in (ZS, AF)):
+        end = fio_end_rel(fio_mm(d), AF)
+        if end is not None:
             out.append(("fio: memory held at the end per compressed byte, over zsmalloc's",
-                        rel(100 * (int(mm[(AF, "end")]["held_bytes"])
-                                   / int(mm[(AF, "end")]["compr_data_size"])
-                                   / (int(mm[(ZS, "end")]["held_bytes"])
-                                      / int(mm[(ZS, "end")]["compr_data_size"])) - 1))))
+                        rel(end)))
         return out
     if is_churn(name):
         c = churn(name)
@@ -2126,7 +2142,7 @@ def align_rows(name):
     return [("quick tree: overhead after the untar",
              " / ".join(pct(ovh(rows, a, "untar")) for a in (ZS, AF))),
             ("quick tree: the worst remove step",
-             " / ".join(pct(max(ovh(rows, a, s) for s in RM_STEPS)) for a in (ZS, AF)))]
+             " / ".join(pct(worst_rm(rows, a)) for a in (ZS, AF)))]
 
 
 def align_block():
@@ -2172,24 +2188,20 @@ def fio_beside_rows(n, var):
                    f"{med_span(r.get((off, sh), []), xr)}; {med_span(vs, xr)} | {link(n)} |")
     per = report.fio_samples(d)
     for sh in ("randwrite", "mixwrite"):
-        cells = []
-        for a in (AF, off):
-            xs = [x["held"] / x["compr"] - 1 for x in per.get(a, [])
-                  if x["shape"] == sh and x["compr"]]
-            cells.append(pct(100 * max(xs)) if xs else "-")
-        out.append(f"| fio {sh}: largest overhead in a one-second sample | {cells[0]} | "
-                   f"{cells[1]} | {link(n)} |")
-    mm = {(x["alloc"], x["when"]): x for x in report.read_csv(d, "mm_stat.csv")}
-
-    def end(a):
-        e, z = mm.get((a, "end"), {}), mm.get((ZS, "end"), {})
-        if not (e.get("held_bytes") and z.get("held_bytes")):
-            return "-"
-        return rel(100 * (int(e["held_bytes"]) / int(e["compr_data_size"])
-                          / (int(z["held_bytes"]) / int(z["compr_data_size"])) - 1))
+        cells = [fio_worst(per, a, sh) for a in (AF, off)]
+        out.append(f"| fio {sh}: largest overhead in a one-second sample | "
+                   + " | ".join("-" if w is None else pct(100 * w) for w in cells)
+                   + f" | {link(n)} |")
+    mm = fio_mm(d)
+    ends = ["-" if e is None else rel(e) for e in (fio_end_rel(mm, a) for a in (AF, off))]
     out.append("| fio: memory held at the end per compressed byte, over zsmalloc's | "
-               f"{end(AF)} | {end(off)} | {link(n)} |")
+               f"{ends[0]} | {ends[1]} | {link(n)} |")
     return out
+
+
+def worst_rm(rows, a):
+    """@a's highest overhead after a remove step (rm_all aside), in %."""
+    return max(ovh(rows, a, st) for st in RM_STEPS)
 
 
 def quick_beside_rows(n, var):
@@ -2203,8 +2215,7 @@ def quick_beside_rows(n, var):
         return "<br>".join(f"{pct(fn(rows, ZS))} / {pct(fn(rows, a))}" for rows in boots)
     out = []
     for label, fn in (("overhead after the untar", lambda rows, a: ovh(rows, a, "untar")),
-                      ("the worst remove step",
-                       lambda rows, a: max(ovh(rows, a, st) for st in RM_STEPS)),
+                      ("the worst remove step", worst_rm),
                       ("after removing the rest", lambda rows, a: ovh(rows, a, "rm_all"))):
         out.append(f"| quick tree: {label} | {cell(AF, fn)} | {cell(off, fn)} | {link(n)} |")
     return out
@@ -2397,7 +2408,7 @@ def quick_hmag_rows(cols, links):
     out = ["| quick tree: overhead after the untar | %s | %s | %s |"
            % (*cells(ovh_of("untar")), links),
            "| ... after the worst remove step | %s | %s | %s |"
-           % (*cells(lambda n: pct(max(ovh(steps(n), AF, s) for s in RM_STEPS))), links),
+           % (*cells(lambda n: pct(worst_rm(steps(n), AF))), links),
            "| ... after removing the rest | %s | %s | %s |"
            % (*cells(ovh_of("rm_all")), links)]
     for step, what in (("rm_include", "the last remove step"), ("rm_all", "removing the rest")):
