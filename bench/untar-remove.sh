@@ -34,16 +34,20 @@
 # last round also runs seed 000's Highalloc-Stress test (bench/highalloc.sh)
 # right after the HugeTLB-capability test, with the data still resident:
 # OUT/highalloc.csv, OUT/highalloc_summary.csv and OUT/pagetypeinfo.csv.
+#
+# With --hugetlb-take PATH (bench/hugetlb-take.c, built by bench/run.sh),
+# that program takes the huge pages and gives the headroom back with its
+# pages locked in memory (see hugetlb()).
 set -euo pipefail
 
 die() { echo "untar-remove: error: $*" >&2; exit 1; }
 usage() {
 	echo "usage: $0 --dataset TAR --out DIR [--alloc zsmalloc[,zsmalloc+compact,afmalloc/zspage+NAME=VALUE,...]]"
 	echo "          [--rounds N] [--comp lz4|zstd] [--disksize SIZE] [--dev zramN]"
-	echo "          [--highalloc-ko PATH]"
+	echo "          [--highalloc-ko PATH] [--hugetlb-take PATH]"
 }
 
-dataset='' out='' allocs=zsmalloc rounds=1 comp=lz4 disksize='' dev=zram0 highalloc_ko=''
+dataset='' out='' allocs=zsmalloc rounds=1 comp=lz4 disksize='' dev=zram0 highalloc_ko='' hugetlb_take=''
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dataset) dataset=${2:?}; shift ;;
@@ -54,6 +58,7 @@ while [ $# -gt 0 ]; do
 	--disksize) disksize=${2:?}; shift ;;
 	--dev) dev=${2:?}; shift ;;
 	--highalloc-ko) highalloc_ko=${2:?}; shift ;;
+	--hugetlb-take) hugetlb_take=${2:?}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -64,6 +69,8 @@ if [ -z "$dataset" ] || [ -z "$out" ]; then usage >&2; die "--dataset and --out 
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive number"
 [ -z "$highalloc_ko" ] || [ -f "$highalloc_ko" ] ||
 	die "--highalloc-ko: no module at $highalloc_ko (bench/build-modules.sh builds it)"
+[ -z "$hugetlb_take" ] || [ -x "$hugetlb_take" ] ||
+	die "--hugetlb-take: no program at $hugetlb_take (bench/run.sh builds it)"
 highalloc=$(dirname "$(realpath "$0")")/highalloc.sh
 # shellcheck source=SCRIPTDIR/lib/zram-held.sh
 . "$(dirname "$(realpath "$0")")/lib/zram-held.sh"
@@ -186,6 +193,12 @@ sample() {  # alloc round step seconds
 # a fresh machine). So between taking the pages and giving back
 # HUGETLB_HEADROOM_MB of them, only shell builtins run (read, echo, no
 # command substitution); the blockers' page_owner scan comes after that.
+# Builtins were not enough: the kernel's reclaim for the huge pages also
+# took the shell's own text, and faulting it back in right after the
+# request woke the OOM killer (x86_64 quick tree, console kept). With
+# --hugetlb-take the three steps run in a program that has locked its
+# pages (bench/hugetlb-take.c), forked before the request; the same
+# counts are asked for either way.
 HUGETLB_HEADROOM_MB=${HUGETLB_HEADROOM_MB:-128}
 hugetlb() {  # alloc round after_step
 	local f=/proc/sys/vm/nr_hugepages want got keep free_before u9 headroom
@@ -207,12 +220,19 @@ hugetlb() {  # alloc round after_step
 	free_before=$(awk '/^MemFree:/ { print int($2 / 1024) }' /proc/meminfo)
 	u9=$(unusable_index_9); u9=${u9%%,*}
 	headroom=$((HUGETLB_HEADROOM_MB * 1024 / hp_kb))
-	# Builtins only from here ...
-	echo "$want" > "$f" 2>/dev/null || true
-	read -r got < "$f"
-	keep=$((got > headroom ? got - headroom : 0))
-	echo "$keep" > "$f"
-	# ... to here: HUGETLB_HEADROOM_MB are free again.
+	if [ -n "$hugetlb_take" ]; then
+		# A locked-in-memory program takes them and gives the headroom
+		# back; this shell waits in the kernel meanwhile.
+		got=$("$hugetlb_take" "$f" "$want" "$headroom") ||
+			{ echo "  hugetlb: $hugetlb_take failed: skipped"; echo 0 > "$f"; return 0; }
+	else
+		# Builtins only from here ...
+		echo "$want" > "$f" 2>/dev/null || true
+		read -r got < "$f"
+		keep=$((got > headroom ? got - headroom : 0))
+		echo "$keep" > "$f"
+		# ... to here: HUGETLB_HEADROOM_MB are free again.
+	fi
 	blockers "$1" "$2" "$3" || echo "  blockers: page_owner summary failed (status $?)"
 	echo 0 > "$f"
 	echo "$1,$2,$3,$want,$got,$free_before,$u9" >> "$huge_csv"
