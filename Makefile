@@ -3,7 +3,7 @@
 # afmalloc user-facing targets. kbuild itself reads ./Kbuild, both in the
 # kernel tree (overlaid as mm/afmalloc/) and for the out-of-tree module.
 #
-#   make check     set up, checkpatch, KUnit on UML (beside the debug
+#   make check     set up, checkpatch, docs, KUnit on UML (beside the debug
 #                  kernel's build), in-VM tests on the debug kernel and zswap
 #                  on Debian's kernel (CI runs this)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
@@ -29,7 +29,10 @@
 #   make vm-test-stock  zswap on afmalloc.ko in the unmodified Debian 6.12 kernel
 #   make vm-test-zero-race  zswap's stale entries behind zero pages (patches/0006)
 #   make vm-test-cx16       the guest CPU's flags across cmpxchg16b (CX16_SECONDS=600)
-#   make checkpatch  checkpatch.pl --strict on every C file and patch (in make check)
+#   make checkpatch  checkpatch.pl --strict on every C file, document and patch
+#                  (in make check)
+#   make docs      Documentation/mm/afmalloc.rst and the API's kernel-doc built
+#                  with the kernel's htmldocs, no warning of ours (in make check)
 #
 # Caches live in $(AFMALLOC_CACHE) (default ~/.cache/afmalloc).
 
@@ -59,7 +62,7 @@ TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
 	vm-test-stock vm-test-debug vm-test-kasan check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
-	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch
+	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch docs
 
 all: help
 
@@ -173,7 +176,7 @@ check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
 # the emulated guest loses more than nice 19 suggests).
 # On failure the timing table and what each failed step said (timed.sh
 # --failures) come last, so that a log cut to its end names the failure.
-check: timings-begin readme-check script-tests setup checkpatch
+check: timings-begin readme-check script-tests setup checkpatch docs
 	@$(TOP)/scripts/beside.sh $(AFMALLOC_CACHE)/timings/kunit-beside.out \
 		$(MAKE) --no-print-directory SETUP_DONE=1 kunit -- \
 		$(MAKE) --no-print-directory SETUP_DONE=1 vm-test-debug vm-test-stock || \
@@ -299,3 +302,6 @@ module-clean:
 
 checkpatch:
 	$(TIMED) checkpatch $(TOP)/scripts/checkpatch.sh
+
+docs:
+	$(TIMED) docs $(TOP)/scripts/docs.sh

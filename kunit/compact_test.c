@@ -122,7 +122,7 @@ static void afm_test_compact_fragmented(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, freed, before - after);
 	/* A quarter of the data is left: at least a third must go. */
 	KUNIT_EXPECT_LT(test, after, before * 2 / 3);
-	afm_pool_stats(ts->pool, &st);
+	afm_get_pool_stats(ts->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.compactions, 1);
 	KUNIT_EXPECT_EQ(test, st.pages_compacted, freed);
 
@@ -377,7 +377,7 @@ static void afm_test_compact_in_flight(struct kunit *test)
 	l->pinned = -1;
 
 	afm_frag_fill(test, ts);
-	afm_pool_stats(ts->pool, &before);
+	afm_get_pool_stats(ts->pool, &before);
 	ts->pool->compact_hook_data = l;
 	ts->pool->compact_hook = afm_limbo_hook;
 	afm_compact(ts->pool);
@@ -394,7 +394,7 @@ static void afm_test_compact_in_flight(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, afm_limbo_moved(l, 3, l->pinned));
 	afm_desc_unpin((struct afm_desc *)ts->h[l->pinned]);
 
-	afm_pool_stats(ts->pool, &after);
+	afm_get_pool_stats(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects - 1);
 
 	if (l->written >= 0) {
@@ -548,7 +548,7 @@ static void afm_test_compact_nomem(struct kunit *test)
 	afm_test_need(test, buf);
 	afm_frag_fill(test, ts);
 	chunks = afm_frag_chunks(test, ts);
-	afm_pool_stats(ts->pool, &before);
+	afm_get_pool_stats(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
 
 	afm_set_fail_nth(ts->pool, AFM_NOMEM_NTH);
@@ -571,7 +571,7 @@ static void afm_test_compact_nomem(struct kunit *test)
 		   moved, freed);
 	KUNIT_EXPECT_LT(test, moved, AFM_NOMEM_NTH);
 	KUNIT_EXPECT_EQ(test, freed, pages - afm_get_total_pages(ts->pool));
-	afm_pool_stats(ts->pool, &st);
+	afm_get_pool_stats(ts->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.objects, before.objects);
 	KUNIT_EXPECT_EQ(test, st.stored_bytes, before.stored_bytes);
 	KUNIT_EXPECT_EQ(test, st.compactions, 1);
@@ -785,7 +785,7 @@ static void afm_test_compact_stress(struct kunit *test)
 
 	if (started < AFM_STRESS_WORKERS + 1)
 		kunit_skip(test, "could only start %u threads", started);
-	afm_pool_stats(ts->pool, &pst);
+	afm_get_pool_stats(ts->pool, &pst);
 	kunit_info(test, "%d operations, %d compactions, %lu pages compacted\n",
 		   atomic_read(&st->ops), atomic_read(&st->compactions),
 		   pst.pages_compacted);
@@ -802,7 +802,7 @@ static void afm_test_compact_stress(struct kunit *test)
 			atomic_read(&st->stored));
 	/* Not vacuous: objects were stored (and so verified). */
 	KUNIT_EXPECT_GT(test, atomic_read(&st->stored), 0);
-	afm_pool_stats(ts->pool, &pst);
+	afm_get_pool_stats(ts->pool, &pst);
 	KUNIT_EXPECT_EQ(test, pst.objects, 0);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
 	/* No API misuse went unnoticed: the stress makes none. */

@@ -94,7 +94,7 @@ static void afm_test_invalid_sizes(struct kunit *test)
 
 	/* One live object, so that "nothing allocated" is not trivially 0. */
 	ts->h[0] = afm_test_malloc(test, ts->pool, 100);
-	afm_pool_stats(ts->pool, &before);
+	afm_get_pool_stats(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -106,7 +106,7 @@ static void afm_test_invalid_sizes(struct kunit *test)
 			afm_free(ts->pool, h);
 	}
 
-	afm_pool_stats(ts->pool, &after);
+	afm_get_pool_stats(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 	KUNIT_EXPECT_EQ(test, after.stored_bytes, before.stored_bytes);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
@@ -114,7 +114,7 @@ static void afm_test_invalid_sizes(struct kunit *test)
 	/* Error values and 0 are ignored by afm_free(). */
 	afm_free(ts->pool, 0);
 	afm_free(ts->pool, (unsigned long)ERR_PTR(-ENOMEM));
-	afm_pool_stats(ts->pool, &after);
+	afm_get_pool_stats(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 }
 
@@ -426,7 +426,7 @@ static void afm_test_stats(struct kunit *test)
 	size_t total = 0;
 	unsigned int i;
 
-	afm_pool_stats(ts->pool, &st);
+	afm_get_pool_stats(ts->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.objects, 0);
 	KUNIT_EXPECT_EQ(test, st.stored_bytes, 0);
 	KUNIT_EXPECT_EQ(test, st.meta_bytes, 0);
@@ -437,7 +437,7 @@ static void afm_test_stats(struct kunit *test)
 		ts->h[i] = afm_test_malloc(test, ts->pool, sizes[i]);
 		total += sizes[i];
 	}
-	afm_pool_stats(ts->pool, &st);
+	afm_get_pool_stats(ts->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.objects, ARRAY_SIZE(sizes));
 	KUNIT_EXPECT_EQ(test, st.stored_bytes, total);
 	/* Descriptor slabs are in use, and their bitmaps. */
@@ -448,14 +448,14 @@ static void afm_test_stats(struct kunit *test)
 			total);
 
 	afm_compact(ts->pool);
-	afm_pool_stats(ts->pool, &st);
+	afm_get_pool_stats(ts->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.compactions, 1);
 
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		afm_free(ts->pool, ts->h[i]);
 		ts->h[i] = 0;
 	}
-	afm_pool_stats(ts->pool, &st);
+	afm_get_pool_stats(ts->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.objects, 0);
 	KUNIT_EXPECT_EQ(test, st.stored_bytes, 0);
 	KUNIT_EXPECT_EQ(test, st.meta_bytes, 0);

@@ -214,7 +214,7 @@ static void afm_test_alloc_failure(struct kunit *test)
 	ts->h[1] = afm_test_malloc(test, ts->pool, 1000);
 
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		afm_pool_stats(ts->pool, &base);
+		afm_get_pool_stats(ts->pool, &base);
 		base_pages = afm_get_total_pages(ts->pool);
 		failures = 0;
 		for (k = 1; k < 32; k++) {
@@ -229,7 +229,7 @@ static void afm_test_alloc_failure(struct kunit *test)
 			}
 			failures++;
 			KUNIT_EXPECT_EQ(test, (long)h, -ENOMEM);
-			afm_pool_stats(ts->pool, &st);
+			afm_get_pool_stats(ts->pool, &st);
 			KUNIT_EXPECT_EQ(test, st.objects, base.objects);
 			KUNIT_EXPECT_EQ(test, st.stored_bytes, base.stored_bytes);
 			KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool),
@@ -245,7 +245,7 @@ static void afm_test_alloc_failure(struct kunit *test)
 				      "size %zu never succeeded", sizes[i]);
 		afm_free(ts->pool, ts->h[0]);
 		ts->h[0] = 0;
-		afm_pool_stats(ts->pool, &st);
+		afm_get_pool_stats(ts->pool, &st);
 		KUNIT_EXPECT_EQ(test, st.objects, base.objects);
 		KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), base_pages);
 	}
@@ -307,7 +307,7 @@ static void afm_test_bad_free(struct kunit *test)
 	foreign = kunit_kmalloc(test, 64, GFP_KERNEL);
 	afm_test_need(test, foreign);
 
-	afm_pool_stats(ts->pool, &before);
+	afm_get_pool_stats(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
 	kunit_info(test, "expect up to two afmalloc invalid-handle warnings\n");
 	misuses = afm_test_misuse_count();
@@ -315,7 +315,7 @@ static void afm_test_bad_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 1);
 	afm_free(ts->pool, (unsigned long)foreign);
 	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 2);
-	afm_pool_stats(ts->pool, &after);
+	afm_get_pool_stats(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 	KUNIT_EXPECT_EQ(test, after.stored_bytes, before.stored_bytes);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
@@ -334,7 +334,7 @@ static void afm_test_bad_free(struct kunit *test)
 	page = alloc_page(GFP_KERNEL);
 	if (!page)
 		kunit_skip(test, "no memory for a foreign page");
-	afm_pool_stats(ts->pool, &before);
+	afm_get_pool_stats(ts->pool, &before);
 	pages = afm_get_total_pages(ts->pool);
 	afm_free(ts->pool, h);
 	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
@@ -342,7 +342,7 @@ static void afm_test_bad_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 4);
 	KUNIT_EXPECT_EQ(test, page_ref_count(page), 1);
 	__free_page(page);
-	afm_pool_stats(ts->pool, &after);
+	afm_get_pool_stats(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), pages);
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, ts->h[1]), PAGE_SIZE);
@@ -357,7 +357,7 @@ static void afm_test_bad_free(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, AFM_HANDLE_DIRECT), 0);
 	KUNIT_EXPECT_EQ(test, afm_obj_size(ts->pool, BIT(BITS_PER_LONG - 1) |
 					   AFM_HANDLE_DIRECT), 0);
-	afm_pool_stats(ts->pool, &after);
+	afm_get_pool_stats(ts->pool, &after);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 }
 

@@ -286,7 +286,7 @@ static inline void afm_zs_expect_consistent(struct kunit *test, struct afm_pool 
 	KUNIT_EXPECT_EQ(test, c.hole_pages, rc.hole_pages);
 	KUNIT_EXPECT_EQ(test, c.dir_pages, rc.dir_pages);
 	KUNIT_EXPECT_EQ(test, c.total_pages, rc.total_pages);
-	afm_pool_stats(pool, &st);
+	afm_get_pool_stats(pool, &st);
 	KUNIT_EXPECT_EQ(test, st.objects, rc.objects);
 	KUNIT_EXPECT_EQ(test, st.stored_bytes, rc.live_bytes);
 	KUNIT_EXPECT_EQ(test, st.meta_bytes,
@@ -335,7 +335,7 @@ static inline unsigned long afm_zs_overhead_pm(struct afm_pool *pool)
 	struct afm_pool_stats st;
 	unsigned long bytes = afm_get_total_pages(pool) << PAGE_SHIFT;
 
-	afm_pool_stats(pool, &st);
+	afm_get_pool_stats(pool, &st);
 	if (!st.stored_bytes)
 		return ULONG_MAX;
 	return (bytes - st.stored_bytes) * 1000 / st.stored_bytes;
@@ -395,7 +395,7 @@ static inline unsigned long afm_zs_drive_auto(struct kunit *test,
 	KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[4], &last), 0);
 	KUNIT_ASSERT_EQ(test, first.zspage_id, last.zspage_id);
 	afm_zs_get_counters(ts->pool, &frag);
-	afm_pool_stats(ts->pool, &st);
+	afm_get_pool_stats(ts->pool, &st);
 	pages = afm_get_total_pages(ts->pool);
 	trigger = max(frag.live_bytes / 1000 * permille, 4UL * AFM_ZS_SIZE);
 	KUNIT_ASSERT_GT(test, frag.hole_bytes, 4 * trigger);
@@ -428,7 +428,7 @@ static inline unsigned long afm_zs_drive_auto(struct kunit *test,
 	afm_zs_expect_consistent(test, ts->pool);
 	/* Not afm_compact(): the pool's count of those did not move. */
 	compactions = st.compactions;
-	afm_pool_stats(ts->pool, &st);
+	afm_get_pool_stats(ts->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.compactions, compactions);
 	return freed;
 }

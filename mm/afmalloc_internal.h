@@ -30,7 +30,7 @@ struct dentry;
 extern struct workqueue_struct *afm_wq;
 
 /**
- * struct afm_store_stats - store-wide counters, see afm_pool_stats()
+ * struct afm_store_stats - store-wide counters, see afm_get_pool_stats()
  * @objects: live objects.
  * @stored_bytes: sum of the sizes of live objects.
  * @meta_bytes: metadata bytes (see &struct afm_pool_stats).

@@ -493,7 +493,7 @@ unsigned long afm_compact(struct afm_pool *pool)
 }
 EXPORT_SYMBOL_GPL(afm_compact);
 
-void afm_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats)
+void afm_get_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats)
 {
 	struct afm_store_stats ss;
 
@@ -504,7 +504,7 @@ void afm_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats)
 	stats->stored_bytes = ss.stored_bytes;
 	stats->meta_bytes = ss.meta_bytes;
 }
-EXPORT_SYMBOL_GPL(afm_pool_stats);
+EXPORT_SYMBOL_GPL(afm_get_pool_stats);
 
 size_t afm_huge_class_size(struct afm_pool *pool)
 {

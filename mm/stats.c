@@ -92,7 +92,7 @@ static int afm_pool_show(struct seq_file *s, void *v)
 	struct afm_pool_stats st;
 	unsigned int i;
 
-	afm_pool_stats(pool, &st);
+	afm_get_pool_stats(pool, &st);
 	val[AFM_POOL_OBJECTS] = st.objects;
 	val[AFM_POOL_STORED_BYTES] = st.stored_bytes;
 	val[AFM_POOL_PAGES] = afm_get_total_pages(pool);

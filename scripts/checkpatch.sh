@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# checkpatch.pl --strict on every C source and header of this checkout and
-# on every patch of patches/, run in the prepared kernel tree (so that it
+# checkpatch.pl --strict on every C source, header and reStructuredText
+# document of this checkout and on every patch of patches/, run in the prepared kernel tree (so that it
 # knows the kernel's own identifiers: a CamelCase name include/ defines,
 # such as __PageMovable, is not flagged, as it was with --no-tree). Every
 # finding of every file is printed; exits 1 if any file had one. The
@@ -15,7 +15,7 @@ cd "$tree" || die "no prepared tree $tree"
 [ -x scripts/checkpatch.pl ] || die "no scripts/checkpatch.pl in $tree"
 # One checkpatch.pl per file, as many at once as there are CPUs (it is
 # perl on one core: 30 s for the whole list one at a time here).
-mapfile -t files < <(git -C "$AFMALLOC_TOP" ls-files '*.c' '*.h' | sed "s|^|$AFMALLOC_TOP/|")
+mapfile -t files < <(git -C "$AFMALLOC_TOP" ls-files '*.c' '*.h' '*.rst' | sed "s|^|$AFMALLOC_TOP/|")
 [ "${#files[@]}" -gt 0 ] || die "no C file found in $AFMALLOC_TOP"
 rc=0
 printf '%s\0' "${files[@]}" | xargs -0 -n 1 -P "$AFMALLOC_JOBS" \

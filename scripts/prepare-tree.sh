@@ -4,9 +4,11 @@
 #   1. a writable copy of the pristine 6.12 source (made once);
 #   2. patches/*.patch applied in order (git apply), re-applied from a clean
 #      copy of the touched files whenever the series changes;
-#   3. mm/Kconfig and mm/Makefile hooked to mm/afmalloc/;
+#   3. mm/Kconfig and mm/Makefile hooked to mm/afmalloc/, the
+#      documentation to Documentation/mm/index.rst, a MAINTAINERS entry;
 #   4. the project's sources overlaid: Kconfig Kbuild mm/ kunit/ include/ as
-#      mm/afmalloc/, include/linux/afmalloc.h as include/linux/afmalloc.h.
+#      mm/afmalloc/, include/linux/afmalloc.h as include/linux/afmalloc.h,
+#      Documentation/mm/afmalloc.rst as itself.
 # Idempotent; files whose content did not change keep their mtime, so
 # incremental kernel builds stay incremental. Prints the tree path.
 #
@@ -14,6 +16,7 @@
 #   holds this checkout's series and sources, 1 (saying so) if another run,
 #   from another checkout, prepared it since (the builders check after
 #   building: the tree is shared by every run using the cache).
+# shellcheck source=common.sh disable=SC1091
 . "$(dirname "$0")/common.sh"
 
 check=0
@@ -27,7 +30,8 @@ command -v git >/dev/null || apt_install git
 
 tree=$AFMALLOC_TREE
 # git apply must never find an enclosing repository of the cache folder.
-export GIT_CEILING_DIRECTORIES=$(dirname "$tree")
+GIT_CEILING_DIRECTORIES=$(dirname "$tree")
+export GIT_CEILING_DIRECTORIES
 state=$tree/.afmalloc-state
 shopt -s nullglob
 patches=("$AFMALLOC_TOP"/patches/*.patch)
@@ -46,11 +50,12 @@ if [ "$check" = 1 ]; then
 	lock tree
 	stale=()
 	[ "$(head -n1 "$state" 2>/dev/null)" = "$want" ] || stale+=("the patch series")
+	# Not grep -q: it would stop reading, and rsync's SIGPIPE fail the pipe.
+	# shellcheck disable=SC2143
 	[ -z "$(overlay -n --out-format='%n' 2>/dev/null | grep -v '/$')" ] || stale+=("mm/afmalloc/")
-	if [ -f "$AFMALLOC_TOP/include/linux/afmalloc.h" ]; then
-		cmp -s "$AFMALLOC_TOP/include/linux/afmalloc.h" "$tree/include/linux/afmalloc.h" ||
-			stale+=("include/linux/afmalloc.h")
-	fi
+	for f in include/linux/afmalloc.h Documentation/mm/afmalloc.rst; do
+		[ ! -f "$AFMALLOC_TOP/$f" ] || cmp -s "$AFMALLOC_TOP/$f" "$tree/$f" || stale+=("$f")
+	done
 	[ ${#stale[@]} -eq 0 ] && exit 0
 	log "the shared tree $tree no longer holds this checkout's ${stale[*]}: another run (another checkout) prepared it"
 	exit 1
@@ -73,6 +78,16 @@ fi
 
 hook_kconfig='source "mm/afmalloc/Kconfig"'
 hook_make='obj-y += afmalloc/'
+hook_doc='   afmalloc'
+hook_maint='AFMALLOC COMPRESSED MEMORY ALLOCATOR'
+maint_entry="$hook_maint
+M:	afmalloc developers <afmalloc@example.invalid>
+L:	linux-mm@kvack.org
+S:	Maintained
+F:	Documentation/mm/afmalloc.rst
+F:	include/linux/afmalloc.h
+F:	mm/afmalloc/
+"
 have=$(head -n1 "$state" 2>/dev/null || true)
 
 if [ "$want" != "$have" ]; then
@@ -87,7 +102,7 @@ if [ "$want" != "$have" ]; then
 		done
 	fi
 	touched=$(mktemp)
-	printf '%s\n' mm/Kconfig mm/Makefile > "$touched"
+	printf '%s\n' mm/Kconfig mm/Makefile Documentation/mm/index.rst MAINTAINERS > "$touched"
 	for p in "${patches[@]}"; do
 		(cd "$tree" && git apply --numstat "$p" | cut -f3- >> "$touched") ||
 			die "cannot read $p"
@@ -106,6 +121,16 @@ if [ "$want" != "$have" ]; then
 		sed -i "/^menu \"Slab allocator options\"/i $hook_kconfig\n" "$tree/mm/Kconfig"
 	grep -qxF "$hook_kconfig" "$tree/mm/Kconfig" || die "could not hook mm/Kconfig"
 	grep -qxF "$hook_make" "$tree/mm/Makefile" || echo "$hook_make" >> "$tree/mm/Makefile"
+	# The documentation in the mm toctree, in its alphabetical place;
+	# the MAINTAINERS entry in its own (before AFS).
+	grep -qxF "$hook_doc" "$tree/Documentation/mm/index.rst" ||
+		sed -i "/^   allocation-profiling\$/i\\$hook_doc" "$tree/Documentation/mm/index.rst"
+	grep -qxF "$hook_doc" "$tree/Documentation/mm/index.rst" || die "could not hook Documentation/mm/index.rst"
+	if ! grep -qxF "$hook_maint" "$tree/MAINTAINERS"; then
+		awk -v e="$maint_entry" '/^AFS FILESYSTEM$/ { print e } { print }' "$tree/MAINTAINERS" > "$tree/MAINTAINERS.tmp" &&
+			mv "$tree/MAINTAINERS.tmp" "$tree/MAINTAINERS"
+	fi
+	grep -qxF "$hook_maint" "$tree/MAINTAINERS" || die "could not add the MAINTAINERS entry"
 	{ echo "$want"; sort -u "$touched"; } > "$state"
 	rm -f "$touched"
 fi
@@ -113,7 +138,7 @@ fi
 # Overlay the project's sources (checksum compare: unchanged files keep mtime).
 mkdir -p "$tree/mm/afmalloc"
 overlay
-if [ -f "$AFMALLOC_TOP/include/linux/afmalloc.h" ]; then
-	rsync -c "$AFMALLOC_TOP/include/linux/afmalloc.h" "$tree/include/linux/afmalloc.h"
-fi
+for f in include/linux/afmalloc.h Documentation/mm/afmalloc.rst; do
+	[ ! -f "$AFMALLOC_TOP/$f" ] || rsync -c "$AFMALLOC_TOP/$f" "$tree/$f"
+done
 echo "$tree"

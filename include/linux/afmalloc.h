@@ -64,7 +64,7 @@ enum afm_mapmode {
 };
 
 /**
- * struct afm_pool_stats - pool statistics returned by afm_pool_stats()
+ * struct afm_pool_stats - pool statistics returned by afm_get_pool_stats()
  * @pages_compacted: pages given back to the page allocator by afm_compact()
  *	since the pool was created (the counterpart of zsmalloc's
  *	&zs_pool_stats.pages_compacted).
@@ -335,7 +335,7 @@ unsigned long afm_get_total_pages(struct afm_pool *pool);
  * that; and a second after the last allocation (the pool at rest) a run
  * takes every zspage with 512 bytes of holes once all the holes exceed
  * that share of the live bytes and half a zspage. Those runs are
- * serialised with this one and are not counted in afm_pool_stats().
+ * serialised with this one and are not counted in afm_get_pool_stats().
  *
  * In both stores, mapped objects (and objects being read or written) are
  * not moved.
@@ -349,14 +349,14 @@ unsigned long afm_get_total_pages(struct afm_pool *pool);
 unsigned long afm_compact(struct afm_pool *pool);
 
 /**
- * afm_pool_stats() - read pool statistics
+ * afm_get_pool_stats() - read pool statistics
  * @pool: the pool
  * @stats: filled in
  *
  * Context: Task context, not in interrupt; does not sleep.
  * Return: nothing.
  */
-void afm_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats);
+void afm_get_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats);
 
 /**
  * afm_huge_class_size() - size from which objects cost a page or more
@@ -459,8 +459,8 @@ static inline unsigned long afm_compact(struct afm_pool *pool)
 	return 0;
 }
 
-static inline void afm_pool_stats(struct afm_pool *pool,
-				  struct afm_pool_stats *stats)
+static inline void afm_get_pool_stats(struct afm_pool *pool,
+				      struct afm_pool_stats *stats)
 {
 	*stats = (struct afm_pool_stats){ };
 }

@@ -14,6 +14,10 @@
 #    thrown away, not copied into.
 # 3. --check: 0 while the tree holds this checkout's series and sources, 1
 #    (naming what) once another checkout's run prepared it.
+# 4. The documentation is overlaid and hooked into Documentation/mm's
+#    toctree, and the MAINTAINERS entry added, once each however many
+#    times the series is put back and applied again; --check tells
+#    another checkout's documentation.
 #
 # Prints "ok" lines, exits non-zero on the first failure.
 set -euo pipefail
@@ -28,6 +32,9 @@ printf 'a1\na2\n' > "$t/src/mm/a.c"
 printf 'b1\nb2\n' > "$t/src/mm/b.c"
 printf 'menu "Slab allocator options"\nendmenu\n' > "$t/src/mm/Kconfig"
 printf 'obj-y += x.o\n' > "$t/src/mm/Makefile"
+mkdir -p "$t/src/Documentation/mm"
+printf '.. toctree::\n\n   active_mm\n   allocation-profiling\n' > "$t/src/Documentation/mm/index.rst"
+printf 'AFFS FILE SYSTEM\nF:\tfs/affs/\n\nAFS FILESYSTEM\nF:\tfs/afs/\n' > "$t/src/MAINTAINERS"
 cp "$top/scripts/prepare-tree.sh" "$top/scripts/common.sh" "$t/top/scripts/"
 # The pristine source is there already: kernel-source.sh only names it.
 printf '#!/bin/sh\necho "%s"\n' "$t/src" > "$t/top/scripts/kernel-source.sh"
@@ -35,6 +42,8 @@ chmod +x "$t/top/scripts/"*.sh
 touch "$t/top/Kconfig" "$t/top/Kbuild"
 mkdir -p "$t/top/mm"
 echo 'int x;' > "$t/top/mm/core.c"
+mkdir -p "$t/top/Documentation/mm"
+echo 'afmalloc' > "$t/top/Documentation/mm/afmalloc.rst"
 patch_of() {  # FILE OLD NEW: a one-line change of the second line
 	printf -- '--- a/mm/%s\n+++ b/mm/%s\n@@ -1,2 +1,2 @@\n %s1\n-%s\n+%s\n' \
 		"$1" "$1" "${1%.c}" "$2" "$3"
@@ -61,7 +70,7 @@ ok "a series stopped by a patch that does not apply is applied whole once mended
 rm -f "$tree/.afmalloc-copied"
 mkdir -p "$tree.tmp/left-over"
 "$t/top/scripts/prepare-tree.sh" > "$t/out" 2>&1 || fail "copy over a left-over: $(cat "$t/out")"
-[ ! -e "$tree/linux-6.12" ] && [ ! -e "$tree/left-over" ] && [ ! -e "$tree/src" ] ||
+{ [ ! -e "$tree/linux-6.12" ] && [ ! -e "$tree/left-over" ] && [ ! -e "$tree/src" ]; } ||
 	fail "the working copy went into the left-over: $(ls "$tree")"
 [ "$(cat "$tree/mm/b.c")" = "$(printf 'b1\nB2')" ] || fail "mm/b.c after the new copy"
 ok "a half-made working copy is thrown away"
@@ -84,3 +93,20 @@ grep -q "the patch series" "$t/out" || fail "--check said: $(cat "$t/out")"
 "$t/top/scripts/prepare-tree.sh" --check > "$t/out" 2>&1 || fail "--check after preparing again: $(cat "$t/out")"
 [ "$(cat "$tree/mm/a.c")" = "$(printf 'a1\nA2')" ] || fail "this checkout's series not back"
 ok "--check tells this checkout's tree from another checkout's"
+
+# 4. (the series was put back and applied three times above)
+[ "$(grep -cxF '   afmalloc' "$tree/Documentation/mm/index.rst")" = 1 ] ||
+	fail "toctree: $(cat "$tree/Documentation/mm/index.rst")"
+[ "$(grep -A1 -xF '   afmalloc' "$tree/Documentation/mm/index.rst" | tail -n 1)" = '   allocation-profiling' ] ||
+	fail "toctree entry out of place: $(cat "$tree/Documentation/mm/index.rst")"
+[ "$(grep -cxF 'AFMALLOC COMPRESSED MEMORY ALLOCATOR' "$tree/MAINTAINERS")" = 1 ] ||
+	fail "MAINTAINERS: $(cat "$tree/MAINTAINERS")"
+grep -A8 -xF 'AFMALLOC COMPRESSED MEMORY ALLOCATOR' "$tree/MAINTAINERS" | grep -qxF 'AFS FILESYSTEM' ||
+	fail "MAINTAINERS entry not before AFS: $(cat "$tree/MAINTAINERS")"
+cmp -s "$t/top/Documentation/mm/afmalloc.rst" "$tree/Documentation/mm/afmalloc.rst" ||
+	fail "Documentation/mm/afmalloc.rst not overlaid"
+echo 'other' > "$t/other/Documentation/mm/afmalloc.rst"
+"$t/other/scripts/prepare-tree.sh" > "$t/out" 2>&1 || fail "the other checkout's docs: $(cat "$t/out")"
+"$t/top/scripts/prepare-tree.sh" --check > "$t/out" 2>&1 && fail "--check passed on another checkout's docs"
+grep -q "Documentation/mm/afmalloc.rst" "$t/out" || fail "--check said: $(cat "$t/out")"
+ok "the documentation is overlaid and hooked, the MAINTAINERS entry added, once each"
