@@ -8,6 +8,7 @@
 # Debian tree has no git history, so a patch's Fixes: tag cannot be
 # checked against it (UNKNOWN_COMMIT_ID, ignored; the ids are upstream's).
 #   scripts/checkpatch.sh
+# shellcheck source=common.sh disable=SC1091
 . "$(dirname "$0")/common.sh"
 
 tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
