@@ -17,7 +17,7 @@ command -v sphinx-build >/dev/null || apt_install python3-sphinx
 tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
 out=$AFMALLOC_BUILD/docs
 lock build-docs
-# From nothing every time (about 15 s): Sphinx reads again only what
+# From nothing every time (5 to 10 s here): Sphinx reads again only what
 # changed, so a warning of an unchanged document would not show twice.
 rm -rf "$out"
 mkdir -p "$out"
