@@ -36,6 +36,8 @@ state=$tree/.afmalloc-state
 shopt -s nullglob
 patches=("$AFMALLOC_TOP"/patches/*.patch)
 want=$( { cat "$0"; for p in "${patches[@]}"; do cat "$p"; done; } | sha256sum | cut -d' ' -f1)
+# The project's files the tree holds at their own paths.
+own_files=(include/linux/afmalloc.h Documentation/mm/afmalloc.rst)
 # The project's sources as the tree holds them (mm/afmalloc/).
 overlay() {
 	rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod*' \
@@ -53,7 +55,7 @@ if [ "$check" = 1 ]; then
 	# Not grep -q: it would stop reading, and rsync's SIGPIPE fail the pipe.
 	# shellcheck disable=SC2143
 	[ -z "$(overlay -n --out-format='%n' 2>/dev/null | grep -v '/$')" ] || stale+=("mm/afmalloc/")
-	for f in include/linux/afmalloc.h Documentation/mm/afmalloc.rst; do
+	for f in "${own_files[@]}"; do
 		[ ! -f "$AFMALLOC_TOP/$f" ] || cmp -s "$AFMALLOC_TOP/$f" "$tree/$f" || stale+=("$f")
 	done
 	[ ${#stale[@]} -eq 0 ] && exit 0
@@ -138,7 +140,7 @@ fi
 # Overlay the project's sources (checksum compare: unchanged files keep mtime).
 mkdir -p "$tree/mm/afmalloc"
 overlay
-for f in include/linux/afmalloc.h Documentation/mm/afmalloc.rst; do
+for f in "${own_files[@]}"; do
 	[ ! -f "$AFMALLOC_TOP/$f" ] || rsync -c "$AFMALLOC_TOP/$f" "$tree/$f"
 done
 echo "$tree"
