@@ -21,7 +21,9 @@
 # QEMU's monitor (bench/speed/pcsample.py; no perf without user space; the
 # monitor sees a vCPU's PC as of its last translation block, so the time
 # of a block counts where it starts): where the time goes, by kernel
-# function, in DIR/profile-ALLOC-OP.txt. Not with --append
+# function, and in the allocators' own functions by source line (the
+# kernel built with debug information, in a build directory of its own), in
+# DIR/profile-ALLOC-OP.txt. Not with --append
 # afm_speed.allocs or afm_speed.ops.
 # Results: DIR (default $AFMALLOC_CACHE/results/speed-arm64-16k-<date>)
 # gets speed.csv (the columns of make bench-speed), held.csv (after the
@@ -73,11 +75,19 @@ tag=$(tr K k <<< "$pages")
 apt_install gcc-aarch64-linux-gnu
 qemu_install qemu-system-arm
 bdir=$AFMALLOC_BUILD/arm64-speed-$tag
+kargs=(--arch=arm64 --cross_compile=aarch64-linux-gnu-)
+[ "$pages" = 4K ] || kargs+=(--kconfig_add=CONFIG_ARM64_16K_PAGES=y)
+if [ -n "$profile" ]; then
+	# Line numbers for the profile: -g, not CONFIG_DEBUG_INFO (which
+	# needs DEBUG_KERNEL and the defaults that come with it), changes
+	# neither the configuration nor the code; in a build directory of its
+	# own so that the runs without keep theirs.
+	bdir+=-g
+	kargs+=(--make_options=KCFLAGS=-g)
+fi
 lock "build-$(basename "$bdir")"
 tree=$("$AFMALLOC_TOP/scripts/prepare-tree.sh")
 mkdir -p "$bdir"
-kargs=(--arch=arm64 --cross_compile=aarch64-linux-gnu-)
-[ "$pages" = 4K ] || kargs+=(--kconfig_add=CONFIG_ARM64_16K_PAGES=y)
 log "building the arm64 ($pages pages) speed kernel in $bdir"
 t0=$SECONDS
 (cd "$tree" && python3 tools/testing/kunit/kunit.py build \
@@ -189,7 +199,8 @@ profile_one() {
 	python3 "$AFMALLOC_TOP/bench/speed/pcsample.py" --monitor "$sock" \
 		--console "$out/console-profile-$slug-$profile.log" \
 		--start "afm_speed: $1 fill threads=1 held" --vmlinux "$bdir/vmlinux" \
-		--out "$out/profile-$slug-$profile.txt" --wait 600 || die "profile of $1 failed"
+		--out "$out/profile-$slug-$profile.txt" --lines '^(afm_|zs_|obj_)' \
+		--wait 600 || die "profile of $1 failed"
 	wait "$qpid" || true
 	qpid=
 	grep -q 'afm_speed: boot runs done' "$out/console-profile-$slug-$profile.log" ||
