@@ -3,7 +3,8 @@
  * KUnit tests of compaction (mm/zspage_compact.c): manual compaction with
  * every width of handle bits in headers, its cost against the pool size,
  * pinned objects left in place, the automatic worker, the rest run and the
- * shrinker.
+ * shrinker, and moves that copy without the pool lock (an allocation,
+ * and a free of the object being moved, meanwhile).
  */
 
 #include "zspage_test.h"
@@ -859,6 +860,209 @@ static void afm_zs_test_overwrite_auto(struct kunit *test)
 	KUNIT_EXPECT_LE(test, holes.mean_pm, tails.mean_pm);
 }
 
+/* What afm_zs_moving_check() saw from the moves of a pass. */
+struct afm_zs_moving {
+	struct afm_pool *pool;
+	unsigned int calls;
+	unsigned int locked;
+};
+
+/*
+ * From a move about to copy (afm_zs_test_move_hook()): the shard's lock
+ * must be free. (Only tried: a move holds its object's entry LOCK, which
+ * a free waits for holding the pool lock, so taking the pool lock here
+ * could deadlock; lockdep says so.)
+ */
+static void afm_zs_moving_check(void *arg, unsigned long zspage_id,
+				unsigned int offset)
+{
+	struct afm_zs_moving *m = arg;
+
+	m->calls++;
+	if (!afm_zs_test_shard_free(m->pool, 0))
+		m->locked++;
+}
+
+/*
+ * A compaction move copies the object's bytes without the shard's pool
+ * lock, so that the shard's allocations and frees do not wait for copies:
+ * within each move, just before its copy, the lock is free. Every byte of
+ * the moved objects is still there after the pass. Needs a trylock that
+ * can fail (SMP, or spinlock debugging).
+ */
+static void afm_zs_test_compact_unlocked(struct kunit *test)
+{
+	struct afm_zs_moving m = { };
+	struct afm_zs_counters before, after;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	if (!IS_ENABLED(CONFIG_SMP) && !IS_ENABLED(CONFIG_DEBUG_SPINLOCK))
+		kunit_skip(test, "a trylock cannot fail here");
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
+	afm_zs_fragment(test, ts, buf);
+	m.pool = ts->pool;
+	afm_zs_get_counters(ts->pool, &before);
+	afm_zs_test_move_hook(ts->pool, afm_zs_moving_check, &m);
+	afm_compact(ts->pool);
+	afm_zs_test_move_hook(ts->pool, NULL, NULL);
+	afm_zs_get_counters(ts->pool, &after);
+	kunit_info(test, "%lu moves, %u copied without the lock\n",
+		   after.moved - before.moved, m.calls);
+	KUNIT_ASSERT_GT(test, after.moved, before.moved);
+	/* Every move: no migration took a gate here. */
+	KUNIT_EXPECT_EQ(test, m.calls, after.moved - before.moved);
+	KUNIT_EXPECT_EQ(test, m.locked, 0);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/*
+ * What afm_zs_test_compact_free_moving()'s other thread did while the
+ * first move that called the hook was copying: @loc, the objects' places
+ * before the pass (no lock can be taken in the hook, see
+ * afm_zs_moving_check()).
+ */
+struct afm_zs_freer {
+	struct afm_test_set *ts;
+	struct afm_zs_obj_info *loc;
+	struct completion go;
+	struct completion done;
+	unsigned long handle;
+	unsigned int idx;
+	unsigned int calls;
+	bool allocated;
+	bool seen_locked;
+};
+
+/*
+ * The other thread: an allocation and a free in the shard, then the free
+ * of the object being moved, which waits for the copy.
+ */
+static int afm_zs_freer_fn(void *arg)
+{
+	struct afm_zs_freer *f = arg;
+	unsigned long h;
+
+	wait_for_completion(&f->go);
+	if (READ_ONCE(f->handle)) {
+		h = afm_malloc(f->ts->pool, 100, GFP_KERNEL);
+		if (!IS_ERR_VALUE(h) && h) {
+			afm_free(f->ts->pool, h);
+			WRITE_ONCE(f->allocated, true);
+		}
+		afm_free(f->ts->pool, f->handle);
+	}
+	complete(&f->done);
+	return 0;
+}
+
+/*
+ * From the first move about to copy: have the other thread (another CPU)
+ * allocate and free an object, then free the one being moved; wait (up to
+ * 10 s each) for the allocation, and until the free holds the shard's
+ * lock, waiting for this copy.
+ */
+static void afm_zs_moving_free(void *arg, unsigned long zspage_id,
+			       unsigned int offset)
+{
+	struct afm_zs_freer *f = arg;
+	unsigned int i, ms;
+
+	if (f->calls++)
+		return;
+	for (i = 0; i < f->ts->n; i++) {
+		if (f->ts->h[i] && f->loc[i].zspage_id == zspage_id &&
+		    f->loc[i].offset == offset)
+			break;
+	}
+	if (i == f->ts->n)
+		return;
+	f->idx = i;
+	WRITE_ONCE(f->handle, f->ts->h[i]);
+	complete(&f->go);
+	for (ms = 0; ms < 10000 && !READ_ONCE(f->allocated); ms++)
+		mdelay(1);
+	for (ms = 0; ms < 10000; ms++) {
+		if (!afm_zs_test_shard_free(f->ts->pool, 0)) {
+			f->seen_locked = true;
+			break;
+		}
+		mdelay(1);
+	}
+}
+
+/*
+ * While compaction copies an object (without the pool lock), another
+ * thread allocates and frees an object in the same shard, then frees the
+ * object being copied: that free waits for the copy, holding the lock,
+ * and frees the object at its new place. The object is gone, nothing
+ * leaks, the counters match the tables, every other object reads back.
+ * SMP only (the other thread runs on another CPU while the move's CPU
+ * waits for it, preemption off); the debug guest of make check runs it.
+ */
+static void afm_zs_test_compact_free_moving(struct kunit *test)
+{
+	struct afm_zs_counters before, after;
+	struct afm_zs_obj_info info;
+	struct afm_zs_freer f = { };
+	struct task_struct *t;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned int cpu, i;
+
+	if (!IS_ENABLED(CONFIG_SMP) || num_online_cpus() < 2)
+		kunit_skip(test, "needs two CPUs");
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
+	afm_zs_fragment(test, ts, buf);
+	f.ts = ts;
+	f.loc = kunit_kcalloc(test, ts->n, sizeof(*f.loc), GFP_KERNEL);
+	if (!f.loc)
+		kunit_skip(test, "no memory for the objects' places");
+	for (i = 0; i < ts->n; i++)
+		if (ts->h[i])
+			KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i],
+							      &f.loc[i]), 0);
+	init_completion(&f.go);
+	init_completion(&f.done);
+	afm_zs_get_counters(ts->pool, &before);
+
+	migrate_disable();
+	cpu = cpumask_any_but(cpu_online_mask, smp_processor_id());
+	t = kthread_create(afm_zs_freer_fn, &f, "afm-zs-freer");
+	if (IS_ERR(t)) {
+		migrate_enable();
+		kunit_skip(test, "no thread for the free");
+	}
+	kthread_bind(t, cpu);
+	wake_up_process(t);
+	afm_zs_test_move_hook(ts->pool, afm_zs_moving_free, &f);
+	afm_compact(ts->pool);
+	afm_zs_test_move_hook(ts->pool, NULL, NULL);
+	migrate_enable();
+	/* The thread waits for this if no move called the hook. */
+	complete(&f.go);
+	wait_for_completion(&f.done);
+
+	KUNIT_ASSERT_NE_MSG(test, f.handle, 0,
+			    "no move copied without the lock (%u calls)", f.calls);
+	KUNIT_EXPECT_TRUE(test, f.allocated);
+	KUNIT_EXPECT_TRUE(test, f.seen_locked);
+	ts->h[f.idx] = 0;
+	KUNIT_EXPECT_EQ(test, afm_zs_obj_info(ts->pool, f.handle, &info),
+			-ENOENT);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_EXPECT_EQ(test, after.objects, before.objects - 1);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_compact, afm_zs_idx_bits_gen_params),
 	KUNIT_CASE(afm_zs_test_compact_pinned),
@@ -872,6 +1076,8 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_shrinker_own),
 	KUNIT_CASE(afm_zs_test_compact_locked),
 	KUNIT_CASE(afm_zs_test_compact_yields),
+	KUNIT_CASE(afm_zs_test_compact_unlocked),
+	KUNIT_CASE(afm_zs_test_compact_free_moving),
 	KUNIT_CASE_PARAM_ATTR(afm_zs_test_overwrite_auto, afm_zs_owa_gen_params,
 			      { .speed = KUNIT_SPEED_SLOW }),
 	{}

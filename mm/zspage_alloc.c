@@ -1168,6 +1168,24 @@ nomem:
 }
 
 /*
+ * Wait, as a pinner does, for compaction to finish moving the object of
+ * @ent: its copy runs without the pool lock, which the caller holds
+ * (afm_zs_move(); the mover needs neither the pool lock nor anything else
+ * before it clears LOCK, and runs with preemption off). Return: the entry
+ * with LOCK clear, the object at its new location.
+ */
+static noinline s64 afm_zs_free_wait_move(atomic64_t *ent)
+{
+	s64 e;
+
+	lock_map_acquire_read(&afm_ze_map);
+	while ((e = atomic64_read_acquire(ent)) & AFM_ZE_LOCK)
+		cpu_relax();
+	lock_map_release(&afm_ze_map);
+	return e;
+}
+
+/*
  * Free shard handle @h (@handle, as the caller gave it, for the warnings)
  * of @zs; @left: the free was left to the lock holder (see "Frees that find
  * the lock held"), whose stack a warning then shows, not the freer's: its
@@ -1188,10 +1206,12 @@ static int afm_zs_free_locked(struct afm_zs_pool *zs, unsigned long h,
 		goto invalid;
 	e = atomic64_read(ent);
 	do {
+		if (unlikely((e & (AFM_ZE_LIVE | AFM_ZE_LOCK)) ==
+			     (AFM_ZE_LIVE | AFM_ZE_LOCK)))
+			e = afm_zs_free_wait_move(ent);
 		if (!(e & AFM_ZE_LIVE))
 			goto invalid;
-		/* LOCK is only set under the pool lock: only pins here. */
-		if (e & (AFM_ZE_PINS | AFM_ZE_LOCK)) {
+		if (e & AFM_ZE_PINS) {
 			if (left)
 				WARN_ONCE(afm_misused(true), "afmalloc: pool %s: free of mapped object %#lx, leaking it (left to the lock holder: not the freer's stack)\n",
 					  zs->pool->name, handle);

@@ -6,9 +6,13 @@
  * (see "Compaction" in zspage_store.c).
  *
  * Locking: &afm_pool.compact_lock (one pass at a time) -> pool lock
- * (dropped every 256 extents or 16 moves, never with an object half moved)
- * -> entry LOCK (trylock). Header accesses and copies need no zspage gate:
- * migration takes the pool lock too.
+ * (dropped every 256 extents or 16 moves, and for each move's copy) ->
+ * entry LOCK (trylock) -> zspage gates, shared (trylock; see
+ * afm_zs_move()). Header accesses need no zspage gate: migration takes the
+ * pool lock too. A move's copy runs under the gates of both zspages
+ * without the pool lock, or, when either gate is held exclusively, under
+ * the pool lock; its entry keeps LOCK until the copy is done, which frees
+ * and pins wait for.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -197,8 +201,9 @@ static long afm_zs_kept_pages(struct afm_zs_pool *zs)
  * Credit the running pass with the pages the shard held before one of its
  * own steps (@before, afm_zs_kept_pages()) less those it holds after it:
  * zspages released or made, and the table pages that came or went with
- * them. The pool lock is held across the step, so nothing else is
- * counted. Pool lock held.
+ * them. The pool lock is held across the step (a move credits the pass
+ * before it lets go of the lock for its copy, and starts again after it),
+ * so nothing else is counted. Pool lock held.
  */
 static void afm_zs_pass_credit(struct afm_zs_pool *zs, long before)
 {
@@ -224,26 +229,60 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 	afm_zs_pass_credit(zs, before);
 }
 
+/* KUnit: the hook of a move about to copy without the pool lock. */
+static void afm_zs_test_moving(struct afm_zs_pool *zs, struct afm_zspage *v,
+			       unsigned int off)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	struct afm_zs_set *set = zs->pool->store;
+	void (*fn)(void *arg, unsigned long zspage_id, unsigned int offset);
+
+	fn = READ_ONCE(set->test_moving);
+	if (fn)
+		fn(READ_ONCE(set->test_moving_arg),
+		   (unsigned long)v->id << set->shift | zs->nr, off);
+#endif
+}
+
 /*
  * Move the object of entry @ent (value @e, in victim @v, header handle
  * bits @idx) to the end of zspage @d, in an extent without slack, or when
  * @d is NULL into hole @hole (afm_zs_hole_find_dense(), same hold of the
- * pool lock). Pool lock held. Return: false if it is pinned (@hole is
- * then left as it was).
+ * pool lock). Pool lock held; let go of for the copy and taken again, the
+ * pass credited first with the pages since *@before (afm_zs_pass_credit()),
+ * *@before then reset. Return: false if it is pinned (@hole is then left
+ * as it was; the lock was held throughout).
+ *
+ * Under the pool lock the object's entry gets LOCK (pinners spin, a free
+ * waits for it), its destination extent is placed and headed, and the
+ * object is counted out of @v; then the pool lock is let go of while its
+ * bytes are copied, so that the shard's allocations and frees do not wait
+ * for copies (a pass copies about as many bytes as the writes it follows).
+ * The gates of @v and @d, taken shared as accessors take them, keep page
+ * migration and the free of their pages away meanwhile; when either is
+ * held exclusively (a migration has it) the copy runs under the pool lock,
+ * which such a migration also needs. The entry takes its new value, LOCK
+ * cleared, after the copy, with release order: a free or pin that waited
+ * finds the object at its destination. Neither zspage can go meanwhile:
+ * @v is a victim, which only the pass releases; @d holds the object.
  */
 static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 			struct afm_zspage *v, struct afm_zspage *d,
-			struct afm_zs_hole *hole, unsigned long idx)
+			struct afm_zs_hole *hole, unsigned long idx,
+			long *before)
 {
 	unsigned int size = afm_ze_size(e), off = afm_ze_off(e), doff;
+	bool unlocked;
+	s64 ne;
 
 	lockdep_assert_held(&zs->lock);
 
 	/*
-	 * Pinners spin while LOCK is set: hold it with preemption off; no
-	 * reader runs in interrupt context (afmalloc.h), so none can spin on
-	 * it from under us on this CPU. (Table pages afm_zs_hole_put() gives
-	 * back are freed in here: one reason for Kconfig's !PREEMPT_RT.)
+	 * Pinners and frees spin while LOCK is set: hold it with preemption
+	 * off; no reader or freer runs in interrupt context (afmalloc.h), so
+	 * none can spin on it from under us on this CPU. (Table pages
+	 * afm_zs_hole_put() gives back are freed in here: one reason for
+	 * Kconfig's !PREEMPT_RT.)
 	 */
 	preempt_disable();
 	if (!atomic64_try_cmpxchg_acquire(ent, &e, e | AFM_ZE_LOCK)) {
@@ -259,15 +298,34 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 		doff = afm_zs_place(zs, d, size);
 		afm_zs_hdr_write(zs, d, doff, afm_zs_ext(zs, size), idx);
 	}
-	/* The pool lock keeps migration away from both zspages. */
-	afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
-	lock_map_release(&afm_ze_map);
-	atomic64_set_release(ent, afm_ze_make(d->id, doff + AFM_ZS_HDR, size));
-	preempt_enable();
-
 	afm_zs_unplace_victim(zs, v, size);
 	zs->st.moved++;
 	zs->st.moved_bytes += size;
+	ne = afm_ze_make(d->id, doff + AFM_ZS_HDR, size);
+
+	unlocked = afm_zg_tryin(v);
+	if (unlocked && !afm_zg_tryin(d)) {
+		afm_zg_out(v);
+		unlocked = false;
+	}
+	if (unlocked) {
+		afm_zs_pass_credit(zs, *before);
+		afm_zs_unlock(zs);
+		afm_zs_test_moving(zs, v, off);
+		afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
+		afm_zg_out(d);
+		afm_zg_out(v);
+	} else {
+		/* The pool lock keeps migration away from both zspages. */
+		afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
+	}
+	lock_map_release(&afm_ze_map);
+	atomic64_set_release(ent, ne);
+	preempt_enable();
+	if (unlocked) {
+		afm_zs_lock(zs);
+		*before = afm_zs_kept_pages(zs);
+	}
 	return true;
 }
 
@@ -396,7 +454,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
 			if (err)
 				return err;
 		}
-		if (afm_zs_move(zs, ent, e, v, d, &hole, idx))
+		if (afm_zs_move(zs, ent, e, v, d, &hole, idx, &before))
 			zs->st.moved_new += made;
 		else if (d && !d->objs)
 			afm_zs_release(zs, d);	/* pinned meanwhile */

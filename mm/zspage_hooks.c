@@ -379,9 +379,13 @@ static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
  * that @c and the rest describe the pool with none pending.
  *
  * Every shard is audited on its own, in one hold of its lock; @c and @rc
- * are the sums over the shards.
+ * are the sums over the shards. No compaction pass runs meanwhile (the
+ * audit holds &afm_pool.compact_lock): a move copies without the pool
+ * lock, its object counted at its destination and its entry not yet
+ * pointing there.
  *
- * Context: process context; takes each shard's pool lock for its walk.
+ * Context: process context; takes the pool's compact_lock, and each
+ * shard's pool lock for its walk.
  * Return: the number of inconsistencies found (0 when all is well).
  */
 unsigned int afm_zs_test_audit(struct afm_pool *pool,
@@ -394,11 +398,13 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 
 	memset(c, 0, sizeof(*c));
 	memset(rc, 0, sizeof(*rc));
+	mutex_lock(&pool->compact_lock);
 	for (i = 0; i < afm_zs_created(set); i++) {
 		bad += afm_zs_shard_audit(set->shard[i], &one, &rone);
 		afm_zs_add_counters(c, &one);
 		afm_zs_add_counters(rc, &rone);
 	}
+	mutex_unlock(&pool->compact_lock);
 	return bad;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
@@ -928,6 +934,62 @@ void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle)
 	afm_zs_lock(afm_zs_of(pool, &handle));
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_lock_shard);
+
+/**
+ * afm_zs_test_shard_free() - whether a shard's pool lock can be taken now
+ * (KUnit hook)
+ * @pool: a zspage-store pool
+ * @shard: the shard number (struct afm_zs_obj_info's @shard)
+ *
+ * Takes the lock with a trylock and lets go of it at once. On a
+ * uniprocessor kernel the trylock fails only with CONFIG_DEBUG_SPINLOCK.
+ *
+ * Context: any context but under that lock.
+ * Return: true if the lock was free, false if someone holds it or there
+ * is no such shard.
+ */
+bool afm_zs_test_shard_free(struct afm_pool *pool, unsigned int shard)
+{
+	struct afm_zs_set *set = pool->store;
+	struct afm_zs_pool *zs;
+
+	if (shard >= afm_zs_created(set))
+		return false;
+	zs = set->shard[shard];
+	if (!spin_trylock(&zs->lock))
+		return false;
+	afm_zs_unlock(zs);
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_shard_free);
+
+/**
+ * afm_zs_test_move_hook() - call a function from every compaction move
+ * whose copy runs without the pool lock (KUnit hook)
+ * @pool: a zspage-store pool
+ * @fn: called with @arg, the zspage and offset of the object being moved
+ *	(as afm_zs_obj_info() gives them) just before its bytes are copied,
+ *	with preemption disabled and the object's entry locked (a free or map
+ *	of that object waits for the copy: @fn must not take the pool lock,
+ *	which such a free holds while it waits); NULL: no more calls
+ * @arg: passed to @fn
+ *
+ * Context: process context, no compaction running on @pool.
+ * Return: nothing.
+ */
+void afm_zs_test_move_hook(struct afm_pool *pool,
+			   void (*fn)(void *arg, unsigned long zspage_id,
+				      unsigned int offset),
+			   void *arg)
+{
+	struct afm_zs_set *set = pool->store;
+
+	mutex_lock(&pool->compact_lock);
+	WRITE_ONCE(set->test_moving_arg, arg);
+	WRITE_ONCE(set->test_moving, fn);
+	mutex_unlock(&pool->compact_lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_move_hook);
 
 /**
  * afm_zs_test_unlock_shard() - undo afm_zs_test_lock_shard() (KUnit hook)

@@ -763,6 +763,10 @@ struct afm_zs_pool {
  *	shard of a new object is chosen for, -1 for the current CPU.
  * @test_busy: KUnit hook (afm_zs_test_busy()): frees act as if they
  *	found the pool lock held.
+ * @test_moving: KUnit hook (afm_zs_test_move_hook()): called with
+ *	@test_moving_arg by every move whose copy runs without the pool lock,
+ *	just before the copy (preemption disabled, the entry LOCK bit held),
+ *	with the object's location as afm_zs_obj_info() gives it.
  * @donors: shards whose indexed holes other shards' allocations may
  *	take (AFM_ZS_DONOR_ON); a shard sets and clears its own bit, under
  *	its lock, with atomic bit operations; read without any lock.
@@ -784,6 +788,9 @@ struct afm_zs_set {
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
 	int test_migrate_wait;		/* under @grow_lock */
 	bool test_grow_held;		/* afm_zs_test_grow_hold() */
+	void (*test_moving)(void *arg, unsigned long zspage_id,
+			    unsigned int offset);
+	void *test_moving_arg;
 #endif
 	int test_shard;
 	int test_cpu;
@@ -1243,6 +1250,27 @@ static inline void afm_zg_in(struct afm_zspage *z)
 			old = atomic_read(&z->gate);
 		}
 	} while (!atomic_try_cmpxchg_acquire(&z->gate, &old, old + 1));
+}
+
+/*
+ * afm_zg_in() without waiting: false, with nothing taken, while the gate
+ * is held exclusively (a page migration, the free of the zspage). For
+ * compaction, which holds the pool lock when it asks (see afm_zs_move()).
+ */
+static inline bool afm_zg_tryin(struct afm_zspage *z)
+{
+	int old;
+
+	preempt_disable();
+	old = atomic_read(&z->gate);
+	do {
+		if (old & AFM_ZG_EXCL) {
+			preempt_enable();
+			return false;
+		}
+	} while (!atomic_try_cmpxchg_acquire(&z->gate, &old, old + 1));
+	lock_acquire_shared_recursive(&afm_zg_map, 0, 1, NULL, _THIS_IP_);
+	return true;
 }
 
 static inline void afm_zg_out(struct afm_zspage *z)

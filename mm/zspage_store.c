@@ -294,8 +294,11 @@
  * at most AFM_ZS_DEST_TRIES hole records (and their zspages' descriptors)
  * per object, whatever the size of the pool: no pass looks at an entry
  * that is not a victim's, nor at more zspages than that. The pool lock is
- * dropped every 256 extents (or 16 moves), never with an object half
- * moved.
+ * dropped every 256 extents (or 16 moves), and for each move's copy: the
+ * object's entry is locked, its destination placed and headed and its
+ * source counted out under the lock, its bytes copied without it under
+ * both zspages' gates (shared), so that the shard's allocations and frees
+ * do not wait for copies (afm_zs_move()).
  * Callers: afm_compact() (every zspage with AFM_ZS_MIN_HOLES of holes),
  * the pool's shrinker (count: the hole bytes of the listed zspages, in
  * pages, what scan can take; scan: that many pages), and two automatic
@@ -363,8 +366,8 @@
  *                                   tables, tail buckets, the hole index
  *                                   (heads, records, hole headers),
  *                                   zspage counters and flags, every entry
- *                                   change except pins; with it, header
- *                                   accesses and compaction's copies need
+ *                                   change except pins and a move's last
+ *                                   (below); with it, header accesses need
  *                                   no zspage gate. Not taken by map,
  *                                   read or write; migration takes it
  *                                   after the exclusive gate, with a
@@ -383,9 +386,18 @@
  *                                   which only a holder empties.
  *   entry LOCK bit                  compaction moving one object: only set
  *                                   under the pool lock, with preemption
- *                                   disabled, for one copy.
+ *                                   disabled, for one copy, which runs
+ *                                   without the pool lock (the gates of
+ *                                   both zspages held shared instead) when
+ *                                   neither gate is held exclusively; the
+ *                                   entry's new value clears it, with no
+ *                                   lock taken before. A free that finds
+ *                                   it, under the pool lock, waits for it
+ *                                   as pinners do (afm_zs_move()).
  *   zspage gate (afm_zspage.gate)   shared: accessors (map, read, write)
- *                                   keep the zspage's page chain stable;
+ *                                   and compaction's unlocked copies
+ *                                   (trylock) keep the zspage's page
+ *                                   chain stable;
  *                                   exclusive: migration replacing a page
  *                                   (then also the pool lock, taken after
  *                                   it with a trylock: the chain is stable

@@ -238,6 +238,11 @@ bool afm_zs_test_hold_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle);
+bool afm_zs_test_shard_free(struct afm_pool *pool, unsigned int shard);
+void afm_zs_test_move_hook(struct afm_pool *pool,
+			   void (*fn)(void *arg, unsigned long zspage_id,
+				      unsigned int offset),
+			   void *arg);
 void afm_zs_flush_work(struct afm_pool *pool);
 void afm_zs_test_run_auto(struct afm_pool *pool);
 struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle);
