@@ -154,8 +154,9 @@ want=$((runs * nthr * sp_rows))
 hwant=$((runs * nthr * sp_held))
 rows=$(($(wc -l < "$out/speed.csv") - 1))
 hrows=$(($(wc -l < "$out/held.csv") - 1))
-[ "$rows" -ge "$want" ] && [ "$hrows" -ge "$hwant" ] ||
+if [ "$rows" -lt "$want" ] || [ "$hrows" -lt "$hwant" ]; then
 	die "only $rows speed and $hrows memory rows in $out, want $want and $hwant (console: $out/console.log)"
+fi
 order=random
 [[ "$append" != *afm_speed.sequential=1* ]] || order=sequential
 shared=false
