@@ -11,11 +11,14 @@
  * off; a free that finds it held leaves its handle to the holder, see
  * "Frees that find the lock held"), which is all their header accesses
  * (struct afm_zs_cur) need:
- * migration takes it too. Malloc allocates pages only without the pool
- * lock, and takes a donor shard's lock only with spin_trylock() after
- * dropping its own; the merge of deferred frees may take a hole table page
- * with GFP_NOWAIT under it (else the hole stays off the index). The hole
- * index (heads, records) and the queue of deferred frees
+ * migration takes it too. A free (or the holder freeing what was left to
+ * it) of an object compaction is copying waits for that one copy, holding
+ * the pool lock (afm_zs_free_wait_move(); the copy runs without it).
+ * Malloc allocates pages only without the pool lock, and takes a donor
+ * shard's lock only with spin_trylock() after dropping its own; the merge
+ * of deferred frees may take a hole table page with GFP_NOWAIT under it
+ * (else the hole stays off the index). The hole index (heads, records)
+ * and the queue of deferred frees
  * (afm_zs_pool.pend) are under the pool lock. Accessors never take it.
  * Malloc, before it takes its shard's lock, may queue the doubling of the
  * active shards (afm_zs_contended(), "Active shards"); it never takes the
@@ -1201,6 +1204,13 @@ static int afm_zs_free_locked(struct afm_zs_pool *zs, unsigned long h,
 	s64 e;
 
 	lockdep_assert_held(&zs->lock);
+	/*
+	 * The wait for a move below orders the pool lock before the entry:
+	 * tell lockdep on every free (compiled out without it), not only
+	 * on the rare one that meets a move.
+	 */
+	lock_map_acquire_read(&afm_ze_map);
+	lock_map_release(&afm_ze_map);
 	ent = afm_zs_entry_locked(zs, h);
 	if (!ent)
 		goto invalid;

@@ -5,9 +5,11 @@
  * exclusive gate), putback.
  *
  * Locking: called by the migration core with the page locked; takes the
- * exclusive gate (keeps accessors out) and then the pool lock (keeps out
- * malloc, free and compaction, whose header accesses and copies take no
- * gate), both with trylocks (a bounded number of attempts for synchronous
+ * exclusive gate (keeps out accessors and compaction's copies without the
+ * pool lock, which take it shared) and then the pool lock (keeps out
+ * malloc, free and compaction's header accesses, which take no gate, and
+ * the copies it makes under the lock when a gate is held), both with
+ * trylocks (a bounded number of attempts for synchronous
  * migration), and returns -EAGAIN when the zspage stays busy (or has
  * emptied since the page was isolated: nothing is copied, the free worker
  * takes the page once the core unlocks it): it never waits with

@@ -176,7 +176,9 @@ unsigned long afm_malloc(struct afm_pool *pool, size_t size, gfp_t gfp);
  * automatic compaction worker (see afm_compact()); a free that finds its
  * shard's lock held does not wait for it: the holder, or a worker within
  * a tenth of a second, frees the object (until then its bytes count as
- * the pool's, and the warnings above come from there).
+ * the pool's, and the warnings above come from there). A free of an
+ * object that compaction is copying at that moment spins until that copy
+ * (of at most a page) is done, as a map of it does.
  *
  * Context: Task context, not in interrupt (neither store's locks disable
  * bottom halves, as zsmalloc's do not); hardirqs may be disabled (zram as
