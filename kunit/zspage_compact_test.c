@@ -865,30 +865,37 @@ struct afm_zs_moving {
 	struct afm_pool *pool;
 	unsigned int calls;
 	unsigned int locked;
+	unsigned int gates_free;
 };
 
 /*
  * From a move about to copy (afm_zs_test_move_hook()): the shard's lock
- * must be free. (Only tried: a move holds its object's entry LOCK, which
- * a free waits for holding the pool lock, so taking the pool lock here
- * could deadlock; lockdep says so.)
+ * must be free, and both zspages' gates taken (a page migration, which
+ * tries them exclusively, would fail). (The lock is only tried: a move
+ * holds its object's entry LOCK, which a free waits for holding the pool
+ * lock, so taking the pool lock here could deadlock; lockdep says so.)
  */
 static void afm_zs_moving_check(void *arg, unsigned long zspage_id,
-				unsigned int offset)
+				unsigned int offset, unsigned long dst_id)
 {
 	struct afm_zs_moving *m = arg;
 
 	m->calls++;
 	if (!afm_zs_test_shard_free(m->pool, 0))
 		m->locked++;
+	if (!afm_zs_test_gate_busy(m->pool, zspage_id) ||
+	    !afm_zs_test_gate_busy(m->pool, dst_id))
+		m->gates_free++;
 }
 
 /*
  * A compaction move copies the object's bytes without the shard's pool
  * lock, so that the shard's allocations and frees do not wait for copies:
- * within each move, just before its copy, the lock is free. Every byte of
- * the moved objects is still there after the pass. Needs a trylock that
- * can fail (SMP, or spinlock debugging).
+ * within each move, just before its copy, the lock is free, and the gates
+ * of both zspages are held against page migration, which takes the pool
+ * lock only after a gate. Every byte of the moved objects is still there
+ * after the pass. Needs a trylock that can fail (SMP, or spinlock
+ * debugging).
  */
 static void afm_zs_test_compact_unlocked(struct kunit *test)
 {
@@ -915,32 +922,95 @@ static void afm_zs_test_compact_unlocked(struct kunit *test)
 	/* Every move: no migration took a gate here. */
 	KUNIT_EXPECT_EQ(test, m.calls, after.moved - before.moved);
 	KUNIT_EXPECT_EQ(test, m.locked, 0);
+	KUNIT_EXPECT_EQ(test, m.gates_free, 0);
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
 			0);
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
 /*
- * What afm_zs_test_compact_free_moving()'s other thread did while the
- * first move that called the hook was copying: @loc, the objects' places
- * before the pass (no lock can be taken in the hook, see
- * afm_zs_moving_check()).
+ * When a gate is held (a page migration), a move copies under the pool
+ * lock instead (afm_zs_test_locked_copies() makes every move do so): no
+ * move calls the hook of the copies without the lock, objects still move
+ * and every byte reads back.
+ */
+static void afm_zs_test_compact_locked_copies(struct kunit *test)
+{
+	struct afm_zs_moving m = { };
+	struct afm_zs_counters before, after;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
+	afm_zs_fragment(test, ts, buf);
+	m.pool = ts->pool;
+	afm_zs_get_counters(ts->pool, &before);
+	afm_zs_test_move_hook(ts->pool, afm_zs_moving_check, &m);
+	afm_zs_test_locked_copies(ts->pool, true);
+	afm_compact(ts->pool);
+	afm_zs_test_locked_copies(ts->pool, false);
+	afm_zs_test_move_hook(ts->pool, NULL, NULL);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_ASSERT_GT(test, after.moved, before.moved);
+	KUNIT_EXPECT_EQ(test, m.calls, 0);
+	KUNIT_EXPECT_LT(test, after.data_pages, before.data_pages);
+	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
+			0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
+/* What the other thread does to the object being moved. */
+enum afm_zs_race {
+	AFM_RACE_FREE,		/* allocate and free another, free it */
+	AFM_RACE_READ,		/* read it */
+};
+
+static const char * const afm_zs_race_names[] = {
+	[AFM_RACE_FREE] = "free",
+	[AFM_RACE_READ] = "read",
+};
+
+static const enum afm_zs_race afm_zs_races[] = {
+	AFM_RACE_FREE, AFM_RACE_READ,
+};
+
+static void afm_zs_race_desc(const enum afm_zs_race *r, char *desc)
+{
+	strscpy(desc, afm_zs_race_names[*r], KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_race, afm_zs_races, afm_zs_race_desc);
+
+/*
+ * What afm_zs_test_compact_race()'s other thread did while the first move
+ * that called the hook was copying: @loc, the objects' places before the
+ * pass (no lock can be taken in the hook, see afm_zs_moving_check()).
  */
 struct afm_zs_freer {
 	struct afm_test_set *ts;
 	struct afm_zs_obj_info *loc;
 	struct completion go;
 	struct completion done;
+	enum afm_zs_race race;
+	void *rbuf;
+	size_t got;
 	unsigned long handle;
 	unsigned int idx;
 	unsigned int calls;
 	bool allocated;
+	bool no_memory;
 	bool seen_locked;
+	bool spun;
+	bool done_early;
 };
 
 /*
- * The other thread: an allocation and a free in the shard, then the free
- * of the object being moved, which waits for the copy.
+ * The other thread: an allocation and a free in the shard (without
+ * sleeping: the move's CPU waits for it with preemption off), then the
+ * free of the object being moved, which waits for the copy; or a read of
+ * that object, which waits for the copy too.
  */
 static int afm_zs_freer_fn(void *arg)
 {
@@ -948,9 +1018,13 @@ static int afm_zs_freer_fn(void *arg)
 	unsigned long h;
 
 	wait_for_completion(&f->go);
-	if (READ_ONCE(f->handle)) {
-		h = afm_malloc(f->ts->pool, 100, GFP_KERNEL);
-		if (!IS_ERR_VALUE(h) && h) {
+	if (READ_ONCE(f->handle) && f->race == AFM_RACE_READ) {
+		WRITE_ONCE(f->got, afm_read(f->ts->pool, f->handle, f->rbuf));
+	} else if (READ_ONCE(f->handle)) {
+		h = afm_malloc(f->ts->pool, 100, GFP_NOWAIT | __GFP_NOWARN);
+		if (h == (unsigned long)ERR_PTR(-ENOMEM)) {
+			WRITE_ONCE(f->no_memory, true);
+		} else if (!IS_ERR_VALUE(h) && h) {
 			afm_free(f->ts->pool, h);
 			WRITE_ONCE(f->allocated, true);
 		}
@@ -961,15 +1035,17 @@ static int afm_zs_freer_fn(void *arg)
 }
 
 /*
- * From the first move about to copy: have the other thread (another CPU)
- * allocate and free an object, then free the one being moved; wait (up to
- * 10 s each) for the allocation, and until the free holds the shard's
- * lock, waiting for this copy.
+ * From the first move about to copy: set the other thread (another CPU)
+ * going on the object being moved, then wait (up to 10 s each) for what
+ * it must reach before the copy: for a free, the allocation and then the
+ * free holding the shard's lock, waiting for this copy; for a read, its
+ * pin spinning on the entry's LOCK (and the read not done).
  */
 static void afm_zs_moving_free(void *arg, unsigned long zspage_id,
-			       unsigned int offset)
+			       unsigned int offset, unsigned long dst_id)
 {
 	struct afm_zs_freer *f = arg;
+	struct afm_pool *pool = f->ts->pool;
 	unsigned int i, ms;
 
 	if (f->calls++)
@@ -982,12 +1058,25 @@ static void afm_zs_moving_free(void *arg, unsigned long zspage_id,
 	if (i == f->ts->n)
 		return;
 	f->idx = i;
+	afm_zs_test_pin_spun(pool, f->ts->h[i]);
 	WRITE_ONCE(f->handle, f->ts->h[i]);
 	complete(&f->go);
-	for (ms = 0; ms < 10000 && !READ_ONCE(f->allocated); ms++)
+	if (f->race == AFM_RACE_READ) {
+		for (ms = 0; ms < 10000; ms++) {
+			if (afm_zs_test_pin_spun(pool, f->handle)) {
+				f->spun = true;
+				break;
+			}
+			mdelay(1);
+		}
+		f->done_early = READ_ONCE(f->got) != 0;
+		return;
+	}
+	for (ms = 0; ms < 10000 && !READ_ONCE(f->allocated) &&
+	     !READ_ONCE(f->no_memory); ms++)
 		mdelay(1);
 	for (ms = 0; ms < 10000; ms++) {
-		if (!afm_zs_test_shard_free(f->ts->pool, 0)) {
+		if (!afm_zs_test_shard_free(pool, 0)) {
 			f->seen_locked = true;
 			break;
 		}
@@ -997,15 +1086,19 @@ static void afm_zs_moving_free(void *arg, unsigned long zspage_id,
 
 /*
  * While compaction copies an object (without the pool lock), another
- * thread allocates and frees an object in the same shard, then frees the
- * object being copied: that free waits for the copy, holding the lock,
- * and frees the object at its new place. The object is gone, nothing
- * leaks, the counters match the tables, every other object reads back.
- * SMP only (the other thread runs on another CPU while the move's CPU
- * waits for it, preemption off); the debug guest of make check runs it.
+ * thread acts on that object. Free: it first allocates and frees an
+ * object in the same shard (the lock is free), then frees the object
+ * being copied: that free waits for the copy, holding the lock, and frees
+ * the object at its new place; the object is gone, nothing leaks, the
+ * counters match the tables. Read: the read spins until the copy is done
+ * and returns every byte, from the object's new place. Every other object
+ * reads back. SMP only (the other thread runs on another CPU while the
+ * move's CPU waits for it, preemption off); the debug guest of make check
+ * runs it.
  */
-static void afm_zs_test_compact_free_moving(struct kunit *test)
+static void afm_zs_test_compact_race(struct kunit *test)
 {
+	const enum afm_zs_race *race = test->param_value;
 	struct afm_zs_counters before, after;
 	struct afm_zs_obj_info info;
 	struct afm_zs_freer f = { };
@@ -1021,6 +1114,8 @@ static void afm_zs_test_compact_free_moving(struct kunit *test)
 	afm_zs_quiet(ts);
 	afm_zs_fragment(test, ts, buf);
 	f.ts = ts;
+	f.race = *race;
+	f.rbuf = afm_zs_buf(test);
 	f.loc = kunit_kcalloc(test, ts->n, sizeof(*f.loc), GFP_KERNEL);
 	if (!f.loc)
 		kunit_skip(test, "no memory for the objects' places");
@@ -1051,13 +1146,30 @@ static void afm_zs_test_compact_free_moving(struct kunit *test)
 
 	KUNIT_ASSERT_NE_MSG(test, f.handle, 0,
 			    "no move copied without the lock (%u calls)", f.calls);
-	KUNIT_EXPECT_TRUE(test, f.allocated);
-	KUNIT_EXPECT_TRUE(test, f.seen_locked);
-	ts->h[f.idx] = 0;
-	KUNIT_EXPECT_EQ(test, afm_zs_obj_info(ts->pool, f.handle, &info),
-			-ENOENT);
-	afm_zs_get_counters(ts->pool, &after);
-	KUNIT_EXPECT_EQ(test, after.objects, before.objects - 1);
+	if (f.race == AFM_RACE_READ) {
+		KUNIT_EXPECT_TRUE_MSG(test, f.spun,
+				      "the read did not wait for the copy");
+		KUNIT_EXPECT_FALSE(test, f.done_early);
+		KUNIT_EXPECT_EQ(test, f.got, afm_zs_size(f.idx));
+		KUNIT_EXPECT_EQ(test, afm_test_check(f.rbuf, f.idx,
+						     afm_zs_size(f.idx)), -1);
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, f.handle,
+						      &info), 0);
+		KUNIT_EXPECT_TRUE(test,
+				  info.zspage_id != f.loc[f.idx].zspage_id ||
+				  info.offset != f.loc[f.idx].offset);
+	} else {
+		if (f.no_memory)
+			kunit_skip(test, "no memory for the other allocation");
+		KUNIT_EXPECT_TRUE(test, f.allocated);
+		KUNIT_EXPECT_TRUE(test, f.seen_locked);
+		ts->h[f.idx] = 0;
+		KUNIT_EXPECT_EQ(test,
+				afm_zs_obj_info(ts->pool, f.handle, &info),
+				-ENOENT);
+		afm_zs_get_counters(ts->pool, &after);
+		KUNIT_EXPECT_EQ(test, after.objects, before.objects - 1);
+	}
 	KUNIT_EXPECT_EQ(test, afm_zs_verify_all(test, ts, buf, afm_zs_size, 0),
 			0);
 	afm_zs_expect_consistent(test, ts->pool);
@@ -1077,7 +1189,8 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_compact_locked),
 	KUNIT_CASE(afm_zs_test_compact_yields),
 	KUNIT_CASE(afm_zs_test_compact_unlocked),
-	KUNIT_CASE(afm_zs_test_compact_free_moving),
+	KUNIT_CASE(afm_zs_test_compact_locked_copies),
+	KUNIT_CASE_PARAM(afm_zs_test_compact_race, afm_zs_race_gen_params),
 	KUNIT_CASE_PARAM_ATTR(afm_zs_test_overwrite_auto, afm_zs_owa_gen_params,
 			      { .speed = KUNIT_SPEED_SLOW }),
 	{}

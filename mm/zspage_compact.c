@@ -231,16 +231,30 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 
 /* KUnit: the hook of a move about to copy without the pool lock. */
 static void afm_zs_test_moving(struct afm_zs_pool *zs, struct afm_zspage *v,
-			       unsigned int off)
+			       unsigned int off, struct afm_zspage *d)
 {
 #if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
 	struct afm_zs_set *set = zs->pool->store;
-	void (*fn)(void *arg, unsigned long zspage_id, unsigned int offset);
+	void (*fn)(void *arg, unsigned long zspage_id, unsigned int offset,
+		   unsigned long dst_id);
 
 	fn = READ_ONCE(set->test_moving);
 	if (fn)
 		fn(READ_ONCE(set->test_moving_arg),
-		   (unsigned long)v->id << set->shift | zs->nr, off);
+		   (unsigned long)v->id << set->shift | zs->nr, off,
+		   (unsigned long)d->id << set->shift | zs->nr);
+#endif
+}
+
+/* KUnit: whether moves copy under the pool lock whatever the gates say. */
+static bool afm_zs_test_locked_copy(struct afm_zs_pool *zs)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	struct afm_zs_set *set = zs->pool->store;
+
+	return READ_ONCE(set->test_locked_copies);
+#else
+	return false;
 #endif
 }
 
@@ -303,7 +317,7 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	zs->st.moved_bytes += size;
 	ne = afm_ze_make(d->id, doff + AFM_ZS_HDR, size);
 
-	unlocked = afm_zg_tryin(v);
+	unlocked = !afm_zs_test_locked_copy(zs) && afm_zg_tryin(v);
 	if (unlocked && !afm_zg_tryin(d)) {
 		afm_zg_out(v);
 		unlocked = false;
@@ -311,7 +325,7 @@ static bool afm_zs_move(struct afm_zs_pool *zs, atomic64_t *ent, s64 e,
 	if (unlocked) {
 		afm_zs_pass_credit(zs, *before);
 		afm_zs_unlock(zs);
-		afm_zs_test_moving(zs, v, off);
+		afm_zs_test_moving(zs, v, off, d);
 		afm_zs_copy_zz(d, doff + AFM_ZS_HDR, v, off, size);
 		afm_zg_out(d);
 		afm_zg_out(v);

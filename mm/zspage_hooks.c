@@ -968,9 +968,10 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_shard_free);
  * whose copy runs without the pool lock (KUnit hook)
  * @pool: a zspage-store pool
  * @fn: called with @arg, the zspage and offset of the object being moved
- *	(as afm_zs_obj_info() gives them) just before its bytes are copied,
- *	with preemption disabled and the object's entry locked (a free or map
- *	of that object waits for the copy: @fn must not take the pool lock,
+ *	(as afm_zs_obj_info() gives them) and the zspage it is moving to
+ *	(in the same encoding), just before its bytes are copied, with
+ *	preemption disabled and the object's entry locked (a free or map of
+ *	that object waits for the copy: @fn must not take the pool lock,
  *	which such a free holds while it waits); NULL: no more calls
  * @arg: passed to @fn
  *
@@ -979,7 +980,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_shard_free);
  */
 void afm_zs_test_move_hook(struct afm_pool *pool,
 			   void (*fn)(void *arg, unsigned long zspage_id,
-				      unsigned int offset),
+				      unsigned int offset,
+				      unsigned long dst_id),
 			   void *arg)
 {
 	struct afm_zs_set *set = pool->store;
@@ -990,6 +992,79 @@ void afm_zs_test_move_hook(struct afm_pool *pool,
 	mutex_unlock(&pool->compact_lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_move_hook);
+
+/**
+ * afm_zs_test_locked_copies() - have compaction's moves copy under the
+ * pool lock (KUnit hook)
+ * @pool: a zspage-store pool
+ * @on: true: every move copies as it does when a page migration holds one
+ *	of its zspages' gates; false: as usual
+ *
+ * Context: process context, no compaction running on @pool.
+ * Return: nothing.
+ */
+void afm_zs_test_locked_copies(struct afm_pool *pool, bool on)
+{
+	struct afm_zs_set *set = pool->store;
+
+	mutex_lock(&pool->compact_lock);
+	WRITE_ONCE(set->test_locked_copies, on);
+	mutex_unlock(&pool->compact_lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_locked_copies);
+
+/**
+ * afm_zs_test_gate_busy() - whether a zspage's gate keeps page migration
+ * out now (KUnit hook)
+ * @pool: a zspage-store pool
+ * @zspage_id: the zspage, as afm_zs_obj_info() or afm_zs_test_move_hook()
+ *	give it; it must stay live meanwhile
+ *
+ * Tries the gate exclusively once, as an asynchronous migration does, and
+ * lets go of it at once when that succeeds.
+ *
+ * Context: any context that may spin; takes no lock but the gate.
+ * Return: true if the gate could not be taken.
+ */
+bool afm_zs_test_gate_busy(struct afm_pool *pool, unsigned long zspage_id)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned long nr = zspage_id & ((1UL << set->shift) - 1);
+	struct afm_zspage *z;
+
+	if (nr >= afm_zs_created(set))
+		return false;
+	z = afm_zs_desc(set->shard[nr], zspage_id >> set->shift);
+	if (!z || !afm_zg_lock(z, false))
+		return !!z;
+	afm_zg_unlock(z);
+	return false;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_gate_busy);
+
+atomic64_t *afm_zs_test_spun;
+
+/**
+ * afm_zs_test_pin_spun() - whether a map, read or write spun on an object's
+ * entry while compaction moved it (KUnit hook)
+ * @pool: a zspage-store pool
+ * @handle: the object
+ *
+ * Pins note the last entry they found LOCK set in; this takes the note
+ * back if it names @handle's entry.
+ *
+ * Context: any context.
+ * Return: true if the last pin that spun on LOCK spun on @handle's entry
+ * (the note is then cleared).
+ */
+bool afm_zs_test_pin_spun(struct afm_pool *pool, unsigned long handle)
+{
+	struct afm_zs_pool *zs = afm_zs_of(pool, &handle);
+	atomic64_t *ent = afm_zs_entry(zs, handle);
+
+	return ent && cmpxchg(&afm_zs_test_spun, ent, NULL) == ent;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_pin_spun);
 
 /**
  * afm_zs_test_unlock_shard() - undo afm_zs_test_lock_shard() (KUnit hook)

@@ -766,7 +766,10 @@ struct afm_zs_pool {
  * @test_moving: KUnit hook (afm_zs_test_move_hook()): called with
  *	@test_moving_arg by every move whose copy runs without the pool lock,
  *	just before the copy (preemption disabled, the entry LOCK bit held),
- *	with the object's location as afm_zs_obj_info() gives it.
+ *	with the object's location as afm_zs_obj_info() gives it and its
+ *	destination zspage.
+ * @test_locked_copies: KUnit hook (afm_zs_test_locked_copies()): every
+ *	move copies under the pool lock, as when a migration holds a gate.
  * @donors: shards whose indexed holes other shards' allocations may
  *	take (AFM_ZS_DONOR_ON); a shard sets and clears its own bit, under
  *	its lock, with atomic bit operations; read without any lock.
@@ -789,8 +792,9 @@ struct afm_zs_set {
 	int test_migrate_wait;		/* under @grow_lock */
 	bool test_grow_held;		/* afm_zs_test_grow_hold() */
 	void (*test_moving)(void *arg, unsigned long zspage_id,
-			    unsigned int offset);
+			    unsigned int offset, unsigned long dst_id);
 	void *test_moving_arg;
+	bool test_locked_copies;
 #endif
 	int test_shard;
 	int test_cpu;
@@ -1284,6 +1288,18 @@ static inline void afm_zg_out(struct afm_zspage *z)
 
 /* Entry pins */
 
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+/* KUnit (afm_zs_test_pin_spun()): the entry a pin last spun on LOCK of. */
+extern atomic64_t *afm_zs_test_spun;
+#endif
+
+static inline void afm_ze_note_spin(atomic64_t *ent)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	WRITE_ONCE(afm_zs_test_spun, ent);
+#endif
+}
+
 /*
  * Pin the live object of @ent: its location cannot change and its zspage
  * cannot go away until afm_ze_unpin(). Spins while compaction moves it.
@@ -1299,6 +1315,8 @@ static inline bool afm_ze_pin(atomic64_t *ent, u64 *ep)
 			goto dead;
 		while (unlikely((e & AFM_ZE_LOCK) ||
 				(e & AFM_ZE_PINS) == AFM_ZE_PINS)) {
+			if (e & AFM_ZE_LOCK)
+				afm_ze_note_spin(ent);
 			cpu_relax();
 			e = atomic64_read(ent);
 			if (unlikely(!(e & AFM_ZE_LIVE)))

@@ -241,8 +241,12 @@ void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle);
 bool afm_zs_test_shard_free(struct afm_pool *pool, unsigned int shard);
 void afm_zs_test_move_hook(struct afm_pool *pool,
 			   void (*fn)(void *arg, unsigned long zspage_id,
-				      unsigned int offset),
+				      unsigned int offset,
+				      unsigned long dst_id),
 			   void *arg);
+void afm_zs_test_locked_copies(struct afm_pool *pool, bool on);
+bool afm_zs_test_gate_busy(struct afm_pool *pool, unsigned long zspage_id);
+bool afm_zs_test_pin_spun(struct afm_pool *pool, unsigned long handle);
 void afm_zs_flush_work(struct afm_pool *pool);
 void afm_zs_test_run_auto(struct afm_pool *pool);
 struct page *afm_zs_test_get_page(struct afm_pool *pool, unsigned long handle);
