@@ -889,6 +889,34 @@ static void afm_zs_moving_check(void *arg, unsigned long zspage_id,
 }
 
 /*
+ * Fragment a pool of @ts's objects (@buf: a page for patterns) and compact
+ * it with afm_zs_moving_check() on every copy without the lock, every
+ * move copying under the lock if @locked; the counters before and after.
+ */
+static struct afm_test_set *afm_zs_compact_watched(struct kunit *test,
+						   void *buf, bool locked,
+						   struct afm_zs_moving *m,
+						   struct afm_zs_counters *before,
+						   struct afm_zs_counters *after)
+{
+	struct afm_test_set *ts;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, 4000);
+	afm_zs_quiet(ts);
+	afm_zs_fragment(test, ts, buf);
+	m->pool = ts->pool;
+	afm_zs_get_counters(ts->pool, before);
+	afm_zs_test_move_hook(ts->pool, afm_zs_moving_check, m);
+	afm_zs_test_locked_copies(ts->pool, locked);
+	afm_compact(ts->pool);
+	afm_zs_test_locked_copies(ts->pool, false);
+	afm_zs_test_move_hook(ts->pool, NULL, NULL);
+	afm_zs_get_counters(ts->pool, after);
+	return ts;
+}
+
+/*
  * A compaction move copies the object's bytes without the shard's pool
  * lock, so that the shard's allocations and frees do not wait for copies:
  * within each move, just before its copy, the lock is free, and the gates
@@ -906,16 +934,7 @@ static void afm_zs_test_compact_unlocked(struct kunit *test)
 
 	if (!IS_ENABLED(CONFIG_SMP) && !IS_ENABLED(CONFIG_DEBUG_SPINLOCK))
 		kunit_skip(test, "a trylock cannot fail here");
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, 4000);
-	afm_zs_quiet(ts);
-	afm_zs_fragment(test, ts, buf);
-	m.pool = ts->pool;
-	afm_zs_get_counters(ts->pool, &before);
-	afm_zs_test_move_hook(ts->pool, afm_zs_moving_check, &m);
-	afm_compact(ts->pool);
-	afm_zs_test_move_hook(ts->pool, NULL, NULL);
-	afm_zs_get_counters(ts->pool, &after);
+	ts = afm_zs_compact_watched(test, buf, false, &m, &before, &after);
 	kunit_info(test, "%lu moves, %u copied without the lock\n",
 		   after.moved - before.moved, m.calls);
 	KUNIT_ASSERT_GT(test, after.moved, before.moved);
@@ -931,8 +950,8 @@ static void afm_zs_test_compact_unlocked(struct kunit *test)
 /*
  * When a gate is held (a page migration), a move copies under the pool
  * lock instead (afm_zs_test_locked_copies() makes every move do so): no
- * move calls the hook of the copies without the lock, objects still move
- * and every byte reads back.
+ * move calls the hook of the copies without the lock, objects still move,
+ * pages come back and every byte reads back.
  */
 static void afm_zs_test_compact_locked_copies(struct kunit *test)
 {
@@ -941,18 +960,7 @@ static void afm_zs_test_compact_locked_copies(struct kunit *test)
 	struct afm_test_set *ts;
 	void *buf = afm_zs_buf(test);
 
-	afm_zs_permille(test, 0);
-	ts = afm_zs_set(test, 4000);
-	afm_zs_quiet(ts);
-	afm_zs_fragment(test, ts, buf);
-	m.pool = ts->pool;
-	afm_zs_get_counters(ts->pool, &before);
-	afm_zs_test_move_hook(ts->pool, afm_zs_moving_check, &m);
-	afm_zs_test_locked_copies(ts->pool, true);
-	afm_compact(ts->pool);
-	afm_zs_test_locked_copies(ts->pool, false);
-	afm_zs_test_move_hook(ts->pool, NULL, NULL);
-	afm_zs_get_counters(ts->pool, &after);
+	ts = afm_zs_compact_watched(test, buf, true, &m, &before, &after);
 	KUNIT_ASSERT_GT(test, after.moved, before.moved);
 	KUNIT_EXPECT_EQ(test, m.calls, 0);
 	KUNIT_EXPECT_LT(test, after.data_pages, before.data_pages);
