@@ -26,6 +26,9 @@ struct dentry;
  * holder, emptied zspages, compaction): WQ_MEM_RECLAIM, so that it runs
  * under memory pressure, when the kernel cannot start a worker, which is
  * when zram and zswap need it. Made by afm_init(), before any pool.
+ * WQ_SYSFS: /sys/devices/virtual/workqueue/afmalloc/ lets an administrator
+ * confine that work to some CPUs (cpumask: the little cores of a phone,
+ * the housekeeping CPUs of a server) or lower its priority (nice).
  */
 extern struct workqueue_struct *afm_wq;
 

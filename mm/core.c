@@ -601,7 +601,8 @@ static int __init afm_init(void)
 {
 	int ret;
 
-	afm_wq = alloc_workqueue("afmalloc", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	afm_wq = alloc_workqueue("afmalloc",
+				 WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_SYSFS, 0);
 	if (!afm_wq)
 		return -ENOMEM;
 	afm_slab_store_init();
