@@ -1183,10 +1183,81 @@ static void afm_zs_test_compact_race(struct kunit *test)
 	afm_zs_expect_consistent(test, ts->pool);
 }
 
+/*
+ * Compaction of a shard of short zspages ("Short zspages" in
+ * mm/zspage_pages.c): 1000-byte objects fill zspages of 1, 2 and 4 pages
+ * with 4 KiB pages (of 1 page with 16 KiB pages) until a full zspage
+ * opens, whose one object is freed; then every object of the last short
+ * zspage but its first and last is freed, so that it is the only zspage
+ * with holes and no tail fits its survivors. afm_compact() must not make
+ * the pool hold more data pages (a full zspage for the survivors made
+ * 11 of 7, 2 of 1), and when the victim is longer than a page, fewer: the
+ * survivors fit a page. Every object keeps its bytes.
+ */
+static void afm_zs_test_compact_short(struct kunit *test)
+{
+	const unsigned int size = 1000, n = 64;
+	unsigned int i, last, first = 0, used;
+	struct afm_zs_counters before, after;
+	void *buf = afm_zs_buf(test);
+	struct afm_zs_obj_info info;
+	unsigned long victim = 0;
+	struct afm_test_set *ts;
+
+	afm_zs_permille(test, 0);
+	ts = afm_zs_set(test, n);
+	afm_zs_short(test, true);
+	afm_zs_quiet(ts);
+	for (i = 0; i < n; i++) {
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+		afm_zs_get_counters(ts->pool, &after);
+		if (after.data_pages >= AFM_ZS_PAGES)
+			break;
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i],
+						      &info), 0);
+		if (info.zspage_id != victim) {
+			victim = info.zspage_id;
+			first = i;
+		}
+	}
+	KUNIT_ASSERT_LT(test, i, n);
+	/* The object that opened a full zspage goes, and that zspage. */
+	afm_free(ts->pool, ts->h[i]);
+	ts->h[i] = 0;
+	used = i;
+	last = i - 1;
+	KUNIT_ASSERT_GT(test, last, first + 2);
+	for (i = first + 1; i < last; i++) {
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &before);
+	KUNIT_ASSERT_LT(test, before.data_pages, AFM_ZS_PAGES);
+
+	afm_compact(ts->pool);
+	afm_zs_flush_work(ts->pool);
+	afm_zs_get_counters(ts->pool, &after);
+	kunit_info(test, "data pages %lu -> %lu, victim of %u objects (2 left)\n",
+		   before.data_pages, after.data_pages, last - first + 1);
+	KUNIT_EXPECT_GT(test, after.passes, before.passes);
+	KUNIT_EXPECT_LE(test, after.data_pages, before.data_pages);
+	if (AFM_ZS_PAGES > 2)
+		KUNIT_EXPECT_LT(test, after.data_pages, before.data_pages);
+	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
+	for (i = 0; i < used; i++)
+		if (ts->h[i])
+			afm_zs_check(test, ts->pool, ts->h[i], i, size, buf,
+				     i & 1);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_compact, afm_zs_idx_bits_gen_params),
 	KUNIT_CASE(afm_zs_test_compact_pinned),
 	KUNIT_CASE(afm_zs_test_victim_tail),
+	KUNIT_CASE(afm_zs_test_compact_short),
 	KUNIT_CASE_SLOW(afm_zs_test_compact_cost),
 	KUNIT_CASE(afm_zs_test_auto_compact),
 	KUNIT_CASE(afm_zs_test_auto_gap),

@@ -174,6 +174,7 @@ static unsigned int afm_zs_pick(struct afm_zs_pool *zs, unsigned long goal,
 			afm_zs_hlist_update(zs, z);
 			afm_zs_unbucket(zs, z);
 			zs->victim_live += z->live;
+			zs->victim_pages += afm_zs_npages(z);
 			sum += afm_zs_end(z) - z->live - z->objs * AFM_ZS_HDR -
 			       z->pad;
 			zs->cand[nv++] = z->id;
@@ -223,6 +224,7 @@ static void afm_zs_victim_done(struct afm_zs_pool *zs, struct afm_zspage *z)
 		}
 	}
 	z->flags &= ~AFM_ZS_VICTIM;
+	zs->victim_pages -= afm_zs_npages(z);
 	zs->st.evacuated++;
 	before = afm_zs_kept_pages(zs);
 	afm_zs_release(zs, z);
@@ -375,8 +377,8 @@ atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
 
 /*
  * The tail for compaction's object of @size bytes: the smallest that fits,
- * else that of a new zspage (its pages from @sp, refilled with @gfp; then
- * *@made is set). Pool lock held; dropped to grow the descriptor table or
+ * else that of a new zspage (afm_zs_dest_order(); its pages from @sp,
+ * refilled with @gfp; then *@made is set). Pool lock held; dropped to grow the descriptor table or
  * refill @sp, after crediting the pass with the pages since @before
  * (afm_zs_pass_credit()). Return: 0 and *@dp; -EAGAIN when the lock was
  * dropped (look again); -ENOMEM when nothing could be had.
@@ -385,11 +387,11 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 			    struct afm_zs_spare *sp, gfp_t gfp, long before,
 			    struct afm_zspage **dp, bool *made)
 {
-	unsigned int meta, blocks = 0;
+	unsigned int ext = afm_zs_ext(zs, size), meta, n, blocks = 0;
 	unsigned long dpg;
 	int err;
 
-	*dp = afm_zs_fit(zs, afm_zs_ext(zs, size));
+	*dp = afm_zs_fit(zs, ext);
 	if (*dp)
 		return 0;
 	if (afm_zt_find(&zs->dtab, &dpg))
@@ -403,15 +405,16 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 	}
 	meta = afm_zt_need(&zs->dtab, dpg, &blocks);
 	meta += afm_zs_dir_need(zs, blocks);
-	if (sp->nr_meta < meta || sp->nr_data < AFM_ZS_PAGES) {
+	n = 1U << afm_zs_dest_order(zs, ext);
+	if (sp->nr_meta < meta || sp->nr_data < n) {
 		afm_zs_pass_credit(zs, before);
 		afm_zs_unlock(zs);
 		err = fatal_signal_pending(current) ? -EINTR :
-		      afm_zs_spare_fill(zs, sp, meta, AFM_ZS_PAGES, gfp);
+		      afm_zs_spare_fill(zs, sp, meta, n, gfp);
 		afm_zs_lock(zs);
 		return err ? -ENOMEM : -EAGAIN;
 	}
-	*dp = afm_zs_new(zs, dpg, sp, AFM_ZS_ORDER);
+	*dp = afm_zs_new(zs, dpg, sp, ilog2(n));
 	*made = true;
 	return 0;
 }
@@ -531,6 +534,7 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 		zs->cand[i] = AFM_ZS_DONE;
 		z->flags &= ~AFM_ZS_VICTIM;
 		zs->victim_live -= z->live;
+		zs->victim_pages -= afm_zs_npages(z);
 		if (!z->objs) {
 			zs->st.evacuated++;
 			before = afm_zs_kept_pages(zs);
@@ -541,8 +545,9 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 			afm_zs_hlist_update(zs, z);
 		}
 	}
-	WARN_ON_ONCE(zs->victim_live);
+	WARN_ON_ONCE(zs->victim_live || zs->victim_pages);
 	zs->victim_live = 0;
+	zs->victim_pages = 0;
 	afm_zs_unlock(zs);
 
 	afm_zs_spare_drain(&sp);

@@ -252,8 +252,9 @@ typedef u32 afm_zs_off_t;
  * @gate: accessors and exclusive owner, see AFM_ZG_* and the file comment.
  * @id: index of this descriptor in the descriptor table.
  * @live: bytes of live objects. Under the pool lock (as are the next four).
- * @tail: fill offset: objects lie below it, bytes from it to AFM_ZS_SIZE
- *	are free and reusable.
+ * @tail: fill offset: objects lie below it, bytes from it to the zspage's
+ *	end (afm_zs_end(): AFM_ZS_SIZE but for a short zspage) are free and
+ *	reusable.
  * @objs: live objects.
  * @flags: AFM_ZS_USED, AFM_ZS_VICTIM, AFM_ZS_DEAD.
  * @bucket: tail bucket, AFM_ZS_NO_BUCKET when on no tail list.
@@ -267,8 +268,9 @@ typedef u32 afm_zs_off_t;
  *	zspage's bytes lie back to back in the kernel's linear map
  *	(afm_zs_lin()), so that an object crossing pages is reached in place.
  *	It fills padding: the descriptor costs no byte more. Set when the
- *	zspage is made; cleared by migration, whose new page breaks the run,
- *	under the exclusive gate and the pool lock; read by holders of either.
+ *	zspage is made; cleared by migration, whose new page breaks the run
+ *	(but for a zspage of one page, which stays one), under the exclusive
+ *	gate and the pool lock; read by holders of either.
  * @linked: its holes on the hole index (AFM_ZH_HOLE set in their headers).
  *	Under the pool lock.
  * @pad: bytes its live objects' extents are longer than header and data
@@ -529,6 +531,8 @@ struct afm_zs_pend {
  * @data_pages: pages of the zspages in @zspages.
  * @dead_pages: pages of those in @dead_zspages.
  * @victim_live: live bytes left in the victims of the running pass.
+ * @victim_pages: pages of the victims of the running pass not yet released
+ *	(afm_zs_dest_order()).
  * @pass_pages: pages the running pass gave back so far: those of the
  *	zspages it released less those of the zspages it made, with the
  *	table pages that went or came with them and with its moves (what it
@@ -639,6 +643,7 @@ struct afm_zs_pool {
 	unsigned long data_pages;
 	unsigned long dead_pages;
 	unsigned long victim_live;
+	unsigned long victim_pages;
 	long pass_pages;
 	struct list_head hlists[AFM_ZS_NR_HLISTS];
 	u64 hlist_map;
@@ -1775,6 +1780,7 @@ bool afm_zs_hole_find_dense(struct afm_zs_pool *zs, unsigned int need,
 unsigned int afm_zs_hole_put(struct afm_zs_pool *zs, struct afm_zs_hole *h,
 			     unsigned int size, unsigned long idx);
 unsigned int afm_zs_new_order(const struct afm_zs_pool *zs, unsigned int ext);
+unsigned int afm_zs_dest_order(const struct afm_zs_pool *zs, unsigned int ext);
 struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs, unsigned long dpg,
 			      struct afm_zs_spare *sp, unsigned int order);
 void afm_zs_reset_page(struct page *page);

@@ -279,8 +279,12 @@ struct afm_zspage *afm_zs_fit(struct afm_zs_pool *zs, unsigned int size)
  * on a large machine: each shard that stores a little holds a page, not
  * 32 KiB). The price is a descriptor per page instead of per eight while
  * the shard is that small (the short zspages live and die as any other;
- * compaction's victims take their holes as any other's, its new zspages
- * are full ones). Module parameter zspage_short: off, every zspage has
+ * compaction's victims take their holes as any other's). A zspage that
+ * compaction makes for the objects of its victims is short too while the
+ * shard, its victims left out, holds that little, and no longer than the
+ * victims' live bytes need (afm_zs_dest_order()): a full one would
+ * make a pass over a small shard grow it (a victim of 1 page traded for a
+ * zspage of 8). Module parameter zspage_short: off, every zspage has
  * AFM_ZS_PAGES pages.
  */
 bool afm_zs_short = true;
@@ -307,19 +311,49 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_set_short);
 #endif
 
 /*
+ * Order of the zspage a shard holding @held data pages makes for an
+ * extent of @ext bytes (see "Short zspages").
+ */
+static unsigned int afm_zs_held_order(unsigned long held, unsigned int ext)
+{
+	unsigned int order;
+
+	if (!READ_ONCE(afm_zs_short) || held >= AFM_ZS_PAGES - 1)
+		return AFM_ZS_ORDER;
+	order = ilog2(held + 1);
+	return max_t(unsigned int, order,
+		     order_base_2(DIV_ROUND_UP(ext, PAGE_SIZE)));
+}
+
+/*
  * Order of the zspage @zs would make for an extent of @ext bytes (see
  * "Short zspages"). Pool lock held.
  */
 unsigned int afm_zs_new_order(const struct afm_zs_pool *zs, unsigned int ext)
 {
+	lockdep_assert_held(&zs->lock);
+	return afm_zs_held_order(zs->data_pages, ext);
+}
+
+/*
+ * Order of the zspage compaction makes for an extent of @ext bytes that
+ * fits no hole or tail: that of afm_zs_new_order() for the pages the
+ * shard keeps without the running pass's victims, and, when that is a
+ * short zspage, no longer than the victims' live bytes left and @ext
+ * need (their headers aside: a zspage too short for the last of them
+ * makes the pass open another). Pool lock held.
+ */
+unsigned int afm_zs_dest_order(const struct afm_zs_pool *zs, unsigned int ext)
+{
 	unsigned int order;
 
 	lockdep_assert_held(&zs->lock);
-	if (!READ_ONCE(afm_zs_short) || zs->data_pages >= AFM_ZS_PAGES - 1)
-		return AFM_ZS_ORDER;
-	order = ilog2(zs->data_pages + 1);
-	return max_t(unsigned int, order,
-		     order_base_2(DIV_ROUND_UP(ext, PAGE_SIZE)));
+	order = afm_zs_held_order(zs->data_pages - zs->victim_pages, ext);
+	if (order == AFM_ZS_ORDER)
+		return order;
+	return min_t(unsigned int, order,
+		     order_base_2(DIV_ROUND_UP(zs->victim_live + ext,
+					       PAGE_SIZE)));
 }
 
 static int afm_zs_pfn_cmp(const void *a, const void *b)

@@ -231,7 +231,8 @@
  * of the descriptor says so and page k is found by PFN, reading no struct
  * page, and, without highmem, the zspage is 32 KiB of the linear map:
  * headers, copies and mappings reach any extent in place, one crossing
- * pages too (no bounce buffer); migration ends the run.
+ * pages too (no bounce buffer); migration ends the run (a zspage of one
+ * page stays one).
  * Error values are never valid handles: handles stay below 2^63.
  *
  * Reverse map
