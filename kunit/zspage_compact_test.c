@@ -1185,23 +1185,34 @@ static void afm_zs_test_compact_race(struct kunit *test)
 
 /*
  * Compaction of a shard of short zspages ("Short zspages" in
- * mm/zspage_pages.c): 1000-byte objects fill zspages of 1, 2 and 4 pages
- * with 4 KiB pages (of 1 page with 16 KiB pages) until a full zspage
- * opens, whose one object is freed; then every object of the last short
- * zspage but its first and last is freed, so that it is the only zspage
- * with holes and no tail fits its survivors. afm_compact() must not make
- * the pool hold more data pages (a full zspage for the survivors made
- * 11 of 7, 2 of 1), and when the victim is longer than a page, fewer: the
- * survivors fit a page. Every object keeps its bytes.
+ * mm/zspage_pages.c): objects of one size fill zspages of 1, 2 and 4
+ * pages with 4 KiB pages (of 1 page with 16 KiB pages) until a full
+ * zspage opens, whose one object is freed; then every object of the last
+ * short zspage but its first and last is freed, so that it is the only
+ * zspage with holes and no tail fits its two survivors. afm_compact()
+ * must give the victim's pages back for a zspage just long enough for the
+ * survivors (a power of two of pages): a full zspage made 11 of 7 data
+ * pages, 2 of 1; counting the object being moved twice made a zspage of
+ * 2 pages for two objects of 1500 bytes. Every object keeps its bytes.
  */
+static const unsigned int afm_zs_cshort_sizes[] = { 1000, 1500 };
+
+static void afm_zs_cshort_desc(const unsigned int *size, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%u bytes", *size);
+}
+
+KUNIT_ARRAY_PARAM(afm_zs_cshort, afm_zs_cshort_sizes, afm_zs_cshort_desc);
+
 static void afm_zs_test_compact_short(struct kunit *test)
 {
-	const unsigned int size = 1000, n = 64;
-	unsigned int i, last, first = 0, used;
+	const unsigned int size = *(const unsigned int *)test->param_value;
+	const unsigned int n = 64;
+	unsigned int i, last, first = 0, used, ext, want;
+	unsigned long victim = ULONG_MAX, vpages = 0, prev = 0;
 	struct afm_zs_counters before, after;
 	void *buf = afm_zs_buf(test);
 	struct afm_zs_obj_info info;
-	unsigned long victim = 0;
 	struct afm_test_set *ts;
 
 	afm_zs_permille(test, 0);
@@ -1218,8 +1229,10 @@ static void afm_zs_test_compact_short(struct kunit *test)
 						      &info), 0);
 		if (info.zspage_id != victim) {
 			victim = info.zspage_id;
+			vpages = after.data_pages - prev;
 			first = i;
 		}
+		prev = after.data_pages;
 	}
 	KUNIT_ASSERT_LT(test, i, n);
 	/* The object that opened a full zspage goes, and that zspage. */
@@ -1235,16 +1248,20 @@ static void afm_zs_test_compact_short(struct kunit *test)
 	afm_zs_flush_work(ts->pool);
 	afm_zs_get_counters(ts->pool, &before);
 	KUNIT_ASSERT_LT(test, before.data_pages, AFM_ZS_PAGES);
+	KUNIT_ASSERT_EQ(test, before.data_pages, prev);
+	/* The survivors' extents (unpadded), back to back, in whole pages. */
+	ext = size + afm_zs_header_bytes();
+	want = roundup_pow_of_two(DIV_ROUND_UP(2 * ext, PAGE_SIZE));
 
 	afm_compact(ts->pool);
 	afm_zs_flush_work(ts->pool);
 	afm_zs_get_counters(ts->pool, &after);
-	kunit_info(test, "data pages %lu -> %lu, victim of %u objects (2 left)\n",
-		   before.data_pages, after.data_pages, last - first + 1);
+	kunit_info(test, "data pages %lu -> %lu, victim of %lu pages and %u objects (2 left)\n",
+		   before.data_pages, after.data_pages, vpages,
+		   last - first + 1);
 	KUNIT_EXPECT_GT(test, after.passes, before.passes);
-	KUNIT_EXPECT_LE(test, after.data_pages, before.data_pages);
-	if (AFM_ZS_PAGES > 2)
-		KUNIT_EXPECT_LT(test, after.data_pages, before.data_pages);
+	KUNIT_EXPECT_EQ(test, after.data_pages,
+			before.data_pages - vpages + want);
 	KUNIT_EXPECT_EQ(test, after.objects, before.objects);
 	for (i = 0; i < used; i++)
 		if (ts->h[i])
@@ -1257,7 +1274,7 @@ static struct kunit_case afm_zspage_compact_test_cases[] = {
 	KUNIT_CASE_PARAM(afm_zs_test_compact, afm_zs_idx_bits_gen_params),
 	KUNIT_CASE(afm_zs_test_compact_pinned),
 	KUNIT_CASE(afm_zs_test_victim_tail),
-	KUNIT_CASE(afm_zs_test_compact_short),
+	KUNIT_CASE_PARAM(afm_zs_test_compact_short, afm_zs_cshort_gen_params),
 	KUNIT_CASE_SLOW(afm_zs_test_compact_cost),
 	KUNIT_CASE(afm_zs_test_auto_compact),
 	KUNIT_CASE(afm_zs_test_auto_gap),

@@ -405,7 +405,7 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 	}
 	meta = afm_zt_need(&zs->dtab, dpg, &blocks);
 	meta += afm_zs_dir_need(zs, blocks);
-	n = 1U << afm_zs_dest_order(zs, ext);
+	n = 1U << afm_zs_dest_order(zs, size);
 	if (sp->nr_meta < meta || sp->nr_data < n) {
 		afm_zs_pass_credit(zs, before);
 		afm_zs_unlock(zs);

@@ -1780,7 +1780,7 @@ bool afm_zs_hole_find_dense(struct afm_zs_pool *zs, unsigned int need,
 unsigned int afm_zs_hole_put(struct afm_zs_pool *zs, struct afm_zs_hole *h,
 			     unsigned int size, unsigned long idx);
 unsigned int afm_zs_new_order(const struct afm_zs_pool *zs, unsigned int ext);
-unsigned int afm_zs_dest_order(const struct afm_zs_pool *zs, unsigned int ext);
+unsigned int afm_zs_dest_order(const struct afm_zs_pool *zs, unsigned int size);
 struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs, unsigned long dpg,
 			      struct afm_zs_spare *sp, unsigned int order);
 void afm_zs_reset_page(struct page *page);

@@ -336,24 +336,27 @@ unsigned int afm_zs_new_order(const struct afm_zs_pool *zs, unsigned int ext)
 }
 
 /*
- * Order of the zspage compaction makes for an extent of @ext bytes that
- * fits no hole or tail: that of afm_zs_new_order() for the pages the
- * shard keeps without the running pass's victims, and, when that is a
- * short zspage, no longer than the victims' live bytes left and @ext
- * need (their headers aside: a zspage too short for the last of them
- * makes the pass open another). Pool lock held.
+ * Order of the zspage compaction makes for a victim's object of @size
+ * bytes that fits no hole or tail: that of afm_zs_new_order() for the
+ * pages the shard keeps without the running pass's victims, and, when
+ * that is a short zspage, no longer than the object's extent and the
+ * victims' other live bytes need (their headers aside: a zspage too
+ * short for the last of them makes the pass open another). Pool lock
+ * held; the object still counted in its victim (@victim_live).
  */
-unsigned int afm_zs_dest_order(const struct afm_zs_pool *zs, unsigned int ext)
+unsigned int afm_zs_dest_order(const struct afm_zs_pool *zs, unsigned int size)
 {
-	unsigned int order;
+	unsigned int ext = afm_zs_ext(zs, size), order;
+	unsigned long bytes;
 
 	lockdep_assert_held(&zs->lock);
 	order = afm_zs_held_order(zs->data_pages - zs->victim_pages, ext);
 	if (order == AFM_ZS_ORDER)
 		return order;
+	bytes = zs->victim_live - min_t(unsigned long, zs->victim_live, size) +
+		ext;
 	return min_t(unsigned int, order,
-		     order_base_2(DIV_ROUND_UP(zs->victim_live + ext,
-					       PAGE_SIZE)));
+		     order_base_2(DIV_ROUND_UP(bytes, PAGE_SIZE)));
 }
 
 static int afm_zs_pfn_cmp(const void *a, const void *b)
