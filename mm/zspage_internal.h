@@ -978,6 +978,11 @@ static __always_inline unsigned long *afm_zt_dir(const struct afm_zs_table *t,
 
 	rcu_read_lock();
 	top = rcu_dereference(t->top);
+	/*
+	 * The address dependency of what is read through @dir (and through
+	 * the table page read from it) pairs with the release stores that
+	 * publish them (afm_zt_take_page()).
+	 */
 	if (likely(d < top->size))
 		dir = READ_ONCE(top->dir[d].dir);
 	rcu_read_unlock();

@@ -555,7 +555,12 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 	dir = de->dir;
 	if (!dir) {
 		dir = afm_zt_dir_new(zs, sp);
-		WRITE_ONCE(de->dir, dir);
+		/*
+		 * Published after its clearing: a lockless lookup of a stale
+		 * handle (afm_zt_dir()) reads zeroes, not the page's old
+		 * bytes.
+		 */
+		smp_store_release(&de->dir, dir);
 		t->dirs++;
 		/*
 		 * A quarter of a large top level left: @top_work grows it
@@ -576,7 +581,8 @@ unsigned long afm_zt_take_page(struct afm_zs_pool *zs, struct afm_zs_table *t,
 		tp = virt_to_page(base);
 		tp->index = 1;
 		ent = (unsigned long)base | AFM_ZT_OPEN;
-		WRITE_ONCE(dir[afm_zt_di(t, pg)], ent);
+		/* After its slots' clearing, as the directory above. */
+		smp_store_release(&dir[afm_zt_di(t, pg)], ent);
 		de->pages++;
 		de->open++;
 		t->pages++;
