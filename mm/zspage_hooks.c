@@ -123,17 +123,43 @@ void afm_zs_get_counters(struct afm_pool *pool, struct afm_zs_counters *c)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_get_counters);
 
 /*
+ * Free slots of the table page at @base (its free chain from ->index,
+ * 1-based, through the slots' links), or ULONG_MAX when the chain is
+ * longer than the page's free slots, names a slot beyond the page, or
+ * holds slot @find (below @t->per_page; otherwise none is looked for).
+ */
+static unsigned long afm_zs_audit_chain_free(const struct afm_zs_table *t,
+					     const void *base,
+					     unsigned long find)
+{
+	const struct page *tp = virt_to_page(base);
+	unsigned long next = tp->index, n = 0;
+
+	while (next) {
+		if (next > t->per_page || next - 1 == find ||
+		    ++n > t->per_page - page_private(tp))
+			return ULONG_MAX;
+		next = afm_zt_link_get(base + (next - 1) * t->slot_size);
+	}
+	return n;
+}
+
+/*
  * Table pages of table @t, counted from its directories; its directory
  * blocks are added to *@dirs. Counts in *@bad a directory whose counts of
  * present and open table pages are wrong, or whose block its directory
- * page does not mark in use, and a table whose count of blocks is wrong.
- * Pool lock held.
+ * page does not mark in use; a table page whose slots in use and free
+ * chain do not add up to its slots, or whose OPEN bit disagrees with its
+ * free slots; a table whose pages' slots in use are not its used and
+ * magazine slots; a magazine slot twice, in no table page or in its
+ * page's free chain; and a table whose count of blocks is wrong. Pool
+ * lock held.
  */
 static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 					unsigned long *dirs, unsigned int *bad)
 {
 	const struct afm_zt_top *top = afm_zt_top(t);
-	unsigned long i, d, pages = 0, n, open, blocks = 0;
+	unsigned long i, j, d, pages = 0, n, open, blocks = 0, used = 0;
 
 	for (i = 0; i < top->size; i++) {
 		const struct afm_zt_dent *de = &top->dir[i];
@@ -142,8 +168,22 @@ static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 		if (!dir)
 			continue;
 		for (n = 0, open = 0, d = 0; d < 1UL << t->dshift; d++) {
+			const void *base = (void *)(dir[d] & ~AFM_ZT_OPEN);
+			unsigned long free;
+			bool is_open;
+
 			n += !!dir[d];
 			open += dir[d] & AFM_ZT_OPEN;
+			if (!base)
+				continue;
+			free = afm_zs_audit_chain_free(t, base, ULONG_MAX);
+			is_open = free >= t->open_free;
+			if (free == ULONG_MAX ||
+			    free + page_private(virt_to_page(base)) !=
+			    t->per_page ||
+			    !!(dir[d] & AFM_ZT_OPEN) != is_open)
+				(*bad)++;
+			used += page_private(virt_to_page(base));
 		}
 		if (n != de->pages || open != de->open || !n ||
 		    !(page_private(virt_to_page(dir)) &
@@ -152,8 +192,19 @@ static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 		pages += n;
 		blocks++;
 	}
-	if (blocks != t->dirs)
+	if (blocks != t->dirs || used != t->used + t->mag_nr)
 		(*bad)++;
+	for (i = 0; i < t->mag_nr; i++) {
+		const void *base = afm_zt_page(t, t->mag[i] >> t->pshift);
+
+		for (j = 0; j < i; j++)
+			if (t->mag[j] == t->mag[i])
+				(*bad)++;
+		if (!base ||
+		    afm_zs_audit_chain_free(t, base, t->mag[i] &
+					    (t->per_page - 1)) == ULONG_MAX)
+			(*bad)++;
+	}
 	*dirs += blocks;
 	return pages;
 }
@@ -492,7 +543,8 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 		}
 	}
 	if (objs != rc->objects || live != rc->live_bytes ||
-	    zs->htab.used != rc->objects)
+	    zs->htab.used != rc->objects ||
+	    zs->dtab.used != rc->zspages + rc->dead_zspages)
 		bad++;
 	rc->table_pages = afm_zs_audit_table(&zs->htab, &dirs, &bad);
 	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &dirs, &bad);
