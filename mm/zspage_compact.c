@@ -378,10 +378,11 @@ atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
 /*
  * The tail for compaction's object of @size bytes: the smallest that fits,
  * else that of a new zspage (afm_zs_dest_order(); its pages from @sp,
- * refilled with @gfp; then *@made is set). Pool lock held; dropped to grow the descriptor table or
- * refill @sp, after crediting the pass with the pages since @before
- * (afm_zs_pass_credit()). Return: 0 and *@dp; -EAGAIN when the lock was
- * dropped (look again); -ENOMEM when nothing could be had.
+ * refilled with @gfp; then *@made is set). Pool lock held; dropped to grow
+ * the descriptor table or refill @sp, after crediting the pass with the
+ * pages since @before (afm_zs_pass_credit()). Return: 0 and *@dp; -EAGAIN
+ * when the lock was dropped (look again); -ENOMEM when nothing could be
+ * had.
  */
 static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 			    struct afm_zs_spare *sp, gfp_t gfp, long before,
