@@ -388,7 +388,7 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 			    struct afm_zs_spare *sp, gfp_t gfp, long before,
 			    struct afm_zspage **dp, bool *made)
 {
-	unsigned int ext = afm_zs_ext(zs, size), meta, n, blocks = 0;
+	unsigned int ext = afm_zs_ext(zs, size), meta, order, blocks = 0;
 	unsigned long dpg;
 	int err;
 
@@ -406,16 +406,16 @@ static int afm_zs_dest_tail(struct afm_zs_pool *zs, unsigned int size,
 	}
 	meta = afm_zt_need(&zs->dtab, dpg, &blocks);
 	meta += afm_zs_dir_need(zs, blocks);
-	n = 1U << afm_zs_dest_order(zs, size);
-	if (sp->nr_meta < meta || sp->nr_data < n) {
+	order = afm_zs_dest_order(zs, size);
+	if (sp->nr_meta < meta || sp->nr_data < 1U << order) {
 		afm_zs_pass_credit(zs, before);
 		afm_zs_unlock(zs);
 		err = fatal_signal_pending(current) ? -EINTR :
-		      afm_zs_spare_fill(zs, sp, meta, n, gfp);
+		      afm_zs_spare_fill(zs, sp, meta, 1U << order, gfp);
 		afm_zs_lock(zs);
 		return err ? -ENOMEM : -EAGAIN;
 	}
-	*dp = afm_zs_new(zs, dpg, sp, ilog2(n));
+	*dp = afm_zs_new(zs, dpg, sp, order);
 	*made = true;
 	return 0;
 }
