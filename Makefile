@@ -200,7 +200,7 @@ script-tests:
 		$(TOP)/tests/scripts/timed.sh && $(TOP)/tests/scripts/prepare-tree.sh && \
 		$(TOP)/tests/scripts/churn-options.sh && $(TOP)/tests/scripts/speed-options.sh && \
 		$(TOP)/tests/scripts/arm64-options.sh && $(TOP)/tests/scripts/afm-params.sh && \
-		$(TOP)/tests/scripts/hugetlb-take.sh'
+		$(TOP)/tests/scripts/hugetlb-take.sh && $(TOP)/tests/scripts/dataset.sh'
 
 readme:
 	python3 $(TOP)/bench/readme_results.py
