@@ -669,6 +669,72 @@ static void afm_zs_test_shards(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, afm_get_total_pages(ts->pool), 0);
 }
 
+/*
+ * Shards compact apart: while a compaction pass runs in one shard (here
+ * its compaction lock held by the test, afm_zs_test_compact_hold()), a
+ * shrinker scan still compacts the other, and leaves the held shard's
+ * objects where they are. With one compaction lock a pool, a pass in any
+ * shard made every other shard's scan return SHRINK_STOP, and the shards
+ * of a pool on many CPUs compacted one at a time.
+ */
+static void afm_zs_test_shards_compact_apart(struct kunit *test)
+{
+	const unsigned int nr = 2, per = 512, n = nr * per, size = 1000;
+	struct afm_zs_counters before, after;
+	struct afm_zs_obj_info info;
+	struct afm_test_set *ts;
+	void *buf = afm_zs_buf(test);
+	unsigned long *ids, freed, pages;
+	unsigned int i, moved[2] = { };
+
+	ids = kunit_kcalloc(test, n, sizeof(*ids), GFP_KERNEL);
+	afm_test_need(test, ids);
+	ts = afm_zs_set_sharded(test, nr, n);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, -1), nr);
+	for (i = 0; i < n; i++) {
+		KUNIT_ASSERT_EQ(test, afm_zs_test_alloc_shard(ts->pool, i % nr),
+				nr);
+		ts->h[i] = afm_test_malloc(test, ts->pool, size);
+		afm_zs_put_pattern(test, ts->pool, ts->h[i], i, size, buf, i);
+	}
+	afm_zs_test_alloc_shard(ts->pool, -1);
+	/* Three of every four go, in both shards: zspages of holes. */
+	for (i = 0; i < n; i++) {
+		if (i % 8 < 2) {
+			KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i],
+							      &info), 0);
+			ids[i] = info.zspage_id;
+			continue;
+		}
+		afm_free(ts->pool, ts->h[i]);
+		ts->h[i] = 0;
+	}
+	pages = afm_get_total_pages(ts->pool);
+
+	KUNIT_ASSERT_EQ(test, afm_zs_test_compact_hold(ts->pool, 0, true), 0);
+	afm_zs_get_counters(ts->pool, &before);
+	freed = afm_zs_shrinker_scan(ts->pool, pages);
+	afm_zs_get_counters(ts->pool, &after);
+	KUNIT_ASSERT_EQ(test, afm_zs_test_compact_hold(ts->pool, 0, false), 0);
+
+	KUNIT_EXPECT_NE(test, freed, SHRINK_STOP);
+	KUNIT_EXPECT_GT(test, after.moved, before.moved);
+	KUNIT_EXPECT_LT(test, afm_get_total_pages(ts->pool), pages);
+	for (i = 0; i < n; i++) {
+		if (!ts->h[i])
+			continue;
+		KUNIT_ASSERT_EQ(test, afm_zs_obj_info(ts->pool, ts->h[i], &info),
+				0);
+		KUNIT_EXPECT_EQ(test, info.shard, i % nr);
+		moved[i % nr] += info.zspage_id != ids[i];
+		KUNIT_EXPECT_TRUE(test, afm_zs_check(test, ts->pool, ts->h[i],
+						     i, size, buf, i & 1));
+	}
+	KUNIT_EXPECT_EQ(test, moved[0], 0);
+	KUNIT_EXPECT_GT(test, moved[1], 0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
+
 static void afm_zs_restore_shards_grow(void *data)
 {
 	afm_zs_test_set_shards_grow((uintptr_t)data);
@@ -1836,6 +1902,7 @@ static struct kunit_case afm_zspage_store_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_density),
 	KUNIT_CASE(afm_zs_test_bad_handles),
 	KUNIT_CASE(afm_zs_test_shards),
+	KUNIT_CASE(afm_zs_test_shards_compact_apart),
 	KUNIT_CASE(afm_zs_test_shards_grow),
 	KUNIT_CASE(afm_zs_test_auto_next_new_shard),
 	KUNIT_CASE(afm_zs_test_rfree_remote),

@@ -153,11 +153,12 @@
  *   worker queued by free when holes exceed a threshold (module parameter
  *   zspage_auto_permille). Zspage pages are movable (__SetPageMovable()),
  *   migrated by kernel compaction, CMA and memory offlining.
- * - Locks: compact_lock -> page lock -> shard pool lock (spinlock) ->
- *   entry move lock; map/read/write take only an entry pin and the zspage
- *   gate (shared); migration takes the gate (exclusive), then the pool
- *   lock, each with a trylock. The whole map, with the lock rules, opens
- *   zspage_store.c.
+ * - Locks: compact_lock -> shard compact_lock (one pass at a time in a
+ *   shard: automatic runs, shrinker) -> page lock -> shard pool lock
+ *   (spinlock) -> entry move lock; map/read/write take only an entry pin
+ *   and the zspage gate (shared); migration takes the gate (exclusive),
+ *   then the pool lock, each with a trylock. The whole map, with the lock
+ *   rules, opens zspage_store.c.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt

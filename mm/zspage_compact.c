@@ -5,7 +5,8 @@
  * objects; the automatic worker, the rest run and the shrinker call it
  * (see "Compaction" in zspage_store.c).
  *
- * Locking: &afm_pool.compact_lock (one pass at a time) -> pool lock
+ * Locking: &afm_zs_pool.compact_lock (one pass at a time in a shard; under
+ * &afm_pool.compact_lock for afm_compact()) -> pool lock
  * (dropped every 256 extents or 16 moves, and for each move's copy) ->
  * entry LOCK (trylock) -> zspage gates, shared (trylock; see
  * afm_zs_move()). Header accesses need no zspage gate: migration takes the
@@ -240,7 +241,8 @@ static void afm_zs_test_moving(struct afm_zs_pool *zs, struct afm_zspage *v,
 	void (*fn)(void *arg, unsigned long zspage_id, unsigned int offset,
 		   unsigned long dst_id);
 
-	fn = READ_ONCE(set->test_moving);
+	/* Pairs with afm_zs_test_move_hook()'s release. */
+	fn = smp_load_acquire(&set->test_moving);
 	if (fn)
 		fn(READ_ONCE(set->test_moving_arg),
 		   (unsigned long)v->id << set->shift | zs->nr, off,
@@ -497,7 +499,7 @@ static int afm_zs_evacuate(struct afm_zs_pool *zs, struct afm_zspage *v,
  * it moves, the extents of its victims and at most AFM_ZS_DEST_TRIES hole
  * records (and their zspages' descriptors) per object, whatever the size
  * of the pool.
- * Caller holds &afm_pool.compact_lock. Return: the number of victims.
+ * Caller holds &afm_zs_pool.compact_lock. Return: the number of victims.
  */
 static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 				unsigned int min_holes, gfp_t gfp)
@@ -507,7 +509,7 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 	long before;
 	int err = 0;
 
-	lockdep_assert_held(&zs->pool->compact_lock);
+	lockdep_assert_held(&zs->compact_lock);
 
 	nv = afm_zs_pick(zs, goal, min_holes);
 	if (!nv)
@@ -558,7 +560,7 @@ static unsigned int afm_zs_pass(struct afm_zs_pool *zs, unsigned long goal,
 /*
  * Compact zspages with at least @min_holes bytes of holes until holes drop
  * by @goal bytes (ULONG_MAX: as far as it goes) or a pass gives back
- * nothing. Caller holds &afm_pool.compact_lock. Return: pages given back
+ * nothing. Caller holds &afm_zs_pool.compact_lock. Return: pages given back
  * (those queued to be freed included): the table pages of the slots kept
  * at hand, and the data pages of the zspages the passes released less
  * those of the zspages they made; not what frees and allocations on other
@@ -619,9 +621,14 @@ void afm_zs_compact(struct afm_pool *pool)
 	struct afm_zs_set *set = pool->store;
 	unsigned int i;
 
+	lockdep_assert_held(&pool->compact_lock);
 	for (i = 0; i < afm_zs_created(set); i++) {
-		afm_zs_compact_goal(set->shard[i], ULONG_MAX, AFM_ZS_MIN_HOLES,
+		struct afm_zs_pool *zs = set->shard[i];
+
+		mutex_lock(&zs->compact_lock);
+		afm_zs_compact_goal(zs, ULONG_MAX, AFM_ZS_MIN_HOLES,
 				    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+		mutex_unlock(&zs->compact_lock);
 		if (fatal_signal_pending(current))
 			break;
 	}
@@ -638,7 +645,7 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
 	unsigned long holes, trigger, freed;
 	bool run;
 
-	mutex_lock(&zs->pool->compact_lock);
+	mutex_lock(&zs->compact_lock);
 	afm_zs_lock(zs);
 	trigger = rest ? afm_zs_rest_trigger(zs) : afm_zs_trigger(zs);
 	holes = rest ? afm_zs_holes(zs) : afm_zs_holes_unrecorded(zs);
@@ -653,7 +660,7 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
 		zs->st.auto_freed += freed;
 		afm_zs_unlock(zs);
 	}
-	mutex_unlock(&zs->pool->compact_lock);
+	mutex_unlock(&zs->compact_lock);
 }
 
 void afm_zs_compact_work(struct work_struct *work)
@@ -696,17 +703,14 @@ void afm_zs_late_work(struct work_struct *work)
 /*
  * Pages compaction could give back: the hole bytes of the zspages on the
  * hole lists (at least AFM_ZS_MIN_HOLES each, what afm_zs_scan() takes),
- * counted by list, rounded down.
+ * counted by list, rounded down. Without the pool lock: every reclaimer
+ * calls every shard's shrinker, and would otherwise contend with the
+ * shard's allocations and frees.
  */
 unsigned long afm_zs_count(struct afm_zs_pool *zs)
 {
-	unsigned long holes = 0;
-	unsigned int n;
+	unsigned long holes = READ_ONCE(zs->hlist_units) * AFM_ZS_MIN_HOLES;
 
-	afm_zs_lock(zs);
-	for (n = 1; n < AFM_ZS_NR_HLISTS; n++)
-		holes += zs->hlist_count[n] * n * AFM_ZS_MIN_HOLES;
-	afm_zs_unlock(zs);
 	return holes >= AFM_ZS_SIZE ? holes >> PAGE_SHIFT : SHRINK_EMPTY;
 }
 
@@ -715,7 +719,7 @@ unsigned long afm_zs_scan(struct afm_zs_pool *zs,
 {
 	unsigned long freed;
 
-	if (!mutex_trylock(&zs->pool->compact_lock))
+	if (!mutex_trylock(&zs->compact_lock))
 		return SHRINK_STOP;
 	freed = afm_zs_compact_goal(zs, nr_pages << PAGE_SHIFT,
 				    AFM_ZS_MIN_HOLES, AFM_ZS_COMPACT_GFP);
@@ -723,7 +727,7 @@ unsigned long afm_zs_scan(struct afm_zs_pool *zs,
 	zs->st.shrink_scans++;
 	zs->st.shrink_freed += freed;
 	afm_zs_unlock(zs);
-	mutex_unlock(&zs->pool->compact_lock);
+	mutex_unlock(&zs->compact_lock);
 	return freed ? freed : SHRINK_STOP;
 }
 

@@ -152,14 +152,15 @@ static unsigned long afm_zs_audit_chain_free(const struct afm_zs_table *t,
  * chain do not add up to its slots, or whose OPEN bit disagrees with its
  * free slots; a table whose pages' slots in use are not its used and
  * magazine slots; a magazine slot twice, in no table page or in its
- * page's free chain; and a table whose count of blocks is wrong. Pool
- * lock held.
+ * page's free chain; a table page below @t->hint that is open or missing
+ * (afm_zt_find_page() would never take it); and a table whose count of
+ * blocks is wrong. Pool lock held.
  */
 static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 					unsigned long *dirs, unsigned int *bad)
 {
 	const struct afm_zt_top *top = afm_zt_top(t);
-	unsigned long i, j, d, pages = 0, n, open, blocks = 0, used = 0;
+	unsigned long i, j, d, pg, pages = 0, n, open, blocks = 0, used = 0;
 
 	for (i = 0; i < top->size; i++) {
 		const struct afm_zt_dent *de = &top->dir[i];
@@ -194,6 +195,21 @@ static unsigned long afm_zs_audit_table(const struct afm_zs_table *t,
 	}
 	if (blocks != t->dirs || used != t->used + t->mag_nr)
 		(*bad)++;
+	for (pg = 0; pg < t->hint; pg++) {
+		const struct afm_zt_dent *de;
+		unsigned long ent;
+
+		if (afm_zt_d(t, pg) >= top->size) {
+			(*bad)++;
+			break;
+		}
+		de = &top->dir[afm_zt_d(t, pg)];
+		ent = de->dir ? de->dir[afm_zt_di(t, pg)] : 0;
+		if (!ent || (ent & AFM_ZT_OPEN)) {
+			(*bad)++;
+			break;
+		}
+	}
 	for (i = 0; i < t->mag_nr; i++) {
 		const void *base = afm_zt_page(t, t->mag[i] >> t->pshift);
 
@@ -405,6 +421,28 @@ static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
 	return bad;
 }
 
+/*
+ * The pool's count of pages (&afm_zs_set.pages) against the sum of its
+ * shards', read again while they differ (a worker may be between the two
+ * counts of a page it frees), up to 100 times. Return: 1 if they never
+ * agreed, else 0.
+ */
+static unsigned int afm_zs_audit_set_pages(struct afm_zs_set *set)
+{
+	long pages, sum;
+	unsigned int i, tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		pages = atomic_long_read(&set->pages);
+		for (sum = 0, i = 0; i < afm_zs_created(set); i++)
+			sum += atomic_long_read(&set->shard[i]->total_pages);
+		if (pages == sum)
+			return 0;
+		cond_resched();
+	}
+	return 1;
+}
+
 /**
  * afm_zs_test_audit() - counters against a recount (KUnit hook)
  * @pool: a zspage-store pool
@@ -423,20 +461,22 @@ static unsigned int afm_zs_audit_pend(struct afm_zs_pool *zs)
  * extents tile it up to its fill offset with one object extent per live
  * object (a solo zspage instead: one page, one object at offset 0 with no
  * header, no hole, no tail), it is on the hole list its holes call for
- * and has a chain of afm_zs_npages() pages pointing back to it,
- * directories count their table pages, directory pages their blocks, and
- * the hole index is consistent (afm_zs_audit_index()).
+ * (and the shrinker's count, &afm_zs_pool.hlist_units, is the lists') and
+ * has a chain of afm_zs_npages() pages pointing back to it, directories
+ * count their table pages (afm_zs_audit_table()), directory pages their
+ * blocks, the hole index is consistent (afm_zs_audit_index()), and the
+ * pool's count of pages is its shards' (afm_zs_audit_set_pages()).
  * Deferred frees are checked (afm_zs_audit_pend()) and then merged, so
  * that @c and the rest describe the pool with none pending.
  *
  * Every shard is audited on its own, in one hold of its lock; @c and @rc
- * are the sums over the shards. No compaction pass runs meanwhile (the
- * audit holds &afm_pool.compact_lock): a move copies without the pool
- * lock, its object counted at its destination and its entry not yet
- * pointing there.
+ * are the sums over the shards. No compaction pass runs in a shard while
+ * it is audited (the audit holds its &afm_zs_pool.compact_lock): a move
+ * copies without the pool lock, its object counted at its destination and
+ * its entry not yet pointing there.
  *
  * Context: process context; takes the pool's compact_lock, and each
- * shard's pool lock for its walk.
+ * shard's compact_lock and pool lock for its walk.
  * Return: the number of inconsistencies found (0 when all is well).
  */
 unsigned int afm_zs_test_audit(struct afm_pool *pool,
@@ -451,11 +491,16 @@ unsigned int afm_zs_test_audit(struct afm_pool *pool,
 	memset(rc, 0, sizeof(*rc));
 	mutex_lock(&pool->compact_lock);
 	for (i = 0; i < afm_zs_created(set); i++) {
-		bad += afm_zs_shard_audit(set->shard[i], &one, &rone);
+		struct afm_zs_pool *zs = set->shard[i];
+
+		mutex_lock(&zs->compact_lock);
+		bad += afm_zs_shard_audit(zs, &one, &rone);
+		mutex_unlock(&zs->compact_lock);
 		afm_zs_add_counters(c, &one);
 		afm_zs_add_counters(rc, &rone);
 	}
 	mutex_unlock(&pool->compact_lock);
+	bad += afm_zs_audit_set_pages(set);
 	return bad;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_audit);
@@ -466,6 +511,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 				       struct afm_zs_counters *rc)
 {
 	unsigned long pg, i, objs = 0, live = 0, linked = 0, idx, dirs = 0;
+	unsigned long units = 0, listed = 0;
 	unsigned int bad = 0, len;
 
 	memset(rc, 0, sizeof(*rc));
@@ -499,6 +545,7 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 					    min(afm_zs_zholes(z) / AFM_ZS_MIN_HOLES,
 						AFM_ZS_NR_HLISTS - 1) : 0))
 				bad++;
+			units += z->hlist_nr;
 			bad += afm_zs_audit_extents(zs, z);
 			linked += z->linked;
 			rc->solo_objs += z->solo;
@@ -545,6 +592,11 @@ static unsigned int afm_zs_shard_audit(struct afm_zs_pool *zs,
 	if (objs != rc->objects || live != rc->live_bytes ||
 	    zs->htab.used != rc->objects ||
 	    zs->dtab.used != rc->zspages + rc->dead_zspages)
+		bad++;
+	/* The shrinker's count is the hole lists'. */
+	for (i = 1; i < AFM_ZS_NR_HLISTS; i++)
+		listed += zs->hlist_count[i] * i;
+	if (zs->hlist_units != units || listed != units)
 		bad++;
 	rc->table_pages = afm_zs_audit_table(&zs->htab, &dirs, &bad);
 	rc->desc_pages = afm_zs_audit_table(&zs->dtab, &dirs, &bad);
@@ -1016,6 +1068,42 @@ bool afm_zs_test_shard_free(struct afm_pool *pool, unsigned int shard)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_shard_free);
 
 /**
+ * afm_zs_test_compact_hold() - hold a shard's compaction lock, as a pass
+ * in progress does (KUnit hook)
+ * @pool: a zspage-store pool
+ * @shard: the shard number (struct afm_zs_obj_info's @shard)
+ * @hold: true: take it (waiting for a pass that runs); false: let it go
+ *
+ * Context: process context; the same task takes and lets go.
+ * Return: 0, or -EINVAL when there is no such shard.
+ */
+int afm_zs_test_compact_hold(struct afm_pool *pool, unsigned int shard,
+			     bool hold)
+{
+	struct afm_zs_set *set = pool->store;
+
+	if (shard >= afm_zs_created(set))
+		return -EINVAL;
+	if (hold)
+		mutex_lock(&set->shard[shard]->compact_lock);
+	else
+		mutex_unlock(&set->shard[shard]->compact_lock);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_compact_hold);
+
+/* Wait for the compaction passes running in @set's shards to end. */
+static void afm_zs_compact_sync(struct afm_zs_set *set)
+{
+	unsigned int i;
+
+	for (i = 0; i < afm_zs_created(set); i++) {
+		mutex_lock(&set->shard[i]->compact_lock);
+		mutex_unlock(&set->shard[i]->compact_lock);
+	}
+}
+
+/**
  * afm_zs_test_move_hook() - call a function from every compaction move
  * whose copy runs without the pool lock (KUnit hook)
  * @pool: a zspage-store pool
@@ -1038,10 +1126,12 @@ void afm_zs_test_move_hook(struct afm_pool *pool,
 {
 	struct afm_zs_set *set = pool->store;
 
-	mutex_lock(&pool->compact_lock);
+	/* No pass reads the old pair once this returns, nor half of two. */
+	WRITE_ONCE(set->test_moving, NULL);
+	afm_zs_compact_sync(set);
 	WRITE_ONCE(set->test_moving_arg, arg);
-	WRITE_ONCE(set->test_moving, fn);
-	mutex_unlock(&pool->compact_lock);
+	/* The argument before the function (afm_zs_test_moving()). */
+	smp_store_release(&set->test_moving, fn);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_move_hook);
 
@@ -1059,9 +1149,8 @@ void afm_zs_test_locked_copies(struct afm_pool *pool, bool on)
 {
 	struct afm_zs_set *set = pool->store;
 
-	mutex_lock(&pool->compact_lock);
 	WRITE_ONCE(set->test_locked_copies, on);
-	mutex_unlock(&pool->compact_lock);
+	afm_zs_compact_sync(set);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_locked_copies);
 

@@ -439,28 +439,33 @@ struct afm_zt_top {
  * lockless (the pages of live slots are not freed; emptied pages go back
  * after an RCU grace period, so that a lookup in an RCU read-side section
  * that raced with it, as one of a stale handle can, reads a free slot).
+ * What they read (@top, @dshift) starts a cache line that takes and puts
+ * do not write: a map from another CPU (zram's reads, zswap's loads) does
+ * not take the line the shard's allocations and frees keep writing.
  */
 struct afm_zs_table {
+	/* Read by lockless lookups from any CPU; written only at growth. */
 	struct afm_zt_top __rcu *top;
+	unsigned int dshift;
+	unsigned int pshift;
 	unsigned int slot_size;
 	unsigned int per_page;
 	unsigned int open_free;
-	unsigned long cur;
+	unsigned int mag_max;
+	unsigned long max_pages;
+	spinlock_t *lock;	/* the pool lock, for lockdep */
+	u8 phase_on;
+	/* Written by takes and puts: lines of their own. */
+	unsigned long cur ____cacheline_aligned_in_smp;
 	unsigned long hint;
 	unsigned long end;
 	unsigned long want;
 	unsigned long used;
 	unsigned long pages;
 	unsigned long dirs;
-	unsigned long max_pages;
-	spinlock_t *lock;	/* the pool lock, for lockdep */
-	unsigned int dshift;
-	unsigned int mag_max;
-	unsigned int pshift;
 	unsigned int mag_nr;
 	u8 wr;
 	u8 fr;
-	u8 phase_on;
 	unsigned long mag[AFM_ZT_MAG];
 };
 
@@ -506,6 +511,11 @@ struct afm_zs_pend {
  * @pool: the generic pool.
  * @nr: its number among the pool's shards.
  * @lock: the pool lock, see the file comment.
+ * @compact_lock: one compaction pass at a time in this shard (the
+ *	automatic and rest runs, the shrinker's scan with a trylock,
+ *	afm_compact() shard by shard, the KUnit audit); a mutex a shard, so
+ *	that the shards of a pool on many CPUs compact side by side and no
+ *	compaction writes a line every CPU's allocations read.
  * @htab: handle table.
  * @dtab: descriptor table.
  * @rtab: hole table: the records of the hole index.
@@ -542,6 +552,9 @@ struct afm_zs_pend {
  *	times AFM_ZS_MIN_HOLES); compaction takes its victims from the top.
  * @hlist_map: non-empty hole lists.
  * @hlist_count: zspages on each hole list.
+ * @hlist_units: the sum over the hole lists of their zspages times their
+ *	number (hole bytes in AFM_ZS_MIN_HOLES, rounded down): what the
+ *	shrinker counts, read without the lock (afm_zs_count()).
  * @hole_heads: the hole index: record number + 1 of the first hole of
  *	each class (0: none). A hole on it is free bytes below the fill
  *	offset of a live zspage; holes of victims stay on it until
@@ -591,13 +604,13 @@ struct afm_zs_pend {
  *	allocation, queued by a free that leaves holes above the trigger.
  * @shrinker: the shard's shrinker (a shard is not created without one).
  * @cand: ids of the victims of the running pass (AFM_ZS_DONE once
- *	released), under &afm_pool.compact_lock.
+ *	released), under @compact_lock.
  * @nr_cand: number of them.
  * @idx_bits: handle bits in an object header: AFM_ZH_IDX_BITS, fewer
  *	only in KUnit (afm_zs_test_set_idx_bits()), so that handles that
  *	share header bits are tested without 2^26 objects.
  * @st: statistics, see afm_zs_class_stats(); counters written under @lock
- *	(compaction's also under &afm_pool.compact_lock), migration counters
+ *	(compaction's also under @compact_lock), migration counters
  *	and @st.blocks
  *	(counted where pages are allocated, without it) atomic. @st.migrated
  *	counts only pages whose contents moved to a new page; an isolated
@@ -623,6 +636,7 @@ struct afm_zs_pool {
 	struct afm_pool *pool;
 	unsigned int nr;
 	spinlock_t lock;	/* pool lock, see "Locking" above */
+	struct mutex compact_lock;	/* outside @lock, may sleep */
 	struct afm_zs_table htab;
 	struct afm_zs_table dtab;
 	struct afm_zs_table rtab;
@@ -648,6 +662,7 @@ struct afm_zs_pool {
 	struct list_head hlists[AFM_ZS_NR_HLISTS];
 	u64 hlist_map;
 	unsigned long hlist_count[AFM_ZS_NR_HLISTS];
+	unsigned long hlist_units;
 	u32 hole_heads[AFM_ZS_NR_HCLASSES];
 	DECLARE_BITMAP(hole_map, AFM_ZS_NR_HCLASSES);
 	bool rtab_short;
@@ -778,6 +793,11 @@ struct afm_zs_pool {
  * @donors: shards whose indexed holes other shards' allocations may
  *	take (AFM_ZS_DONOR_ON); a shard sets and clears its own bit, under
  *	its lock, with atomic bit operations; read without any lock.
+ * @pages: every page the shards hold, the sum of their
+ *	&afm_zs_pool.total_pages, changed with them (afm_zs_pages_add()),
+ *	atomic: afm_get_total_pages(), which zram calls on every write and
+ *	zswap on every store, reads one counter on a line of its own, not
+ *	one line per shard that its CPU writes on every allocation and free.
  * @shard: the shards, @created of them; NULL beyond. A shard, once
  *	created, stays until the pool is destroyed.
  */
@@ -805,8 +825,21 @@ struct afm_zs_set {
 	int test_cpu;
 	bool test_busy;
 	DECLARE_BITMAP(donors, AFM_ZS_MAX_SHARDS);
-	struct afm_zs_pool *shard[];
+	atomic_long_t pages ____cacheline_aligned_in_smp;
+	struct afm_zs_pool *shard[] ____cacheline_aligned_in_smp;
 };
+
+/*
+ * Count @n more pages (fewer when negative) held by shard @zs, in the
+ * shard and in its pool (&afm_zs_set.pages).
+ */
+static inline void afm_zs_pages_add(struct afm_zs_pool *zs, long n)
+{
+	struct afm_zs_set *set = zs->pool->store;
+
+	atomic_long_add(n, &zs->total_pages);
+	atomic_long_add(n, &set->pages);
+}
 
 /*
  * Shards that exist: &afm_zs_set.shard[0] to [afm_zs_created() - 1] are

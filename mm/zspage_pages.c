@@ -193,6 +193,8 @@ unsigned int afm_zs_hdr_read(struct afm_zs_pool *zs, struct afm_zspage *z,
 void afm_zs_hlist_move(struct afm_zs_pool *zs, struct afm_zspage *z,
 		       unsigned int n)
 {
+	/* Read without the lock by the shrinker (afm_zs_count()). */
+	WRITE_ONCE(zs->hlist_units, zs->hlist_units + n - z->hlist_nr);
 	if (z->hlist_nr) {
 		list_del_init(&z->hlist);
 		if (!--zs->hlist_count[z->hlist_nr])
@@ -437,7 +439,7 @@ struct afm_zspage *afm_zs_new(struct afm_zs_pool *zs, unsigned long dpg,
 	zs->data_pages += n;
 	zs->tail_bytes += afm_zs_end(z);
 	afm_zs_donor_update(zs);
-	atomic_long_add(n, &zs->total_pages);
+	afm_zs_pages_add(zs, n);
 	afm_zs_rebucket(zs, z);
 	return z;
 }
@@ -498,7 +500,7 @@ static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
 		put_page(page);
 	}
 	afm_zg_unlock(z);
-	atomic_long_sub(n, &zs->total_pages);
+	afm_zs_pages_add(zs, -(long)n);
 	return true;
 }
 
@@ -580,7 +582,7 @@ void afm_zs_free_dead(struct afm_zs_pool *zs)
 		}
 		/* With the pool lock: the page counts add up under it. */
 		afm_zs_lock(zs);
-		atomic_long_sub(n, &zs->total_pages);
+		afm_zs_pages_add(zs, -(long)n);
 		zs->dead_zspages--;
 		zs->dead_pages -= n;
 		afm_zt_put(zs, &zs->dtab, z->id);

@@ -137,8 +137,10 @@
  * the lock held (afm_zs_pool.rfree, "Frees that find the lock held" in
  * zspage_alloc.c). Objects never move between
  * shards.
- * Pool-wide queries (pages, statistics, afm_compact()) visit every shard
- * created.
+ * Pool-wide queries (statistics, afm_compact()) visit every shard
+ * created; the pool's page count, which zram reads on every write and
+ * zswap on every store, is one counter kept beside the shards' own
+ * (&afm_zs_set.pages).
  * The price: each active shard's own open zspage tail and table pages (a
  * few pages a shard). Free space is not stranded in a shard whose CPUs
  * stopped allocating (a task that moved to another CPU, frees from
@@ -355,8 +357,12 @@
  *                                   first shard's pool lock to copy its
  *                                   settings. Nothing that allocates or
  *                                   frees takes it.
- *   afm_pool.compact_lock (mutex)   one compaction pass at a time (manual,
- *                                   automatic worker, shrinker: trylock).
+ *   afm_pool.compact_lock (mutex)   one afm_compact() at a time; it takes
+ *                                   the shards' compact_lock one by one.
+ *   afm_zs_pool.compact_lock        one compaction pass at a time in a
+ *     (mutex)                       shard (manual, automatic worker, rest
+ *                                   run, shrinker: trylock); one a shard,
+ *                                   never two at once.
  *   page lock (PG_locked)           taken by the migration core around
  *                                   isolate/migrate/putback; by the
  *                                   deferred free with trylock_page()
@@ -588,6 +594,7 @@ static struct afm_zs_pool *afm_zs_shard_create(struct afm_pool *pool,
 	zs = kvzalloc(sizeof(*zs), GFP_KERNEL);
 	if (!zs)
 		return NULL;
+	mutex_init(&zs->compact_lock);
 	zs->cand = kvmalloc_array(AFM_ZS_MAX_VICTIMS, sizeof(*zs->cand),
 				  GFP_KERNEL);
 	if (!zs->cand)
@@ -679,6 +686,7 @@ fail:
 	kvfree(rcu_dereference_protected(zs->htab.top, true));
 	kvfree(rcu_dereference_protected(zs->dtab.top, true));
 	kvfree(rcu_dereference_protected(zs->rtab.top, true));
+	mutex_destroy(&zs->compact_lock);
 	kvfree(zs->cand);
 	kvfree(zs);
 	return NULL;
@@ -777,6 +785,7 @@ static void afm_zs_destroy(struct afm_pool *pool)
 	cancel_work_sync(&set->grow_work);
 	for (i = 0; i < set->created; i++)
 		afm_zs_shard_destroy(set->shard[i]);
+	WARN_ON_ONCE(atomic_long_read(&set->pages));
 	mutex_destroy(&set->grow_lock);
 	kfree(set);
 }
@@ -834,6 +843,7 @@ static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
 	afm_zt_destroy(zs, &zs->rtab);
 	WARN_ON_ONCE(zs->dir_pages || !list_empty(&zs->dpages));
 	WARN_ON_ONCE(atomic_long_read(&zs->total_pages));
+	mutex_destroy(&zs->compact_lock);
 	kvfree(zs->cand);
 	kvfree(zs);
 }
@@ -841,12 +851,8 @@ static void afm_zs_shard_destroy(struct afm_zs_pool *zs)
 static unsigned long afm_zs_total_pages(struct afm_pool *pool)
 {
 	struct afm_zs_set *set = pool->store;
-	unsigned long pages = 0;
-	unsigned int i;
 
-	for (i = 0; i < afm_zs_created(set); i++)
-		pages += atomic_long_read(&set->shard[i]->total_pages);
-	return pages;
+	return atomic_long_read(&set->pages);
 }
 
 static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)

@@ -239,6 +239,8 @@ void afm_zs_test_release_zspage(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_lock_shard(struct afm_pool *pool, unsigned long handle);
 void afm_zs_test_unlock_shard(struct afm_pool *pool, unsigned long handle);
 bool afm_zs_test_shard_free(struct afm_pool *pool, unsigned int shard);
+int afm_zs_test_compact_hold(struct afm_pool *pool, unsigned int shard,
+			     bool hold);
 void afm_zs_test_move_hook(struct afm_pool *pool,
 			   void (*fn)(void *arg, unsigned long zspage_id,
 				      unsigned int offset,

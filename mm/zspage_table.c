@@ -119,7 +119,7 @@ static void *afm_zs_meta_page(struct afm_zs_pool *zs, struct afm_zs_spare *sp)
 	page->index = 0;
 	set_page_private(page, 0);
 	afm_zs_meta_page_owner(page, zs);
-	atomic_long_inc(&zs->total_pages);
+	afm_zs_pages_add(zs, 1);
 	return page_address(page);
 }
 
@@ -143,7 +143,7 @@ static void afm_zs_meta_page_free(struct afm_zs_pool *zs, void *addr)
 	page->index = 0;
 	set_page_private(page, 0);
 	call_rcu(&page->rcu_head, afm_zs_meta_page_rcu);
-	atomic_long_dec(&zs->total_pages);
+	afm_zs_pages_add(zs, -1);
 }
 
 /*

@@ -306,7 +306,9 @@ size_t afm_obj_size(struct afm_pool *pool, unsigned long handle);
  * of emptied zspages waiting for their deferred free), handle table,
  * descriptor table, hole table and directory pages. Only the shard
  * structures, the tables' top arrays and the compaction candidate arrays
- * are allocated outside them (debugfs aux_bytes).
+ * are allocated outside them (debugfs aux_bytes). Either store reads one
+ * counter, whatever the number of CPUs: zram calls this on every write
+ * and zswap on every store.
  *
  * Context: Any context; lockless.
  * Return: the number of pages.
