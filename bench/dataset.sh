@@ -63,7 +63,7 @@ if [ -s "$out" ] && [ -s "$out.files" ] && cmp -s "$list" "$out.files"; then
 	: # the other run made it
 elif [ -s "$out" ] && tar -tf "$out" | sed 's|^linux/|./|' | cmp -s - "$list"; then
 	log "$out holds the tree's files: keeping it, its list in $out.files"
-	cp "$list" "$out.files"
+	cat "$list" > "$out.files"
 else
 	if [ -s "$out" ]; then
 		log "$out does not hold the files of $AFMALLOC_SRC (one written there after unpacking?): making it again"
@@ -74,6 +74,6 @@ else
 		--owner=0 --group=0 --numeric-owner --mtime='2024-11-17 00:00Z' \
 		-cf "$out.tmp" -T "$list"
 	mv "$out.tmp" "$out"
-	cp "$list" "$out.files"
+	cat "$list" > "$out.files"
 fi
 echo "$out"
