@@ -4,8 +4,11 @@
 # kernel tree (overlaid as mm/afmalloc/) and for the out-of-tree module.
 #
 #   make check     set up, checkpatch, docs, KUnit on UML (beside the debug
-#                  kernel's build), in-VM tests on the debug kernel and zswap
-#                  on Debian's kernel (CI runs this)
+#                  kernel's build), in-VM tests on the debug kernel (its
+#                  KUnit suites also with 8 vCPUs) and zswap on Debian's
+#                  kernel (CI runs this)
+#   make vm-test-smp    the KUnit suites in the debug guest with SMP_CPUS (8)
+#                  vCPUs, more than the host's cores (in make check)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
 #   make kunit-arm64    the KUnit suites on an emulated arm64 kernel (2 CPUs;
 #                  PAGES=16K: 16 KiB pages)
@@ -61,7 +64,7 @@ SETUP := $(if $(SETUP_DONE),,setup)
 TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
-	vm-test-stock vm-test-debug vm-test-kasan check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
+	vm-test-stock vm-test-debug vm-test-smp vm-test-kasan check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch docs
 
 all: help
@@ -136,6 +139,16 @@ vm-inputs:
 vm-test-debug: guest-debug vm-inputs
 	$(TIMED) vm-debug-suite $(VM_DEBUG) --kernel $(DEBUG_KDIR) $(DEBUG_SUITE) --kunit-dir $(DEBUG_KDIR)
 
+# The KUnit suites again in the debug guest, with more vCPUs than the
+# host has cores (SMP_CPUS, default 8; under TCG any number boots): a
+# pool of as many shards, the zspage stress with a worker bound to each
+# CPU at first and then free to roam, so that every shard allocates and
+# frees cross shards (make check runs it after the debug suite).
+SMP_CPUS ?= 8
+vm-test-smp: guest-debug vm-inputs
+	$(TIMED) vm-smp-suite $(VM_DEBUG) --cpus $(SMP_CPUS) --kernel $(DEBUG_KDIR) $(DEBUG_SUITE) \
+		--kunit-dir $(DEBUG_KDIR) --only kunit
+
 vm-test-kasan: guest-kasan vm-inputs
 	$(TIMED) vm-kasan-suite $(VM_DEBUG) --kernel $(KASAN_KDIR) $(DEBUG_SUITE) --kunit-dir $(KASAN_KDIR) --kasan
 
@@ -179,7 +192,7 @@ check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
 check: timings-begin readme-check script-tests setup checkpatch docs
 	@$(TOP)/scripts/beside.sh $(AFMALLOC_CACHE)/timings/kunit-beside.out \
 		$(MAKE) --no-print-directory SETUP_DONE=1 kunit -- \
-		$(MAKE) --no-print-directory SETUP_DONE=1 vm-test-debug vm-test-stock || \
+		$(MAKE) --no-print-directory SETUP_DONE=1 vm-test-debug vm-test-smp vm-test-stock || \
 		{ $(TIMED) --report; $(TIMED) --failures; echo "make check: FAILED"; exit 1; }
 	@$(TIMED) --report
 	@echo "make check: all passed"

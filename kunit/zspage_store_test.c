@@ -1154,8 +1154,13 @@ static void afm_zs_test_classes(struct kunit *test)
 	}
 }
 
-/* Stress: workers, a compactor, a migrator and a shrinker share one pool. */
+/*
+ * Stress: workers, a compactor, a migrator and a shrinker share one pool.
+ * A worker for each online CPU, at least AFM_ZS_STRESS_WORKERS (so that
+ * workers share CPUs on a small machine), at most AFM_ZS_STRESS_MAX_WORKERS.
+ */
 #define AFM_ZS_STRESS_WORKERS	3
+#define AFM_ZS_STRESS_MAX_WORKERS	16
 #define AFM_ZS_STRESS_SLOTS	256
 #define AFM_ZS_STRESS_SECONDS	10
 /* Objects of the automatic-compaction drive that follows the churn. */
@@ -1195,6 +1200,10 @@ struct afm_zs_slot {
  * @verified: objects checked byte for byte before their free.
  * @lost: objects that did not read back intact.
  * @verified_bytes: bytes of the verified objects.
+ * @shards_used: a bit for each shard the workers' objects were
+ *	allocated in (a handle's low bits name its shard).
+ * @nr_shards: the pool's shards, all of them active.
+ * @workers: worker threads.
  * @done: completed by the last thread to stop.
  * @own: the migrator's own object, which keeps a page to migrate.
  * @lock: protects @shared.
@@ -1216,10 +1225,13 @@ struct afm_zs_stress {
 	atomic_t verified;
 	atomic_t lost;
 	atomic64_t verified_bytes;
+	atomic64_t shards_used;
+	unsigned int nr_shards;
+	unsigned int workers;
 	struct completion done;
 	unsigned long own;
 	spinlock_t lock;	/* protects @shared */
-	unsigned long shared[AFM_ZS_STRESS_WORKERS];
+	unsigned long shared[AFM_ZS_STRESS_MAX_WORKERS];
 };
 
 static void afm_zs_stress_error(struct afm_zs_stress *st, const char *what,
@@ -1266,9 +1278,19 @@ static void afm_zs_stress_exit(struct afm_zs_stress *st)
 		complete(&st->done);
 }
 
+/**
+ * struct afm_zs_worker - one stress worker
+ * @st: the state shared by the threads.
+ * @id: the worker's number.
+ * @cpu: the CPU it is bound to for its first AFM_ZS_STRESS_SLOTS
+ *	operations (so that every online CPU's shard gets objects, whatever
+ *	the scheduler does), then free to run anywhere (so that its frees
+ *	cross shards); -1: never bound.
+ */
 struct afm_zs_worker {
 	struct afm_zs_stress *st;
 	unsigned int id;
+	int cpu;
 };
 
 static int afm_zs_stress_worker(void *data)
@@ -1276,9 +1298,12 @@ static int afm_zs_stress_worker(void *data)
 	struct afm_zs_worker *w = data;
 	struct afm_zs_stress *st = w->st;
 	struct afm_zs_slot *slot;
-	unsigned int i, seq = 0;
+	unsigned int i, seq = 0, ops = 0;
+	bool bound = false;
 	void *buf, *p;
 
+	if (w->cpu >= 0)
+		bound = !set_cpus_allowed_ptr(current, cpumask_of(w->cpu));
 	slot = kcalloc(AFM_ZS_STRESS_SLOTS, sizeof(*slot), GFP_KERNEL);
 	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
 	if (!slot || !buf) {
@@ -1290,6 +1315,10 @@ static int afm_zs_stress_worker(void *data)
 		u32 r = get_random_u32();
 		struct afm_zs_slot *s = &slot[r % AFM_ZS_STRESS_SLOTS];
 
+		if (bound && ops++ == AFM_ZS_STRESS_SLOTS) {
+			set_cpus_allowed_ptr(current, cpu_possible_mask);
+			bound = false;
+		}
 		r /= AFM_ZS_STRESS_SLOTS;
 		if (s->h) {
 			afm_zs_stress_verify(st, s, buf, r & 1, "data mismatch");
@@ -1310,6 +1339,8 @@ static int afm_zs_stress_worker(void *data)
 				s->h = 0;
 				continue;
 			}
+			atomic64_or(BIT_ULL(s->h & (st->nr_shards - 1)),
+				    &st->shards_used);
 			atomic_inc(&st->stored);
 			if (r & 1) {
 				afm_test_fill(buf, s->seed, s->size);
@@ -1382,8 +1413,8 @@ static bool afm_zs_stress_migrate_one(struct afm_zs_stress *st, bool late)
 		src = afm_zs_test_get_page(st->pool, st->own);
 	} else {
 		spin_lock(&st->lock);
-		for (i = 0; i < AFM_ZS_STRESS_WORKERS && !src; i++) {
-			h = st->shared[get_random_u32_below(AFM_ZS_STRESS_WORKERS)];
+		for (i = 0; i < st->workers && !src; i++) {
+			h = st->shared[get_random_u32_below(st->workers)];
 			if (h)
 				src = afm_zs_test_get_page(st->pool, h);
 		}
@@ -1515,6 +1546,9 @@ static int afm_zs_stress_shrinker(void *data)
  * byte for byte before its free. Runs for the stress_seconds module
  * parameter, default AFM_ZS_STRESS_SECONDS.
  *
+ * A worker for each online CPU (at least three): each starts bound to a
+ * CPU, so that every online CPU's shard gets objects, then runs anywhere.
+ *
  * What the threads achieve in that time depends on the host; only what
  * each is built to do at least once is asserted (an operation, a
  * compaction, a migration). Whether the automatic worker ran during the
@@ -1530,17 +1564,23 @@ static void afm_zs_test_stress(struct kunit *test)
 	struct afm_zs_counters c;
 	struct afm_test_set *ts;
 	struct task_struct *t;
-	unsigned int i, started = 0, want = AFM_ZS_STRESS_WORKERS + 3;
+	unsigned int i, started = 0, want, active, used;
+	unsigned int online = num_online_cpus();
 	unsigned long misuses = afm_test_misuse_count(), driven;
 	long kernel_migrations;
 	void *buf = afm_zs_buf(test);
+	int nr;
 
 	afm_zs_permille(test, 5);
 	ts = afm_zs_set(test, AFM_ZS_STRESS_DRIVE);
 	st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
-	w = kunit_kcalloc(test, AFM_ZS_STRESS_WORKERS, sizeof(*w), GFP_KERNEL);
+	w = kunit_kcalloc(test, AFM_ZS_STRESS_MAX_WORKERS, sizeof(*w),
+			  GFP_KERNEL);
 	if (!st || !w)
 		kunit_skip(test, "no memory for the stress state");
+	st->workers = clamp(online, AFM_ZS_STRESS_WORKERS,
+			    AFM_ZS_STRESS_MAX_WORKERS);
+	want = st->workers + 3;
 	st->pool = ts->pool;
 	spin_lock_init(&st->lock);
 	init_completion(&st->done);
@@ -1553,19 +1593,24 @@ static void afm_zs_test_stress(struct kunit *test)
 	 * The workers allocate in the shards of their CPUs, every shard
 	 * active (as contention would make it), so that frees cross them.
 	 */
-	afm_zs_test_alloc_shard(ts->pool, -1);
-	afm_zs_test_contended(ts->pool, UINT_MAX, jiffies);
+	nr = afm_zs_test_alloc_shard(ts->pool, -1);
+	KUNIT_ASSERT_GT(test, nr, 0);
+	st->nr_shards = nr;
+	active = afm_zs_test_contended(ts->pool, UINT_MAX, jiffies);
 
 	for (i = 0; i < want; i++) {
-		if (i < AFM_ZS_STRESS_WORKERS) {
+		if (i < st->workers) {
 			w[i].st = st;
 			w[i].id = i;
+			w[i].cpu = cpumask_nth(i % online, cpu_online_mask);
+			if (w[i].cpu >= nr_cpu_ids)
+				w[i].cpu = -1;
 			t = kthread_run(afm_zs_stress_worker, &w[i],
 					"afm-zs-stress/%u", i);
-		} else if (i == AFM_ZS_STRESS_WORKERS) {
+		} else if (i == st->workers) {
 			t = kthread_run(afm_zs_stress_compactor, st,
 					"afm-zs-compact");
-		} else if (i == AFM_ZS_STRESS_WORKERS + 1) {
+		} else if (i == st->workers + 1) {
 			t = kthread_run(afm_zs_stress_migrator, st,
 					"afm-zs-migrate");
 		} else {
@@ -1592,6 +1637,7 @@ static void afm_zs_test_stress(struct kunit *test)
 	afm_zs_get_counters(ts->pool, &c);
 	/* Migrations not done by the migrator: the kernel's (compact_memory). */
 	kernel_migrations = (long)c.migrated - atomic_read(&st->migrations);
+	used = hweight64(atomic64_read(&st->shards_used));
 	kunit_info(test, "%d operations, %d compactions, %d migrations (%d refused, %d freed while isolated), %lu automatic runs, %d shrinker scans (%d pages), %lu passes\n",
 		   atomic_read(&st->ops), atomic_read(&st->compactions),
 		   atomic_read(&st->migrations), atomic_read(&st->refused),
@@ -1599,8 +1645,10 @@ static void afm_zs_test_stress(struct kunit *test)
 		   atomic_read(&st->shrinks), atomic_read(&st->shrunk),
 		   c.passes);
 	/* One line for tests/vm/kunit-guest.sh: key=value, parsed. */
-	kunit_info(test, "afmalloc-stress: case=%s store=zspage threads=%u seconds=%u ops=%d stored=%d verified=%d bytes_verified=%lld errors=%d lost=%d compactions=%d auto_runs=%lu shrinker_scans=%d migrations=%d kernel_migrations=%ld migrations_refused=%d freed_isolated=%d\n",
-		   test->name, started, secs, atomic_read(&st->ops),
+	kunit_info(test, "afmalloc-stress: case=%s store=zspage threads=%u workers=%u cpus=%u shards=%d active=%u shards_used=%u seconds=%u ops=%d stored=%d verified=%d bytes_verified=%lld errors=%d lost=%d compactions=%d auto_runs=%lu shrinker_scans=%d migrations=%d kernel_migrations=%ld migrations_refused=%d freed_isolated=%d\n",
+		   test->name, started, st->workers, online, nr, active, used,
+		   secs,
+		   atomic_read(&st->ops),
 		   atomic_read(&st->stored), atomic_read(&st->verified),
 		   (long long)atomic64_read(&st->verified_bytes),
 		   atomic_read(&st->errors), atomic_read(&st->lost),

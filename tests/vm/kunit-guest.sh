@@ -307,18 +307,22 @@ stress_row() {
 	esac
 	if [ -z "$line" ]; then
 		tried=${tried//SECS/?}
+		tried=${tried//WORKERS/?}
 		row stress "$t" "$tried" "every object stored reads back byte-exact; case passes" \
 			"no summary line from $c (${st:-case did not run})" 0 FAIL
 		return
 	fi
 	for tok in ${line#*afmalloc-stress: }; do kv[${tok%%=*}]=${tok#*=}; done
 	tried=${tried//SECS/${kv[seconds]}}
+	tried=${tried//WORKERS/${kv[workers]:-?}}
 	lost=$((kv[stored] - kv[verified]))
 	[ "$lost" -eq 0 ] && [ "${kv[errors]}" -eq 0 ] || res=FAIL
 	obs="${kv[verified]}/${kv[stored]} objects (${kv[bytes_verified]} bytes) verified byte-exact, ${kv[errors]} errors"
 	for k in compactions auto_runs shrinker_scans migrations kernel_migrations left_live; do
 		[ -n "${kv[$k]:-}" ] && obs+=", $k ${kv[$k]}"
 	done
+	[ -n "${kv[shards_used]:-}" ] &&
+		obs+=", ${kv[cpus]} CPUs, objects in ${kv[shards_used]} of ${kv[shards]} shards (${kv[active]} active)"
 	obs+="; KUnit: ${st#    }"
 	row stress "$t" "$tried" "every object stored reads back byte-exact; case passes" \
 		"$obs" "$lost" "$res" ops="${kv[ops]}" seconds="${kv[seconds]}" \
@@ -327,7 +331,7 @@ stress_row() {
 stress_row afm_test_compact_stress kunit-stress-slab \
 	"3 threads alloc/write/map/verify/free random 1-4096 B objects in a slab-store pool, 1 thread afm_compact() every 20 ms, SECS s, debug kernel $loops"
 stress_row afm_zs_test_stress kunit-stress-zspage \
-	"3 threads alloc/write/map/verify/free random objects in a zspage-store pool (movable pages); afm_compact() loop, page migration through movable_ops, shrinker count/scan loop, automatic compaction at 0.5%, SECS s, debug kernel $loops"
+	"WORKERS threads (one a CPU, at least 3) alloc/write/map/verify/free random objects in a zspage-store pool (movable pages), each bound to a CPU for its first 256 operations; afm_compact() loop, page migration through movable_ops, shrinker count/scan loop, automatic compaction at 0.5%, SECS s, debug kernel $loops"
 stress_row afm_zs_test_destroy_vs_shrinker kunit-destroy-vs-shrinker \
 	"pools of both stores created, filled (512 objects), fragmented (3/4 freed) and destroyed in a loop for SECS s, one zspage pool destroyed with live objects, while drop_caches runs shrink_slab() over their registered shrinkers"
 
@@ -336,8 +340,10 @@ res=pass
 [ "$nfailed" -eq 0 ] && [ "$bad_suites" -eq 0 ] && [ "$nsuites" -ge 5 ] &&
 	[ "$ncases" -ge 1 ] && [ "$nsplats" -eq 0 ] && [ "$nsilent" -eq 0 ] || res=FAIL
 joined=$(IFS=,; echo "${checkers[*]}")
+ncpus=
+[ -n "$check_log" ] || ncpus=$(nproc)
 row debug kunit-debug-guest \
-	"$ncases KUnit cases under ${joined//,/, } $loops" \
+	"$ncases KUnit cases under ${joined//,/, }${ncpus:+ on $ncpus CPUs} $loops" \
 	"every case passes (none skipped); no splat outside expected-warning brackets; each bracket has its afmalloc warning" \
 	"$npassed passed, $nfailed failed, $nskipped skipped in $nsuites suites ($elapsed s); $nsplats unexpected splats, $nallowed expected afmalloc warnings in $nbrackets brackets, $nsilent without; $ncompact compact_memory and $ndrop drop_caches runs, $mig" \
 	0 "$res" cases="$ncases" seconds="$elapsed"
