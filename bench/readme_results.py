@@ -2055,13 +2055,29 @@ def commands_block():
             parts.append(f"{kind}: {minutes(total)} ({total} s; {started[:10]}, commit {rev}, "
                          f"{machine}; [{folder}](bench/results/README.md#{folder}))"
                          + (f" [{note}]" if note else ""))
-        # Earlier cold runs kept beside the latest (make-check-cold-<commit>).
+        # Earlier cold runs kept beside the latest (make-check-cold-<commit>):
+        # each named while they are few; then their range, the slowest and
+        # the most recent (every one is in bench/results/README.md).
+        earlier = []
         for folder in sorted(n for n in os.listdir(RESULTS)
                              if n.startswith(f"make-{cmd}-cold-") and timings_file(n)):
             started, rev, _, rows, wall = read_timings_wall(timings_file(folder))
-            total = timings_total(rows, wall)
-            parts.append(f"an earlier cold run: {minutes(total)} ({total} s; {started[:10]}, "
-                         f"commit {rev}; [{folder}](bench/results/README.md#{folder}))")
+            earlier.append((timings_total(rows, wall), started, rev, folder))
+
+        def one(run):
+            total, started, rev, folder = run
+            return (f"{minutes(total)} ({total} s; {started[:10]}, commit {rev}; "
+                    f"[{folder}](bench/results/README.md#{folder}))")
+        if len(earlier) <= 3:
+            parts += [f"an earlier cold run: {one(r)}" for r in earlier]
+        else:
+            secs = sorted(r[0] for r in earlier)
+            slowest = max(earlier, key=lambda r: r[0])
+            latest = max(earlier, key=lambda r: (r[1], r[3]))
+            parts.append(f"{len(earlier)} earlier cold runs, {minutes(secs[0])} to "
+                         f"{minutes(secs[-1])} (median {minutes(statistics.median(secs))}): "
+                         f"the slowest {one(slowest)}"
+                         + (f", the most recent {one(latest)}" if latest is not slowest else ""))
         out.append(f"- `make {cmd}`: " + "; ".join(parts) + ".")
     return "\n".join(out) + "\n"
 
