@@ -26,7 +26,10 @@
 #     kept; mem_limit "-1", "x",
 #     newline, "garbage", "k", "1kgarbage": EINVAL (patches/0005: upstream
 #     6.12 took "garbage" as limit 0 and "1garbage" as 1 GiB), while "64M"
-#     and "0" with a newline are still accepted;
+#     and "0" with a newline are still accepted, and so are the unit's B
+#     or iB after a suffix and a B after bytes ("64MB", "64MiB",
+#     "67108864B": 64 MiB, as memparse() took them), but not "1Gi",
+#     "1GiBx", "1 G" or "1BB" (EINVAL);
 #   - per allocator (default: every one zram lists), a live device holding
 #     a checksummed 2 MiB pattern: switching to any allocator -> EBUSY,
 #     disksize/comp_algorithm -> EBUSY, reset garbage -> EINVAL, reset and
@@ -404,6 +407,28 @@ for v in $'64M\n' $'0\n'; do
 done
 row mem-limit "write 64M, then 0, each with a newline, to ${z#/sys/}/mem_limit" "each accepted" \
 	"${obs[*]}" 0 $res
+# The unit's B or iB after a suffix, and a B after a number of bytes, as
+# memparse() took them (binary units); nothing else after them.
+obs=() res=pass
+for v in 64MB 64MiB 65536kb 67108864B $'64mib\n'; do
+	echo 0 > $z/mem_limit
+	try $z/mem_limit "$v"
+	read -r _ _ _ lim _ < $z/mm_stat
+	show "$v"
+	obs+=("$shown: $got, limit $lim;")
+	[ "$got" = OK ] && [ "$lim" = $((64 << 20)) ] || res=FAIL
+done
+for v in 1Gi 1GiBx '1 G' 1BB; do
+	try $z/mem_limit "$v"
+	read -r _ _ _ lim _ < $z/mm_stat
+	show "$v"
+	obs+=("$shown: $got, limit $lim;")
+	[ "$got" = EINVAL ] && [ "$lim" = $((64 << 20)) ] || res=FAIL
+done
+row mem-limit-units "write 64MB, 64MiB, 65536kb, 67108864B, 64mib with a newline to ${z#/sys/}/mem_limit, then 1Gi, 1GiBx, '1 G', 1BB" \
+	"the first five accepted as 64 MiB (as upstream's memparse() took them), the last four refused (EINVAL), the limit kept (patches/0005)" \
+	"${obs[*]}" 0 $res
+echo 0 > $z/mem_limit
 # Sizes beyond 64 bits (memparse() wraps the number and the suffix's
 # shift: 16E was 0, no limit; 17179869185G a 1 GiB device): ERANGE, the
 # limit (mm_stat's fourth field) and the disk size unchanged (patches/0005).
