@@ -5,10 +5,11 @@
 #
 #   make check     set up, checkpatch, docs, KUnit on UML (beside the debug
 #                  kernel's build), in-VM tests on the debug kernel (its
-#                  KUnit suites also with 8 vCPUs) and zswap on Debian's
+#                  KUnit suites with 8 vCPUs) and zswap on Debian's
 #                  kernel (CI runs this)
 #   make vm-test-smp    the KUnit suites in the debug guest with SMP_CPUS (8)
-#                  vCPUs, more than the host's cores (in make check)
+#                  vCPUs, more than the host's cores (make check's KUnit
+#                  step in the debug guest)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
 #   make kunit-arm64    the KUnit suites on an emulated arm64 kernel (2 CPUs;
 #                  PAGES=16K: 16 KiB pages)
@@ -136,14 +137,18 @@ vm-inputs:
 		$(TOP)/tests/vm/zswap-stock.sh --print-load; $(TOP)/bench/churn/run.sh --print-bin; \
 		$(TOP)/tests/vm/zswap-zero-race.sh --print-bin'
 
+# make check's debug suite leaves its KUnit step to vm-test-smp (the same
+# suites, more CPUs); KUNIT_HERE=1 runs it here too, on 2 vCPUs.
 vm-test-debug: guest-debug vm-inputs
-	$(TIMED) vm-debug-suite $(VM_DEBUG) --kernel $(DEBUG_KDIR) $(DEBUG_SUITE) --kunit-dir $(DEBUG_KDIR)
+	$(TIMED) vm-debug-suite $(VM_DEBUG) --kernel $(DEBUG_KDIR) $(DEBUG_SUITE) --kunit-dir $(DEBUG_KDIR) \
+		$(if $(KUNIT_HERE),,--skip kunit)
 
-# The KUnit suites again in the debug guest, with more vCPUs than the
-# host has cores (SMP_CPUS, default 8; under TCG any number boots): a
+# The debug suite's KUnit step in a boot of its own, with more vCPUs than
+# the host has cores (SMP_CPUS, default 8; under TCG any number boots): a
 # pool of as many shards, the zspage stress with a worker bound to each
 # CPU at first and then free to roam, so that every shard allocates and
-# frees cross shards (make check runs it after the debug suite).
+# frees cross shards (make check runs it after the debug suite, which
+# then skips its own KUnit step: the same time as before, more CPUs).
 SMP_CPUS ?= 8
 vm-test-smp: guest-debug vm-inputs
 	$(TIMED) vm-smp-suite $(VM_DEBUG) --cpus $(SMP_CPUS) --kernel $(DEBUG_KDIR) $(DEBUG_SUITE) \

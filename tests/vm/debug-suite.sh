@@ -53,11 +53,15 @@
 #   tests/vm/debug-suite.sh --kunit-dir DIR --dataset TAR --zswap-load BIN
 #                           --churn-bin BIN --zero-race-bin BIN
 #                           [--stress-seconds N] [--kasan]
-#                           [--only NAME[,NAME...]]
+#                           [--only NAME[,NAME...]] [--skip NAME[,NAME...]]
+#
+# --only runs just the steps named, --skip all but those (make check runs
+# the KUnit step in a boot of its own with 8 vCPUs, make vm-test-smp, and
+# skips it here).
 set -uo pipefail
 
 here=$(dirname "$(realpath "$0")")
-kdir= dataset= load= churn= zrace= stress_s=10 only= kasan=()
+kdir= dataset= load= churn= zrace= stress_s=10 only= skip= kasan=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kunit-dir) kdir=${2:?}; shift ;;
@@ -68,7 +72,8 @@ while [ $# -gt 0 ]; do
 	--stress-seconds) stress_s=${2:?}; shift ;;
 	--kasan) kasan=(--kasan) ;;
 	--only) only=${2:?}; shift ;;
-	-h|--help) sed -n '3,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--skip) skip=${2:?}; shift ;;
+	-h|--help) sed -n '3,60p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "debug-suite: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -112,6 +117,10 @@ step() {  # NAME CMD...: run one test, record its status and time
 	if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then
 		return 0
 	fi
+	if [[ ",$skip," == *",$name,"* ]]; then
+		summary+=("$(printf '%-16s %4s    %s' "$name" - "not run here (--skip)")")
+		return 0
+	fi
 	ran=$((ran + 1))
 	echo "== debug-suite: $name: $*"
 	"$@"
@@ -145,7 +154,7 @@ step churn "$here/churn-short.sh" --bin "$churn" --zram afmalloc/zspage --zswap 
 step zero-race "$here/zswap-zero-race.sh" --guest --bin "$zrace" \
 	--zpool zsmalloc,afmalloc/zspage --runs 1 --events 100 --seconds 300
 
-[ $ran -gt 0 ] || { echo "debug-suite: FAIL: --only '$only' names no step" >&2; exit 1; }
+[ $ran -gt 0 ] || { echo "debug-suite: FAIL: --only '$only' --skip '$skip' leave no step" >&2; exit 1; }
 echo "== debug-suite: summary"
 printf '  %s\n' "${summary[@]}"
 if [ ${#failed[@]} -gt 0 ]; then

@@ -40,6 +40,13 @@
 # no same-filled shortcut: every stored page is one zpool object).
 #
 # Phases:
+#  0. the README's recipe (module mode): the module staged as dkms and
+#     depmod leave it (its own module tree on /tmp, reached through a
+#     modprobe wrapper set in /proc/sys/kernel/modprobe, since the guest's
+#     /lib/modules is the host's, read-only); zswap.zpool=afmalloc before
+#     zswap was ever enabled loads nothing (it only records the name),
+#     enabling zswap then loads afmalloc.ko through request_module() and
+#     creates the pool on it; back to zsmalloc, the module unloads.
 #  1. bad input: insmod with zswap_store=bogus fails (module mode); writing
 #     an unknown store to /sys/module/afmalloc/parameters/zswap_store fails,
 #     logs its warning and leaves it unchanged.
@@ -246,6 +253,41 @@ zram_up() {
 	swapon $zdev
 }
 zram_up
+
+# --- 0. the README's recipe: zswap loads afmalloc.ko ------------------------
+if [ -n "$module" ]; then
+	! grep -qw afmalloc /proc/modules || fail "afmalloc already loaded"
+	kver=$(uname -r) mroot=/tmp/afm-modroot
+	mkdir -p "$mroot/lib/modules/$kver/updates"
+	cp "$module" "$mroot/lib/modules/$kver/updates/"
+	depmod -b "$mroot" "$kver" || fail "depmod -b $mroot $kver"
+	grep -q '^alias zpool-afmalloc afmalloc$' "$mroot/lib/modules/$kver/modules.alias" ||
+		fail "depmod found no zpool-afmalloc alias in $module"
+	printf '#!/bin/sh\nexec %s -d %s "$@"\n' "$(command -v modprobe)" "$mroot" > "$mroot/modprobe"
+	chmod +x "$mroot/modprobe"
+	helper=$(cat /proc/sys/kernel/modprobe)
+	echo "$mroot/modprobe" > /proc/sys/kernel/modprobe
+	was=$(cat $zs/enabled)
+	echo afmalloc > $zs/zpool || fail "zswap refused zpool=afmalloc"
+	how="zswap already enabled"
+	if [ "$was" = N ]; then
+		how="zswap never enabled: nothing loaded; then enabled=1"
+		sleep 1
+		! grep -qw afmalloc /proc/modules ||
+			fail "zpool=afmalloc loaded afmalloc before zswap was enabled"
+		echo 1 > $zs/enabled || fail "zswap refused enabled=1"
+	fi
+	wait_until 10 grep -qw afmalloc /proc/modules ||
+		fail "zswap did not load afmalloc.ko (zpool $(cat $zs/zpool); $(dmesg | grep -m1 'zpool afmalloc not available'))"
+	[ "$(cat $zs/zpool)" = afmalloc ] || fail "zswap's zpool is '$(cat $zs/zpool)' with afmalloc loaded"
+	note "README recipe: zpool=afmalloc ($how): zswap loaded afmalloc.ko through modprobe, zpool $(cat $zs/zpool), refcnt $(cat /sys/module/afmalloc/refcnt)"
+	echo 0 > $zs/enabled
+	set_zpool zsmalloc || fail "zswap refused zpool=zsmalloc"
+	echo "$helper" > /proc/sys/kernel/modprobe
+	wait_until 20 rmmod afmalloc 2>/dev/null ||
+		fail "afmalloc.ko still held after zswap moved to zsmalloc (refcnt $(cat /sys/module/afmalloc/refcnt))"
+	note "README recipe: back on zsmalloc, afmalloc.ko unloaded"
+fi
 
 # --- zswap: lz4 if offered, zswap off until a pool is chosen ----------------
 echo 0 > $zs/enabled
