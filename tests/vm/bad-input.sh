@@ -409,21 +409,18 @@ row mem-limit "write 64M, then 0, each with a newline, to ${z#/sys/}/mem_limit" 
 	"${obs[*]}" 0 $res
 # The unit's B or iB after a suffix, and a B after a number of bytes, as
 # memparse() took them (binary units); nothing else after them.
+# Each accepted form is written over a limit of 0; each refused one must
+# leave the 64 MiB the last accepted form set.
 obs=() res=pass
-for v in 64MB 64MiB 65536kb 67108864B $'64mib\n'; do
-	echo 0 > $z/mem_limit
+for t in 64MB:OK 64MiB:OK 65536kb:OK 67108864B:OK $'64mib\n:OK' \
+	 1Gi:EINVAL 1GiBx:EINVAL '1 G:EINVAL' 1BB:EINVAL; do
+	v=${t%:*} want=${t##*:}
+	[ "$want" != OK ] || echo 0 > $z/mem_limit
 	try $z/mem_limit "$v"
 	read -r _ _ _ lim _ < $z/mm_stat
 	show "$v"
 	obs+=("$shown: $got, limit $lim;")
-	[ "$got" = OK ] && [ "$lim" = $((64 << 20)) ] || res=FAIL
-done
-for v in 1Gi 1GiBx '1 G' 1BB; do
-	try $z/mem_limit "$v"
-	read -r _ _ _ lim _ < $z/mm_stat
-	show "$v"
-	obs+=("$shown: $got, limit $lim;")
-	[ "$got" = EINVAL ] && [ "$lim" = $((64 << 20)) ] || res=FAIL
+	[ "$got" = "$want" ] && [ "$lim" = $((64 << 20)) ] || res=FAIL
 done
 row mem-limit-units "write 64MB, 64MiB, 65536kb, 67108864B, 64mib with a newline to ${z#/sys/}/mem_limit, then 1Gi, 1GiBx, '1 G', 1BB" \
 	"the first five accepted as 64 MiB (as upstream's memparse() took them), the last four refused (EINVAL), the limit kept (patches/0005)" \
