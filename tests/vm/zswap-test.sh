@@ -272,7 +272,8 @@ if [ -n "$module" ]; then
 	how="zswap already enabled"
 	if [ "$was" = N ]; then
 		how="zswap never enabled: nothing loaded; then enabled=1"
-		sleep 1
+		# A load would have happened inside the write: zswap's
+		# request_module() waits for modprobe to finish.
 		! grep -qw afmalloc /proc/modules ||
 			fail "zpool=afmalloc loaded afmalloc before zswap was enabled"
 		echo 1 > $zs/enabled || fail "zswap refused enabled=1"
