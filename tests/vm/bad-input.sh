@@ -415,17 +415,17 @@ obs=() res=pass
 for t in 64MB:OK 64MiB:OK 65536kb:OK 67108864B:OK $'64mib\n:OK' \
 	 1Gi:EINVAL 1GiBx:EINVAL '1 G:EINVAL' 1BB:EINVAL; do
 	v=${t%:*} want=${t##*:}
-	[ "$want" != OK ] || echo 0 > $z/mem_limit
-	try $z/mem_limit "$v"
-	read -r _ _ _ lim _ < $z/mm_stat
+	[ "$want" != OK ] || echo 0 > "$z/mem_limit"
+	try "$z/mem_limit" "$v"
+	read -r _ _ _ lim _ < "$z/mm_stat"
 	show "$v"
 	obs+=("$shown: $got, limit $lim;")
 	[ "$got" = "$want" ] && [ "$lim" = $((64 << 20)) ] || res=FAIL
 done
 row mem-limit-units "write 64MB, 64MiB, 65536kb, 67108864B, 64mib with a newline to ${z#/sys/}/mem_limit, then 1Gi, 1GiBx, '1 G', 1BB" \
 	"the first five accepted as 64 MiB (as upstream's memparse() took them), the last four refused (EINVAL), the limit kept (patches/0005)" \
-	"${obs[*]}" 0 $res
-echo 0 > $z/mem_limit
+	"${obs[*]}" 0 "$res"
+echo 0 > "$z/mem_limit"
 # Sizes beyond 64 bits (memparse() wraps the number and the suffix's
 # shift: 16E was 0, no limit; 17179869185G a 1 GiB device): ERANGE, the
 # limit (mm_stat's fourth field) and the disk size unchanged (patches/0005).
