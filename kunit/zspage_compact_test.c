@@ -488,7 +488,8 @@ static void afm_zs_test_rest_compact(struct kunit *test)
 }
 
 /*
- * The shrinker counts reclaimable pages and frees them when asked. The
+ * The shrinker counts reclaimable pages and frees them when asked, and
+ * the pool counts them as compacted (zram's mm_stat). The
  * pool is quiet: the kernel's shrink_slab() (drop_caches loops in the debug
  * guest) does not get to its holes first; the stress and destroy cases
  * race with it.
@@ -499,6 +500,7 @@ static void afm_zs_test_shrinker(struct kunit *test)
 	void *buf = afm_zs_buf(test);
 	unsigned long count, freed, pages, after;
 	struct afm_zs_counters before, after_c;
+	struct afm_pool_stats st_before, st_after;
 
 	afm_zs_permille(test, 0);
 	ts = afm_zs_set(test, 4000);
@@ -512,12 +514,18 @@ static void afm_zs_test_shrinker(struct kunit *test)
 	KUNIT_EXPECT_LT(test, count, pages);
 
 	afm_zs_get_counters(ts->pool, &before);
+	afm_get_pool_stats(ts->pool, &st_before);
 	freed = afm_zs_shrinker_scan(ts->pool, count);
 	KUNIT_EXPECT_NE(test, freed, SHRINK_STOP);
 	KUNIT_EXPECT_GT(test, freed, 0);
 	afm_zs_flush_work(ts->pool);
 	afm_zs_get_counters(ts->pool, &after_c);
 	afm_zs_expect_freed(test, ts->pool, &before, &after_c, pages, freed);
+	/* Counted as compacted (zram's mm_stat), as zsmalloc's shrinker is. */
+	afm_get_pool_stats(ts->pool, &st_after);
+	KUNIT_EXPECT_EQ(test, st_after.pages_compacted,
+			st_before.pages_compacted + freed);
+	KUNIT_EXPECT_EQ(test, st_after.compactions, st_before.compactions);
 	/* What is left is under a zspage's worth: nothing to count. */
 	after = afm_zs_shrinker_count(ts->pool);
 	KUNIT_EXPECT_TRUE(test, after == SHRINK_EMPTY || after < count);

@@ -37,11 +37,15 @@ extern struct workqueue_struct *afm_wq;
  * @objects: live objects.
  * @stored_bytes: sum of the sizes of live objects.
  * @meta_bytes: metadata bytes (see &struct afm_pool_stats).
+ * @self_compacted: pages given back by the compaction the store runs by
+ *	itself (the zspage store's automatic runs and shrinker scans), not
+ *	by afm_compact(); 0 in a store that runs none.
  */
 struct afm_store_stats {
 	unsigned long objects;
 	unsigned long stored_bytes;
 	unsigned long meta_bytes;
+	unsigned long self_compacted;
 };
 
 /**
@@ -80,7 +84,9 @@ enum afm_class_stat {
  * @write: copy @len bytes to the start of the object; 0 or -EINVAL.
  * @obj_size: object size, 0 if invalid.
  * @total_pages: pages held, see afm_get_total_pages(). Lockless.
- * @compact: compact, return nothing; the core computes pages freed.
+ * @compact: compact; return the pages that compaction gave back, by the
+ *	store's own count (what its passes freed, not what other users of
+ *	the pool freed or took meanwhile: the pool's @pages_compacted).
  *	Called with &afm_pool.compact_lock held.
  * @stats: fill store-wide counters.
  * @nr_classes: number of rows of the debugfs "classes" table.
@@ -110,7 +116,7 @@ struct afm_store_ops {
 		     const void *src, size_t len);
 	size_t (*obj_size)(struct afm_pool *pool, unsigned long handle);
 	unsigned long (*total_pages)(struct afm_pool *pool);
-	void (*compact)(struct afm_pool *pool);
+	unsigned long (*compact)(struct afm_pool *pool);
 	void (*stats)(struct afm_pool *pool, struct afm_store_stats *stats);
 	unsigned int (*nr_classes)(struct afm_pool *pool);
 	void (*class_stats)(struct afm_pool *pool, unsigned int class,
@@ -130,8 +136,8 @@ struct afm_store_ops {
  * @compact_lock: serialises afm_compact() runs of this pool. Outermost
  *	lock of the pool; may sleep while held.
  * @compactions: afm_compact() runs, written under @compact_lock.
- * @pages_compacted: pages freed by those runs, written under
- *	@compact_lock.
+ * @pages_compacted: pages those runs gave back (&afm_store_ops.compact's
+ *	count), written under @compact_lock.
  * @debugfs_dir: afmalloc/<name>/ (CONFIG_AFMALLOC_STAT).
  * @fail_nth: test hook (CONFIG_AFMALLOC_KUNIT_TEST): when positive, the
  *	store fails its @fail_nth-th internal allocation from now on, then

@@ -507,14 +507,17 @@ static unsigned int afm_compact_move(struct afm_compact_ctl *ctl)
  *
  * Moves chunks out of sparse slabs and gives the emptied slabs back, see
  * the top of this file. Gives up early, leaving every object in a valid
- * place, on an allocation failure or a fatal signal; afm_compact()
- * reports the pages it freed.
+ * place, on an allocation failure or a fatal signal.
  *
  * Context: Process context; &afm_pool.compact_lock held.
+ * Return: the pages the pool held before less those it holds after (the
+ * store has no compaction but this, and no count of its own of what it
+ * freed: frees and allocations meanwhile count too).
  */
-void afm_slab_compact(struct afm_pool *pool)
+unsigned long afm_slab_compact(struct afm_pool *pool)
 {
 	struct afm_slab_pool *sp = pool->store;
+	unsigned long before = atomic_long_read(&sp->total_pages), after;
 	struct afm_compact_ctl *ctl;
 	unsigned int round, class;
 
@@ -550,4 +553,6 @@ shrink:
 		if (sp->class[class].cache)
 			kmem_cache_shrink(sp->class[class].cache);
 	}
+	after = atomic_long_read(&sp->total_pages);
+	return before > after ? before - after : 0;
 }

@@ -479,15 +479,20 @@ EXPORT_SYMBOL_GPL(afm_get_total_pages);
 
 unsigned long afm_compact(struct afm_pool *pool)
 {
-	unsigned long before, after, freed;
+	unsigned long before, after, freed, own;
 
 	mutex_lock(&pool->compact_lock);
 	before = pool->ops->total_pages(pool);
-	pool->ops->compact(pool);
+	own = pool->ops->compact(pool);
 	after = pool->ops->total_pages(pool);
 	freed = before > after ? before - after : 0;
 	atomic_long_inc(&pool->compactions);
-	atomic_long_add(freed, &pool->pages_compacted);
+	/*
+	 * The store's own count: before less after would also count what an
+	 * automatic run of another shard freed meanwhile, which that run
+	 * counts itself (afm_get_pool_stats() adds both).
+	 */
+	atomic_long_add(own, &pool->pages_compacted);
 	mutex_unlock(&pool->compact_lock);
 
 	return freed;
@@ -499,7 +504,8 @@ void afm_get_pool_stats(struct afm_pool *pool, struct afm_pool_stats *stats)
 	struct afm_store_stats ss;
 
 	pool->ops->stats(pool, &ss);
-	stats->pages_compacted = atomic_long_read(&pool->pages_compacted);
+	stats->pages_compacted = atomic_long_read(&pool->pages_compacted) +
+				 ss.self_compacted;
 	stats->compactions = atomic_long_read(&pool->compactions);
 	stats->objects = ss.objects;
 	stats->stored_bytes = ss.stored_bytes;

@@ -1141,6 +1141,8 @@ static void afm_slab_stats(struct afm_pool *pool, struct afm_store_stats *st)
 		desc_pages += sp->class[class].stat[AFM_CLASS_PAGES];
 	st->meta_bytes = (desc_pages << PAGE_SHIFT) + sp->dslab_bytes;
 	afm_slab_unlock(sp);
+	/* Compacted by afm_compact() alone. */
+	st->self_compacted = 0;
 }
 
 static unsigned int afm_slab_nr_classes(struct afm_pool *pool)

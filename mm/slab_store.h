@@ -246,7 +246,7 @@ void *afm_chunk_alloc(struct afm_slab_pool *sp, unsigned int class,
 void afm_chunk_free(struct afm_slab_pool *sp, unsigned int class,
 		    void *chunk);
 
-void afm_slab_compact(struct afm_pool *pool);
+unsigned long afm_slab_compact(struct afm_pool *pool);
 
 /* KUnit hooks (EXPORT_SYMBOL_IF_KUNIT). */
 unsigned int afm_slab_decompose(size_t size, unsigned int *chunks);

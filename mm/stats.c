@@ -36,8 +36,9 @@
  *	the shard structures, the tables' top arrays and the compaction
  *	candidate arrays.
  * @AFM_POOL_COMPACTIONS: afm_compact() runs.
- * @AFM_POOL_PAGES_COMPACTED: pages those runs freed (pages held before
- *	minus after each run).
+ * @AFM_POOL_PAGES_COMPACTED: pages compaction gave back: those runs' and,
+ *	zspage store, its automatic runs' and shrinker scans' (see
+ *	&afm_pool_stats.pages_compacted).
  * @NR_AFM_POOL_STATS: number of rows.
  *
  * Overhead in the sense of the 2014 afmalloc RFC is

@@ -599,7 +599,7 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 		if (fatal_signal_pending(current))
 			break;
 	}
-	/* Under the lock the statistics readers hold. */
+	/* Under the lock debugfs's statistics readers hold. */
 	afm_zs_lock(zs);
 	zs->st.freed += freed;
 	zs->st.compact_ns += ktime_get_ns() - t0;
@@ -616,9 +616,11 @@ static unsigned long afm_zs_compact_goal(struct afm_zs_pool *zs,
 #define AFM_ZS_COMPACT_GFP	(GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC | \
 				 __GFP_HIGHMEM | __GFP_MOVABLE)
 
-void afm_zs_compact(struct afm_pool *pool)
+/* afm_compact(), shard by shard. Return: the pages its passes gave back. */
+unsigned long afm_zs_compact(struct afm_pool *pool)
 {
 	struct afm_zs_set *set = pool->store;
+	unsigned long freed = 0;
 	unsigned int i;
 
 	lockdep_assert_held(&pool->compact_lock);
@@ -626,12 +628,14 @@ void afm_zs_compact(struct afm_pool *pool)
 		struct afm_zs_pool *zs = set->shard[i];
 
 		mutex_lock(&zs->compact_lock);
-		afm_zs_compact_goal(zs, ULONG_MAX, AFM_ZS_MIN_HOLES,
-				    AFM_ZS_COMPACT_GFP | __GFP_DIRECT_RECLAIM);
+		freed += afm_zs_compact_goal(zs, ULONG_MAX, AFM_ZS_MIN_HOLES,
+					     AFM_ZS_COMPACT_GFP |
+					     __GFP_DIRECT_RECLAIM);
 		mutex_unlock(&zs->compact_lock);
 		if (fatal_signal_pending(current))
 			break;
 	}
+	return freed;
 }
 
 /*
@@ -654,7 +658,10 @@ static void afm_zs_auto(struct afm_zs_pool *zs, bool rest,
 	if (run) {
 		freed = afm_zs_compact_goal(zs, holes - trigger / 2, min_holes,
 					    AFM_ZS_COMPACT_GFP);
-		/* Under the lock the statistics readers hold. */
+		/*
+		 * Under the lock debugfs's statistics readers hold;
+		 * afm_zs_stats() reads @auto_freed without it.
+		 */
 		afm_zs_lock(zs);
 		zs->st.auto_runs++;
 		zs->st.auto_freed += freed;

@@ -523,12 +523,15 @@ struct afm_zs_pend {
  *	not in use first (linked through ->lru; ->private: bitmaps of the
  *	blocks in use and of those cooling down, see afm_zt_dir_free();
  *	->index: an RCU cookie). Under @lock.
- * @dir_pages: number of them. Under @lock.
+ * @dir_pages: number of them. Under @lock; read without it by
+ *	afm_zs_stats().
  * @tails: tail buckets: zspages by the size of their tail.
  * @tail_map: non-empty tail buckets.
  * @dead: empty zspages whose pages wait for afm_zs_free_work().
  * @total_pages: every page held; written under @lock, read locklessly.
- * @objects: live objects.
+ * @objects: live objects. Under @lock; read without it by afm_zs_stats(),
+ *	as are @live_bytes, the tables' page counts and @st.auto_freed and
+ *	@st.shrink_freed.
  * @solo_objs: of them, those in solo zspages (no header).
  * @live_bytes: sum of their sizes.
  * @pad_bytes: sum of the zspages' @pad (alignment padding, and what solo
@@ -610,7 +613,8 @@ struct afm_zs_pend {
  *	only in KUnit (afm_zs_test_set_idx_bits()), so that handles that
  *	share header bits are tested without 2^26 objects.
  * @st: statistics, see afm_zs_class_stats(); counters written under @lock
- *	(compaction's also under @compact_lock), migration counters
+ *	(compaction's also under @compact_lock; @st.auto_freed and
+ *	@st.shrink_freed read without it, see @objects), migration counters
  *	and @st.blocks
  *	(counted where pages are allocated, without it) atomic. @st.migrated
  *	counts only pages whose contents moved to a new page; an isolated
@@ -1858,7 +1862,7 @@ int afm_zs_want_auto(struct afm_zs_pool *zs);
 atomic64_t *afm_zs_owner(struct afm_zs_pool *zs, struct afm_zspage *v,
 			 unsigned int off, unsigned long idx, s64 *ep,
 			 unsigned long *looked);
-void afm_zs_compact(struct afm_pool *pool);
+unsigned long afm_zs_compact(struct afm_pool *pool);
 void afm_zs_compact_work(struct work_struct *work);
 void afm_zs_late_work(struct work_struct *work);
 unsigned long afm_zs_count(struct afm_zs_pool *zs);

@@ -855,6 +855,22 @@ static unsigned long afm_zs_total_pages(struct afm_pool *pool)
 	return atomic_long_read(&set->pages);
 }
 
+static unsigned long afm_zs_peek(const unsigned long *counter)
+{
+	/* Written under the shard's lock, read without it: a moment's value. */
+	return data_race(READ_ONCE(*counter));
+}
+
+/*
+ * Read without the shards' locks: zram's mm_stat asks for the pages
+ * compaction gave back whenever it is read (a monitoring daemon's poll),
+ * and that must not take every shard's lock from its allocations and
+ * frees, up to AFM_ZS_MAX_SHARDS of them (zsmalloc's zs_pool_stats() reads
+ * atomics). Each counter is written under its shard's lock and read
+ * once, whole: a value it had while the stats were read; the sums over
+ * shards, and the figures together, are not a snapshot of one moment. In a
+ * pool nobody uses meanwhile (the tests) they are exact.
+ */
 static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 {
 	struct afm_zs_set *set = pool->store;
@@ -864,14 +880,17 @@ static void afm_zs_stats(struct afm_pool *pool, struct afm_store_stats *st)
 	st->objects = 0;
 	st->stored_bytes = 0;
 	st->meta_bytes = 0;
+	st->self_compacted = 0;
 	for (i = 0; i < afm_zs_created(set); i++) {
 		zs = set->shard[i];
-		afm_zs_lock(zs);
-		st->objects += zs->objects;
-		st->stored_bytes += zs->live_bytes;
-		st->meta_bytes += (zs->htab.pages + zs->dtab.pages +
-				   zs->rtab.pages + zs->dir_pages) << PAGE_SHIFT;
-		afm_zs_unlock(zs);
+		st->objects += afm_zs_peek(&zs->objects);
+		st->stored_bytes += afm_zs_peek(&zs->live_bytes);
+		st->meta_bytes += (afm_zs_peek(&zs->htab.pages) +
+				   afm_zs_peek(&zs->dtab.pages) +
+				   afm_zs_peek(&zs->rtab.pages) +
+				   afm_zs_peek(&zs->dir_pages)) << PAGE_SHIFT;
+		st->self_compacted += afm_zs_peek(&zs->st.auto_freed) +
+				      afm_zs_peek(&zs->st.shrink_freed);
 	}
 }
 

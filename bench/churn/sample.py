@@ -81,8 +81,9 @@ What is counted (every count in pages of the guest's size unless _bytes):
   same_pages, huge_pages, zs_pages_compacted   zram mm_stat (pages
                 compacted: zsmalloc's own count, manual and shrinker)
   afm_*         afmalloc debugfs, summed over its pools: pool file
-                (objects, stored_bytes, pages, compactions and
-                pages_compacted of afm_compact() runs; aux_bytes, its
+                (objects, stored_bytes, pages, compactions of
+                afm_compact() runs, pages_compacted of every compaction
+                since 7 December 2026, before of those runs alone; aux_bytes, its
                 kmalloc'd structures, not in held_pages, as zsmalloc's
                 kmalloc'd pool and classes are not) and, zspage store,
                 the classes counter rows: compact (objects moved, passes,

@@ -65,9 +65,12 @@ enum afm_mapmode {
 
 /**
  * struct afm_pool_stats - pool statistics returned by afm_get_pool_stats()
- * @pages_compacted: pages given back to the page allocator by afm_compact()
- *	since the pool was created (the counterpart of zsmalloc's
- *	&zs_pool_stats.pages_compacted).
+ * @pages_compacted: pages given back to the page allocator by compaction
+ *	since the pool was created: by afm_compact() (the pages the pool
+ *	held before each call less those after) and, in the zspage store,
+ *	by its automatic runs and shrinker scans (the pages they freed),
+ *	as zsmalloc's &zs_pool_stats.pages_compacted counts its shrinker's
+ *	compaction with zs_compact()'s.
  * @compactions: number of afm_compact() runs.
  * @objects: live objects.
  * @stored_bytes: sum of the sizes passed to afm_malloc() of live objects.
@@ -76,9 +79,9 @@ enum afm_mapmode {
  *	it). Zspage store: handle table, descriptor table, hole table and
  *	directory pages, all counted in afm_get_total_pages().
  *
- * @pages_compacted and @compactions count afm_compact() calls only; the
- * zspage store's automatic and shrinker-driven compaction is shown in
- * debugfs (afmalloc/<pool>/).
+ * @compactions counts afm_compact() calls only; the zspage store's
+ * automatic and shrinker-driven runs are shown in debugfs
+ * (afmalloc/<pool>/), each kind with the pages it freed.
  */
 struct afm_pool_stats {
 	unsigned long pages_compacted;
@@ -338,8 +341,10 @@ unsigned long afm_get_total_pages(struct afm_pool *pool);
  * takes zspages with a quarter of their bytes in holes and aims at half
  * that; and a second after the last allocation (the pool at rest) a run
  * takes every zspage with 512 bytes of holes once all the holes exceed
- * that share of the live bytes and half a zspage. Those runs are
- * serialised with this one and are not counted in afm_get_pool_stats().
+ * that share of the live bytes and half a zspage. Each shard runs one
+ * compaction at a time (those runs, or this call's pass over it); the
+ * pages they give back count in &afm_pool_stats.pages_compacted, the runs
+ * not in &afm_pool_stats.compactions.
  *
  * In both stores, mapped objects (and objects being read or written) are
  * not moved.
@@ -356,6 +361,11 @@ unsigned long afm_compact(struct afm_pool *pool);
  * afm_get_pool_stats() - read pool statistics
  * @pool: the pool
  * @stats: filled in
+ *
+ * The zspage store's figures are read without its shards' locks (zram
+ * reads @stats->pages_compacted on every read of mm_stat), each a value it
+ * had while they were read, not all of them at one moment; the slab
+ * store's under its pool lock.
  *
  * Context: Task context, not in interrupt; does not sleep.
  * Return: nothing.
