@@ -11,8 +11,7 @@
 #                  vCPUs, more than the host's cores (make check's KUnit
 #                  step in the debug guest)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
-#   make vm-test-kasan-smp / vm-test-kcsan-smp  vm-test-smp on the KASAN /
-#                  KCSAN kernel (SMP_CPUS vCPUs)
+#   make vm-test-kasan-smp  vm-test-smp on the KASAN kernel (SMP_CPUS vCPUs)
 #   make kunit-arm64    the KUnit suites on an emulated arm64 kernel (2 CPUs;
 #                  PAGES=16K: 16 KiB pages)
 #   make demo      set up, build, boot, untar/remove benchmark, print the table
@@ -56,11 +55,9 @@ AFMALLOC_CACHE ?= $(HOME)/.cache/afmalloc
 AFMALLOC_BUILD ?= $(AFMALLOC_CACHE)/build
 # The debug guest kernel (scripts/build-guest.sh --debug) and how make check
 # boots it: lockdep, DEBUG_VM, DEBUG_LIST, kmemleak, fault injection; its
-# KASAN variant (--kasan), for make vm-test-kasan, and its KCSAN variant
-# (--kcsan), for make vm-test-kcsan-smp.
+# KASAN variant (--kasan), for make vm-test-kasan.
 DEBUG_KDIR := $(AFMALLOC_BUILD)/guest-debug
 KASAN_KDIR := $(AFMALLOC_BUILD)/guest-kasan
-KCSAN_KDIR := $(AFMALLOC_BUILD)/guest-kcsan
 VM_DEBUG := $(TOP)/scripts/vm-run.sh --memory 1G
 # What the targets below depend on for set-up: make check runs setup once,
 # then its sub-makes with SETUP_DONE=1.
@@ -68,8 +65,8 @@ SETUP := $(if $(SETUP_DONE),,setup)
 # Each step of make check is timed into this file (scripts/timed.sh).
 TIMED := $(TOP)/scripts/timed.sh
 
-.PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan guest-kcsan vm-test vm-inputs vm-test-zswap \
-	vm-test-stock vm-test-debug vm-test-smp vm-test-kasan vm-test-kasan-smp vm-test-kcsan-smp check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
+.PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
+	vm-test-stock vm-test-debug vm-test-smp vm-test-kasan vm-test-kasan-smp check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch docs
 
 all: help
@@ -105,9 +102,6 @@ guest-debug: $(SETUP)
 
 guest-kasan: $(SETUP)
 	$(TIMED) guest-kasan-build $(TOP)/scripts/build-guest.sh --kasan
-
-guest-kcsan: $(SETUP)
-	$(TIMED) guest-kcsan-build $(TOP)/scripts/build-guest.sh --kcsan
 
 vm-test: guest
 	$(TIMED) vm-zram-integrity $(TOP)/scripts/vm-run.sh --memory 2G --timeout 1200 --append slab_nomerge \
@@ -164,16 +158,11 @@ vm-test-smp: guest-debug vm-inputs
 vm-test-kasan: guest-kasan vm-inputs
 	$(TIMED) vm-kasan-suite $(VM_DEBUG) --kernel $(KASAN_KDIR) $(DEBUG_SUITE) --kunit-dir $(KASAN_KDIR) --kasan
 
-# vm-test-smp on the KASAN and on the KCSAN variant: the KUnit suites with
-# SMP_CPUS vCPUs (outside make check, as vm-test-kasan; KCSAN reports data
-# races among the shards' CPUs, and fails the run as any splat).
+# vm-test-smp on the KASAN variant: the KUnit suites with SMP_CPUS vCPUs
+# (outside make check, as vm-test-kasan).
 vm-test-kasan-smp: guest-kasan vm-inputs
 	$(TIMED) vm-kasan-smp-suite $(VM_DEBUG) --cpus $(SMP_CPUS) --kernel $(KASAN_KDIR) $(DEBUG_SUITE) \
 		--kunit-dir $(KASAN_KDIR) --kasan --only kunit
-
-vm-test-kcsan-smp: guest-kcsan vm-inputs
-	$(TIMED) vm-kcsan-smp-suite $(VM_DEBUG) --cpus $(SMP_CPUS) --kernel $(KCSAN_KDIR) $(DEBUG_SUITE) \
-		--kunit-dir $(KCSAN_KDIR) --kcsan --only kunit
 
 # zswap's stale entries behind zero-filled pages (patches/0006): the
 # project's lean kernel, zsmalloc and both afmalloc stores, 3 runs each of

@@ -3,8 +3,7 @@
 # Build the guest kernel from the prepared tree into an O= dir:
 #   tinyconfig + scripts/config/guest.config + guest-ARCH.config
 #   [+ debug.config with --debug, debug.config and kasan.config with
-#   --kasan, debug.config and kcsan.config with --kcsan, or
-#   pagealloc.config with --pagealloc].
+#   --kasan, or pagealloc.config with --pagealloc].
 # ARCH is x86_64, or arm64 with --arch arm64 (cross-compiled; 4 KiB pages,
 # 16 KiB with --pages 16K: arm64-16k.config), booted under QEMU's virt
 # machine with an arm64 root of its own (scripts/arm64-root.sh).
@@ -17,7 +16,7 @@
 # Kconfig changed, say) goes to stderr.
 . "$(dirname "$0")/common.sh"
 
-usage="usage: $0 [--arch x86_64|arm64] [--pages 4K|16K] [--debug | --kasan | --kcsan | --pagealloc]"
+usage="usage: $0 [--arch x86_64|arm64] [--pages 4K|16K] [--debug | --kasan | --pagealloc]"
 variant=guest arch=x86_64 pages=4K
 cfg=$AFMALLOC_TOP/scripts/config
 frags=("$cfg/guest.config")
@@ -27,7 +26,6 @@ while [ $# -gt 0 ]; do
 	--pages) pages=${2:?"$usage"}; shift ;;
 	--debug) variant=guest-debug; frags+=("$cfg/debug.config") ;;
 	--kasan) variant=guest-kasan; frags+=("$cfg/debug.config" "$cfg/kasan.config") ;;
-	--kcsan) variant=guest-kcsan; frags+=("$cfg/debug.config" "$cfg/kcsan.config") ;;
 	--pagealloc) variant=guest-pagealloc; frags+=("$cfg/pagealloc.config") ;;
 	-h|--help) echo "$usage"; exit 0 ;;
 	*) die "unknown option '$1' ($usage)" ;;

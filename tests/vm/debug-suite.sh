@@ -3,8 +3,7 @@
 # The in-VM tests of `make check`, in ONE boot of the debug guest kernel
 # (scripts/build-guest.sh --debug: lockdep, DEBUG_VM, DEBUG_LIST, kmemleak,
 # fault injection; --kasan, for make vm-test-kasan: the same and KASAN,
-# which this script's --kasan then requires; --kcsan likewise with
-# KCSAN, scripts/build-guest.sh --kcsan), run as root inside it by
+# which this script's --kasan then requires), run as root inside it by
 # scripts/vm-run.sh, which then fails the run on any splat in dmesg and
 # scans for leaks.
 # Under TCG the debug kernel boots and scans memory for leaks in minutes,
@@ -53,7 +52,7 @@
 #
 #   tests/vm/debug-suite.sh --kunit-dir DIR --dataset TAR --zswap-load BIN
 #                           --churn-bin BIN --zero-race-bin BIN
-#                           [--stress-seconds N] [--kasan | --kcsan]
+#                           [--stress-seconds N] [--kasan]
 #                           [--only NAME[,NAME...]] [--skip NAME[,NAME...]]
 #
 # --only runs just the steps named, --skip all but those (make check runs
@@ -62,7 +61,7 @@
 set -uo pipefail
 
 here=$(dirname "$(realpath "$0")")
-kdir= dataset= load= churn= zrace= stress_s=10 only= skip= sanitizer=()
+kdir= dataset= load= churn= zrace= stress_s=10 only= skip= kasan=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kunit-dir) kdir=${2:?}; shift ;;
@@ -71,9 +70,7 @@ while [ $# -gt 0 ]; do
 	--churn-bin) churn=${2:?}; shift ;;
 	--zero-race-bin) zrace=${2:?}; shift ;;
 	--stress-seconds) stress_s=${2:?}; shift ;;
-	--kasan | --kcsan)
-		[ ${#sanitizer[@]} -eq 0 ] || { echo "debug-suite: --kasan and --kcsan exclude each other" >&2; exit 2; }
-		sanitizer=("$1") ;;
+	--kasan) kasan=(--kasan) ;;
 	--only) only=${2:?}; shift ;;
 	--skip) skip=${2:?}; shift ;;
 	-h|--help) sed -n '3,/^set -/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -145,7 +142,7 @@ step() {  # NAME CMD...: run one test, record its status and time
 }
 
 echo "debug-suite: $(uname -r), $(nproc) CPUs, $(awk '/^MemTotal:/ { print int($2 / 1024) " MB" }' /proc/meminfo)"
-step kunit "$here/kunit-guest.sh" --kunit-dir "$kdir" --stress-seconds "$stress_s" "${sanitizer[@]}"
+step kunit "$here/kunit-guest.sh" --kunit-dir "$kdir" --stress-seconds "$stress_s" "${kasan[@]}"
 # The default store only where a test repeats per store: the slab store
 # runs through the same tests on the lean kernel (make vm-test) and through
 # the KUnit suites here; the debug kernel is too slow under TCG for both.

@@ -3,16 +3,15 @@
 # afmalloc's KUnit suites in the x86_64 debug guest kernel (run as root in
 # the guest through scripts/vm-run.sh, kernel from scripts/build-guest.sh
 # --debug: lockdep, DEBUG_VM, DEBUG_LIST, kmemleak, afmalloc built in,
-# KUnit and the suites as modules; --kasan: the same and KASAN; --kcsan:
-# the same and KCSAN, whose data race reports are splats as any other):
+# KUnit and the suites as modules; --kasan: the same and KASAN):
 #
-#   tests/vm/kunit-guest.sh --kunit-dir DIR [--kasan | --kcsan] [--stress-seconds N]
+#   tests/vm/kunit-guest.sh --kunit-dir DIR [--kasan] [--stress-seconds N]
 #                           [--destroy-seconds N]
 #   tests/vm/kunit-guest.sh --check-log FILE
 #
 # DIR is the debug build dir (DIR/lib/kunit/kunit.ko and
 # DIR/mm/afmalloc/afmalloc_kunit.ko, reached over the read-only 9p root);
-# with --kasan its kernel must have KASAN too, with --kcsan KCSAN.
+# with --kasan its kernel must have KASAN too.
 # While background loops run `echo 1 > /proc/sys/vm/compact_memory` (the
 # kernel's compaction migrating zspage pages) and
 # `echo 2 > /proc/sys/vm/drop_caches` (shrink_slab() calling every
@@ -47,14 +46,11 @@
 # marker if it has one), to check the checks; same output and status.
 set -euo pipefail
 
-kdir= stress_s=60 destroy_s= check_log= sanitizer=
+kdir= stress_s=60 destroy_s= check_log= kasan=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kunit-dir) kdir=${2:?--kunit-dir needs the debug build dir}; shift ;;
-	--kasan | --kcsan)
-		[ -z "$sanitizer" ] || { echo "kunit-guest: --kasan and --kcsan exclude each other (KCSAN depends on !KASAN)" >&2; exit 2; }
-		sanitizer=KASAN:KASAN
-		[ "$1" = --kasan ] || sanitizer=KCSAN:KCSAN ;;
+	--kasan) kasan=KASAN:KASAN ;;
 	--stress-seconds) stress_s=${2:?--stress-seconds needs a number}; shift ;;
 	--destroy-seconds) destroy_s=${2:?--destroy-seconds needs a number}; shift ;;
 	--check-log) check_log=${2:?--check-log needs a kernel log file}; shift ;;
@@ -116,7 +112,7 @@ run_suites() {
 
 	# The debug row names the checkers: they must be in this kernel.
 	checkers=()
-	for opt in $sanitizer PROVE_LOCKING:lockdep DEBUG_VM:DEBUG_VM \
+	for opt in $kasan PROVE_LOCKING:lockdep DEBUG_VM:DEBUG_VM \
 		   DEBUG_LIST:DEBUG_LIST DEBUG_KMEMLEAK:kmemleak; do
 		grep -qx "CONFIG_${opt%%:*}=y" "$kdir/.config" ||
 			fail "the kernel in $kdir lacks CONFIG_${opt%%:*}=y"
