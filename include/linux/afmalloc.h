@@ -66,9 +66,10 @@ enum afm_mapmode {
 /**
  * struct afm_pool_stats - pool statistics returned by afm_get_pool_stats()
  * @pages_compacted: pages given back to the page allocator by compaction
- *	since the pool was created: by afm_compact() (the pages the pool
- *	held before each call less those after) and, in the zspage store,
- *	by its automatic runs and shrinker scans (the pages they freed),
+ *	since the pool was created: by afm_compact() (the pages its passes
+ *	freed; slab store: the pages the pool held before each call less
+ *	those after) and, in the zspage store, by its automatic runs and
+ *	shrinker scans (the pages they freed),
  *	as zsmalloc's &zs_pool_stats.pages_compacted counts its shrinker's
  *	compaction with zs_compact()'s.
  * @compactions: number of afm_compact() runs.
