@@ -78,9 +78,38 @@ if [ ! -f "$out/.config" ] || [ "$(cat "$out/.afmalloc-config" 2>/dev/null)" != 
 	echo "$want" > "$out/.afmalloc-config"
 fi
 
+# build: vmlinux and modules through ccache, then the boot image without
+# it. x86's bzImage embeds the compressed vmlinux with an .incbin in
+# arch/x86/boot/compressed/piggy.S, whose text holds only the lengths;
+# ccache (depend mode, as here) does not hash the file .incbin reads, so
+# after a change that keeps both lengths (an instruction for another of
+# its size) it returned the previous build's piggy.o, and the bzImage
+# booted the kernel from before the change (seen: a one-instruction
+# change to mm/afmalloc/mm/core.c). The boot image is a few small files:
+# piggy.o made again each time (make alone keeps a stale one: it is newer
+# than piggy.S), the rest without ccache, and checked against vmlinux
+# (image_is_vmlinux).
+build() {
+	"${mk[@]}" -s vmlinux modules >&2
+	rm -f "$out/arch/x86/boot/compressed/piggy.o"
+	CCACHE_DISABLE=1 "${mk[@]}" -s "${image##*/}" >&2
+	"${mk[@]}" -s modules_prepare >&2
+}
+# image_is_vmlinux: the boot image holds the vmlinux just linked (their
+# version banners, which carry the build number and time, match).
+image_is_vmlinux() {
+	local img=$out/$image re='^Linux version .* #[0-9]+ ' want got
+	want=$(strings "$out/vmlinux" | grep -m1 -E "$re")
+	if [ "$arch" = x86_64 ]; then
+		got=$("$tree/scripts/extract-vmlinux" "$img" 2>/dev/null | strings | grep -m1 -E "$re")
+	else
+		got=$(strings "$img" | grep -m1 -E "$re")
+	fi
+	[ -n "$want" ] && [ "$want" = "$got" ]
+}
+
 log "building $variant kernel in $out"
-"${mk[@]}" -s "${image##*/}" modules >&2
-"${mk[@]}" -s modules_prepare >&2
+build
 # The tree is shared by every run using the cache: if another checkout's
 # run prepared it during this build, prepare it again and build again.
 for try in 1 2; do
@@ -88,10 +117,10 @@ for try in 1 2; do
 	[ "$try" = 2 ] && die "the shared tree $tree keeps changing under this build (another run from another checkout); run again when it is done, or give each checkout its own AFMALLOC_TREE and AFMALLOC_BUILD"
 	log "building $variant again from this checkout's sources"
 	"$AFMALLOC_TOP/scripts/prepare-tree.sh" >/dev/null
-	"${mk[@]}" -s "${image##*/}" modules >&2
-	"${mk[@]}" -s modules_prepare >&2
+	build
 done
 [ -f "$out/$image" ] || die "no $image in $out after the build"
+image_is_vmlinux || die "$out/$image does not hold the vmlinux just built (its version banner differs)"
 # The project commit this kernel was built from, for the benchmarks'
 # meta.json (meta_kernel_fields); "-dirty": uncommitted changes.
 git -C "$AFMALLOC_TOP" describe --always --dirty > "$out/.afmalloc-source" 2>/dev/null ||
