@@ -137,7 +137,8 @@
  * the lock held (afm_zs_pool.rfree, "Frees that find the lock held" in
  * zspage_alloc.c). Objects never move between
  * shards.
- * Pool-wide queries (statistics, afm_compact()) visit every shard
+ * Pool-wide queries (afm_compact(); the statistics, which read the
+ * shards' counters without their locks: afm_zs_stats()) visit every shard
  * created; the pool's page count, which zram reads on every write and
  * zswap on every store, is one counter kept beside the shards' own
  * (&afm_zs_set.pages).
