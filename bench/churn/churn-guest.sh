@@ -87,7 +87,9 @@
 # nothing out or nothing in, or the allocator under test never stored an
 # object (from the samples: peak compr_bytes, plus for afmalloc its
 # objects; for zswap also zswpout/zswpin and, for afmalloc, an afmalloc
-# pool).
+# pool), or when on zram afmalloc/zspage's count of the pages its
+# compaction gave back, its own runs under churn included, is not the
+# pages_compacted zram shows (compacted_agree()).
 set -euo pipefail
 
 hb='' notes=''
@@ -334,9 +336,34 @@ profile() {
 		grep -v '^#' | grep -v '^$' | head -n 80 > "$1.txt"
 }
 
+# afm_row FILE ROW N: field N of row ROW of an afmalloc debugfs table.
+afm_row() { awk -v k="$2" -v f="$3" '$1 == k { print $f }' "$1"; }
+# compacted_agree DEV WHAT: (--check, zram, afmalloc/zspage) zram's
+# pages_compacted (mm_stat field 7) must be every page the pool's
+# compaction gave back, the debugfs "compact" row's count (field 5), which
+# includes the store's own runs under churn (automatic runs and shrinker
+# scans, the "auto" row's fields 4 and 5), as zsmalloc's includes its
+# shrinker's. Both only grow and a run may end between the reads: read
+# until they agree. Prints the store's own share.
+compacted_agree() {
+	local dev=$1 a=$2 cls=$dbg/afmalloc/$1/classes tries=50 m1 c m2
+	[ -r "$cls" ] || die "$a: no $cls"
+	while :; do
+		read -r _ _ _ _ _ _ m1 _ < /sys/block/"$dev"/mm_stat
+		c=$(afm_row "$cls" compact 5)
+		read -r _ _ _ _ _ _ m2 _ < /sys/block/"$dev"/mm_stat
+		[ "$m1" = "$c" ] && [ "$c" = "$m2" ] && break
+		tries=$((tries - 1))
+		[ "$tries" -gt 0 ] ||
+			die "$a: zram's pages_compacted ($m1, then $m2) is not the $c pages the pool's compaction gave back"
+		sleep 0.1
+	done
+	echo "$c $(( $(afm_row "$cls" auto 4) + $(afm_row "$cls" auto 5) ))"
+}
+
 # one RUN POS ALLOC
 one() {
-	local r=$1 pos=$2 a=$3 dev c=$cg/churn-$$-$1-$2 slug=${3//\//-} log spid rc=0 t0 n0
+	local r=$1 pos=$2 a=$3 dev c=$cg/churn-$$-$1-$2 slug=${3//\//-} log spid rc=0 t0 n0 cc
 	local b
 	b=$(afm_base "$a")
 	sync; echo 3 > /proc/sys/vm/drop_caches
@@ -401,6 +428,10 @@ one() {
 		set_zpool zsmalloc || die "cannot switch zswap back to zsmalloc"
 		echo 0 > $zs/enabled
 		wait_until 30 no_afm_zswap_pool || die "the drained afmalloc zswap pool was not destroyed"
+	fi
+	if [ "$check" = 1 ] && [ "$target" = zram ] && [ "$b" = afmalloc/zspage ]; then
+		cc=$(compacted_agree "$dev" "run $r $a")
+		note "run $r $a: pages_compacted: zram's ${cc% *}, the pool's compaction's ${cc% *}, of them its own runs' ${cc#* }"
 	fi
 	note "run $r/$pos $a: workload and sampler ended, removing /dev/$dev and the cgroup"
 	zram_del "$dev"

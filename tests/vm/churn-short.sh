@@ -12,7 +12,9 @@
 # then zswap (same default): every page read back is checked against its
 # checksum (any mismatch fails), and each run must have swapped out and in
 # and the allocator under test must have stored data (and, for afmalloc,
-# objects in its pool). With afmalloc in a LIST, afmalloc's workqueue is
+# objects in its pool; on zram, afmalloc/zspage's count of the pages its
+# compaction gave back, its automatic runs under churn included, must be
+# zram's pages_compacted). With afmalloc in a LIST, afmalloc's workqueue is
 # confined to CPU 0 through its sysfs cpumask for the runs (it must have
 # one). An empty LIST skips that target. DIR (default a new
 # folder under /tmp in the guest) gets the samples, the workload rows and
