@@ -22,8 +22,12 @@
 #                                the time: 568 s of 1960 under TCG)
 #   6. tests/vm/churn-short.sh   swap churn (issue 15's workload, short)
 #                                on zram, afmalloc/zspage: every page read
-#                                back checked (zswap: step 5 and make
-#                                vm-test-churn)
+#                                back checked, then on zswap, both
+#                                with zspage_contig=N (objects that cross
+#                                a page are read through the per-CPU
+#                                buffer CPU hotplug frees and makes), while
+#                                CPU 1 goes offline and back over and over
+#                                (--hotplug)
 #   7. tests/vm/zswap-zero-race.sh  pages rewritten with zeros under zswap
 #                                writeback, zsmalloc and afmalloc/zspage
 #                                (slab: make vm-test-zero-race): the
@@ -150,7 +154,7 @@ step zram-integrity "$here/zram-integrity.sh" --dataset "$dataset" --alloc afmal
 step fault-inject "$here/fault-inject.sh" --alloc afmalloc/zspage
 step bad-input "$here/bad-input.sh"
 step zswap "$here/zswap-test.sh" --load "$load" --builtin --mb 32 --limit-mb 8
-step churn "$here/churn-short.sh" --bin "$churn" --zram afmalloc/zspage --zswap ""
+step churn "$here/churn-short.sh" --bin "$churn" --zram afmalloc/zspage+zspage_contig=N --zswap afmalloc/zspage+zspage_contig=N --hotplug
 step zero-race "$here/zswap-zero-race.sh" --guest --bin "$zrace" \
 	--zpool zsmalloc,afmalloc/zspage --runs 1 --events 100 --seconds 300
 
