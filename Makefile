@@ -5,11 +5,13 @@
 #
 #   make check     set up, checkpatch, docs, KUnit on UML (beside the debug
 #                  kernel's build), in-VM tests on the debug kernel (its
-#                  KUnit suites with 8 vCPUs) and zswap on Debian's
-#                  kernel (CI runs this)
+#                  KUnit suites with 8 vCPUs, memory hot-remove) and zswap
+#                  on Debian's kernel (CI runs this)
 #   make vm-test-smp    the KUnit suites in the debug guest with SMP_CPUS (8)
 #                  vCPUs, more than the host's cores (make check's KUnit
 #                  step in the debug guest)
+#   make vm-test-offline  memory blocks holding zram's pages taken offline
+#                  (the debug guest with ZONE_MOVABLE; in make check)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
 #   make vm-test-kasan-smp  vm-test-smp on the KASAN kernel (SMP_CPUS vCPUs)
 #   make kunit-arm64    the KUnit suites on an emulated arm64 kernel (2 CPUs;
@@ -66,7 +68,7 @@ SETUP := $(if $(SETUP_DONE),,setup)
 TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
-	vm-test-stock vm-test-debug vm-test-smp vm-test-kasan vm-test-kasan-smp check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
+	vm-test-stock vm-test-debug vm-test-smp vm-test-offline vm-test-kasan vm-test-kasan-smp check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch docs
 
 all: help
@@ -155,6 +157,17 @@ vm-test-smp: guest-debug vm-inputs
 	$(TIMED) vm-smp-suite $(VM_DEBUG) --cpus $(SMP_CPUS) --kernel $(DEBUG_KDIR) $(DEBUG_SUITE) \
 		--kunit-dir $(DEBUG_KDIR) --only kunit
 
+# Memory hot-remove (tests/vm/memory-offline.sh): the debug guest booted
+# with 384 MiB of its 1 GiB in ZONE_MOVABLE, where zram's pages go first;
+# the blocks holding them are taken offline, which migrates every page:
+# afmalloc/zspage, then zsmalloc (the control) in a boot of its own, the
+# blocks as fresh as for the first (make check runs it).
+VM_OFFLINE = $(VM_DEBUG) --kernel $(DEBUG_KDIR) --timeout 900 \
+	--append "slab_nomerge page_owner=on movablecore=384M" $(TOP)/tests/vm/memory-offline.sh
+vm-test-offline: guest-debug
+	$(TIMED) vm-memory-offline $(VM_OFFLINE) --alloc afmalloc/zspage
+	$(TIMED) vm-memory-offline-zsmalloc $(VM_OFFLINE) --alloc zsmalloc
+
 vm-test-kasan: guest-kasan vm-inputs
 	$(TIMED) vm-kasan-suite $(VM_DEBUG) --kernel $(KASAN_KDIR) $(DEBUG_SUITE) --kunit-dir $(KASAN_KDIR) --kasan
 
@@ -204,7 +217,7 @@ check: export AFMALLOC_TIMINGS = $(AFMALLOC_CACHE)/timings/check.tsv
 check: timings-begin readme-check script-tests setup checkpatch docs
 	@$(TOP)/scripts/beside.sh $(AFMALLOC_CACHE)/timings/kunit-beside.out \
 		$(MAKE) --no-print-directory SETUP_DONE=1 kunit -- \
-		$(MAKE) --no-print-directory SETUP_DONE=1 vm-test-debug vm-test-smp vm-test-stock || \
+		$(MAKE) --no-print-directory SETUP_DONE=1 vm-test-debug vm-test-smp vm-test-offline vm-test-stock || \
 		{ $(TIMED) --report; $(TIMED) --failures; echo "make check: FAILED"; exit 1; }
 	@$(TIMED) --report
 	@echo "make check: all passed"
