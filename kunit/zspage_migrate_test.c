@@ -473,6 +473,67 @@ static void afm_zs_test_migrate_dead(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, a.data_pages, 0);
 	afm_zs_expect_consistent(test, ts->pool);
 }
+
+/*
+ * The free worker gets a dead zspage's page that the migration core holds
+ * as soon as the core lets go of it, even when the core tries the page
+ * again at once (a migration pass retries a busy page, CMA its whole
+ * range): lock_page() queues the worker and the unlock hands it the lock.
+ * A worker that waited for the page to be unlocked and then tried the
+ * lock lost that race every time. The test plays the core: it holds the
+ * page isolated and locked while the zspage's last object is freed, waits
+ * until the worker waits for the page (bounded: that is a state, not a
+ * speed), then unlocks and tries the lock again at once, up to
+ * AFM_ZS_HANDOFF_TRIES times.
+ */
+#define AFM_ZS_HANDOFF_TRIES	8
+static void afm_zs_test_migrate_dead_handoff(struct kunit *test)
+{
+	struct afm_test_set *ts = afm_zs_set(test, 1);
+	struct afm_zs_counters b, a;
+	unsigned int tries = 0, naps;
+	struct folio *folio;
+	struct page *page;
+	bool core = true;
+
+	afm_zs_permille(test, 0);
+	afm_zs_quiet(ts);
+	ts->h[0] = afm_test_malloc(test, ts->pool, 100);
+	afm_zs_get_counters(ts->pool, &b);
+	page = afm_zs_isolate(test, ts->pool, ts->h[0]);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	folio = page_folio(page);
+	/* The zspage dies with its page locked: left to the worker. */
+	afm_free(ts->pool, ts->h[0]);
+	ts->h[0] = 0;
+	while (core && tries < AFM_ZS_HANDOFF_TRIES) {
+		for (naps = 0; !folio_test_waiters(folio) && naps < 10000; naps++)
+			usleep_range(1000, 2000);
+		if (!folio_test_waiters(folio)) {
+			KUNIT_FAIL(test, "the free worker never waited for the page (%u naps)",
+				   naps);
+			break;
+		}
+		unlock_page(page);
+		core = trylock_page(page);
+		tries++;
+	}
+	KUNIT_EXPECT_FALSE_MSG(test, core,
+			       "the core got the page back on each of its %u tries",
+			       tries);
+	if (core)
+		unlock_page(page);
+	afm_zs_flush_work(ts->pool);
+	/* The core finds the page freed under it and drops its reference. */
+	ClearPageIsolated(page);
+	put_page(page);
+	afm_zs_get_counters(ts->pool, &a);
+	KUNIT_EXPECT_EQ(test, a.isolated_freed, b.isolated_freed + 1);
+	KUNIT_EXPECT_EQ(test, a.migrated, b.migrated);
+	KUNIT_EXPECT_EQ(test, a.dead_zspages, 0);
+	KUNIT_EXPECT_EQ(test, a.data_pages, 0);
+	afm_zs_expect_consistent(test, ts->pool);
+}
 #else
 static void afm_zs_test_migrate(struct kunit *test)
 {
@@ -495,6 +556,11 @@ static void afm_zs_test_migrate_solo(struct kunit *test)
 }
 
 static void afm_zs_test_migrate_dead(struct kunit *test)
+{
+	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
+}
+
+static void afm_zs_test_migrate_dead_handoff(struct kunit *test)
 {
 	kunit_skip(test, "CONFIG_COMPACTION is off: pages are not movable");
 }
@@ -552,6 +618,7 @@ static struct kunit_case afm_zspage_migrate_test_cases[] = {
 	KUNIT_CASE(afm_zs_test_migrate_one_page),
 	KUNIT_CASE(afm_zs_test_migrate_solo),
 	KUNIT_CASE(afm_zs_test_migrate_dead),
+	KUNIT_CASE(afm_zs_test_migrate_dead_handoff),
 	{}
 };
 

@@ -533,29 +533,6 @@ void afm_zs_release(struct afm_zs_pool *zs, struct afm_zspage *z)
 	queue_work(afm_wq, &zs->free_work);
 }
 
-/* Lock page @i of dead zspage @z, sleeping if needed. */
-static struct page *afm_zs_lock_page(struct afm_zspage *z, unsigned int i)
-{
-	struct page *page;
-
-	for (;;) {
-		if (!afm_zg_lock(z, true)) {
-			cond_resched();
-			continue;
-		}
-		page = afm_zs_page(z, i);
-		if (trylock_page(page)) {
-			afm_zg_unlock(z);
-			return page;
-		}
-		/* Migration may hold it; wait without the gate. */
-		get_page(page);
-		afm_zg_unlock(z);
-		wait_on_page_locked(page);
-		put_page(page);
-	}
-}
-
 /* Free the pages and descriptors of the zspages on the dead list. */
 void afm_zs_free_dead(struct afm_zs_pool *zs)
 {
@@ -570,10 +547,27 @@ void afm_zs_free_dead(struct afm_zs_pool *zs)
 
 	list_for_each_entry_safe(z, tmp, &list, list) {
 		list_del_init(&z->list);
-		/* Once a page is locked, migration cannot replace it. */
+		/*
+		 * Its page chain no longer changes: it died under the pool
+		 * lock, under which migration refuses a dead zspage. Read
+		 * under the lock as afm_zs_page() asks; no gate, as no object
+		 * is left to map and compaction takes no dead zspage.
+		 */
 		n = afm_zs_npages(z);
+		afm_zs_lock(zs);
 		for (i = 0; i < n; i++)
-			pages[i] = afm_zs_lock_page(z, i);
+			pages[i] = afm_zs_page(z, i);
+		afm_zs_unlock(zs);
+		/*
+		 * A page the migration core holds (isolated before the zspage
+		 * died) is handed to lock_page() when the core lets go of it:
+		 * polling it with trylock_page() lost to the core's next try
+		 * (its passes retry a busy page at once, CMA its whole range).
+		 * Pages are locked in chain order; the core holds one of them
+		 * at a time where it may sleep for one.
+		 */
+		for (i = 0; i < n; i++)
+			lock_page(pages[i]);
 		for (i = 0; i < n; i++) {
 			afm_zs_count_isolated_freed(zs, pages[i]);
 			afm_zs_reset_page(pages[i]);

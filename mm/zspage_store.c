@@ -365,11 +365,11 @@
  *                                   run, shrinker: trylock); one a shard,
  *                                   never two at once.
  *   page lock (PG_locked)           taken by the migration core around
- *                                   isolate/migrate/putback; by the
- *                                   deferred free with trylock_page()
- *                                   under the exclusive gate, waiting
- *                                   for it (wait_on_page_locked())
- *                                   without the gate.
+ *                                   isolate/migrate/putback; by a free
+ *                                   with trylock_page() under the
+ *                                   exclusive gate; by the deferred free
+ *                                   with lock_page(), each page of a dead
+ *                                   zspage in chain order, no gate held.
  *   afm_zs_pool.lock (spinlock)     one a shard, never two at once:
  *                                   tables, tail buckets, the hole index
  *                                   (heads, records, hole headers),
@@ -433,7 +433,10 @@
  * zspage trylocks the gate and then every page lock (as zsmalloc's
  * trylock_zspage()), clears __PageMovable under the page lock and drops its
  * page reference; if any trylock fails the zspage goes to a worker that
- * waits for the page lock without the gate (afm_zs_lock_page()). A page
+ * takes each page lock with lock_page(), without the gate, so that the
+ * migration core hands it a page it held when it lets go (its retries,
+ * and CMA's, would win every time against a worker that polls the lock;
+ * afm_zs_free_dead()). A page
  * isolated for migration when its zspage is freed is then owned by the
  * migration core, which frees it without calling migrate_page (counted
  * apart: a page migrated is one whose bytes migrate_page moved to a new
