@@ -476,17 +476,20 @@ static void afm_zs_test_migrate_dead(struct kunit *test)
 
 /*
  * The free worker gets a dead zspage's page that the migration core holds
- * as soon as the core lets go of it, even when the core tries the page
- * again at once (a migration pass retries a busy page, CMA its whole
- * range): lock_page() queues the worker and the unlock hands it the lock.
- * A worker that waited for the page to be unlocked and then tried the
- * lock lost that race every time. The test plays the core: it holds the
- * page isolated and locked while the zspage's last object is freed, waits
- * until the worker waits for the page (bounded: that is a state, not a
- * speed), then unlocks and tries the lock again at once, up to
- * AFM_ZS_HANDOFF_TRIES times.
+ * even when the core tries the page again as soon as it lets go of it (a
+ * migration pass retries a busy page, CMA its whole range): lock_page()
+ * queues the worker, and once the core has taken the page back from under
+ * it page_lock_unfairness times (5 by default), the core's unlock hands it
+ * the lock. A worker that waited for the page to be unlocked and then
+ * tried the lock lost that race every time. The test plays the core: it
+ * holds the page isolated and locked while the zspage's last object is
+ * freed, waits until someone waits for the page (bounded: that is a
+ * state, not a speed), then unlocks and tries the lock again at once, up
+ * to AFM_ZS_HANDOFF_TRIES times: room for the default unfairness and for
+ * tries that find PG_waiters still set by a waiter that has gone, or by
+ * another page's waiter on the same hashed queue.
  */
-#define AFM_ZS_HANDOFF_TRIES	8
+#define AFM_ZS_HANDOFF_TRIES	32
 static void afm_zs_test_migrate_dead_handoff(struct kunit *test)
 {
 	struct afm_test_set *ts = afm_zs_set(test, 1);
@@ -521,6 +524,9 @@ static void afm_zs_test_migrate_dead_handoff(struct kunit *test)
 	KUNIT_EXPECT_FALSE_MSG(test, core,
 			       "the core got the page back on each of its %u tries",
 			       tries);
+	if (!core)
+		kunit_info(test, "the worker got the page at the core's try %u",
+			   tries);
 	if (core)
 		unlock_page(page);
 	afm_zs_flush_work(ts->pool);

@@ -560,11 +560,15 @@ void afm_zs_free_dead(struct afm_zs_pool *zs)
 		afm_zs_unlock(zs);
 		/*
 		 * A page the migration core holds (isolated before the zspage
-		 * died) is handed to lock_page() when the core lets go of it:
-		 * polling it with trylock_page() lost to the core's next try
-		 * (its passes retry a busy page at once, CMA its whole range).
-		 * Pages are locked in chain order; the core holds one of them
-		 * at a time where it may sleep for one.
+		 * died): lock_page() queues for it, and once the core has
+		 * taken it back from under the worker page_lock_unfairness
+		 * times (5 by default), the core's unlock hands the lock
+		 * over. Polling it (waiting for the unlock, then
+		 * trylock_page(), as zsmalloc's lock_zspage() does) could lose
+		 * to the core's next try every time: its passes retry a busy
+		 * page at once, CMA its whole range. Pages are locked in chain
+		 * order; the core holds one of them at a time where it may
+		 * sleep for one.
 		 */
 		for (i = 0; i < n; i++)
 			lock_page(pages[i]);

@@ -434,8 +434,9 @@
  * trylock_zspage()), clears __PageMovable under the page lock and drops its
  * page reference; if any trylock fails the zspage goes to a worker that
  * takes each page lock with lock_page(), without the gate, so that the
- * migration core hands it a page it held when it lets go (its retries,
- * and CMA's, would win every time against a worker that polls the lock;
+ * migration core, after taking a page back from under it a few times
+ * (page_lock_unfairness), hands it the page when it lets go (its retries,
+ * and CMA's, could win every time against a worker that polls the lock;
  * afm_zs_free_dead()). A page
  * isolated for migration when its zspage is freed is then owned by the
  * migration core, which frees it without calling migrate_page (counted

@@ -431,7 +431,8 @@ one() {
 	fi
 	if [ "$check" = 1 ] && [ "$target" = zram ] && [ "$b" = afmalloc/zspage ]; then
 		cc=$(compacted_agree "$dev" "run $r $a")
-		note "run $r $a: pages_compacted: zram's ${cc% *}, the pool's compaction's ${cc% *}, of them its own runs' ${cc#* }"
+		note "run $r $a: zram's pages_compacted is the pool's count of pages its compaction gave back," \
+			"${cc% *}, of them by its own runs ${cc#* }"
 	fi
 	note "run $r/$pos $a: workload and sampler ended, removing /dev/$dev and the cgroup"
 	zram_del "$dev"

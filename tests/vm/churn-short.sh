@@ -22,8 +22,8 @@
 # phone parks cores, a server loses them): objects stay in the shards of
 # CPUs that are gone, whose frees other CPUs leave to those shards and
 # whose zspages compaction still takes; the test fails unless every CPU
-# went offline and came back at least once, and every CPU is online again
-# at its end. An empty LIST skips that target. DIR (default a new
+# went offline and came back at least once while the workload ran, and
+# every CPU is online again at its end. An empty LIST skips that target. DIR (default a new
 # folder under /tmp in the guest) gets the samples, the workload rows and
 # logs; pass a host folder with vm-run.sh --rwdir to keep them.
 set -euo pipefail
@@ -69,8 +69,9 @@ case "$zram,$zswap" in
 	echo "churn-short: afmalloc's workqueue confined to CPU 0 (cpumask was $wq_mask)" ;;
 esac
 # --hotplug: the CPUs that can go offline (all but CPU 0 here), each
-# taken offline and brought back in turn until the file $stop appears;
-# prints how many times each went and came back.
+# taken offline and brought back in turn until the file $stop appears
+# (looked for before each CPU); prints the rounds in which every one of
+# them went and came back before it appeared.
 cpus=() hp_pid='' stop=$out/.hotplug-stop
 if [ "$hotplug" = 1 ]; then
 	for f in /sys/devices/system/cpu/cpu[0-9]*/online; do
@@ -79,8 +80,9 @@ if [ "$hotplug" = 1 ]; then
 	[ ${#cpus[@]} -gt 0 ] || fail "--hotplug: no CPU can go offline here ($(nproc) online; CONFIG_HOTPLUG_CPU?)"
 	hotplug_loop() {
 		local n=0 f
-		while [ ! -e "$stop" ]; do
+		while :; do
 			for f in "${cpus[@]}"; do
+				[ ! -e "$stop" ] || break 2
 				echo 0 > "$f" || { echo "churn-short: $f: offline refused"; return 1; }
 				sleep 0.3
 				echo 1 > "$f" || { echo "churn-short: $f: online refused"; return 1; }
@@ -90,9 +92,12 @@ if [ "$hotplug" = 1 ]; then
 		done
 		echo "$n"
 	}
+	rm -f "$stop"
 	hotplug_loop > "$out/.hotplug" 2>&1 &
 	hp_pid=$!
-	trap 'touch "$stop"; [ -z "$hp_pid" ] || wait "$hp_pid"; for f in "${cpus[@]}"; do echo 1 > "$f" 2>/dev/null; done; [ -z "$wq_mask" ] || echo "$wq_mask" > $wq/cpumask' EXIT
+	trap 'touch "$stop"; [ -z "$hp_pid" ] || wait "$hp_pid" || true
+		for f in "${cpus[@]}"; do echo 1 > "$f" 2>/dev/null || true; done
+		[ -z "$wq_mask" ] || echo "$wq_mask" > $wq/cpumask || true' EXIT
 	echo "churn-short: taking ${cpus[*]%/online} offline and back in turn while the workload runs"
 fi
 for t in zram zswap; do
@@ -112,6 +117,7 @@ if [ -n "$hp_pid" ]; then
 	done
 	[ "$rounds" -gt 0 ] ||
 		fail "--hotplug: the workload ended before every CPU had gone offline and back once"
+	rm -f "$stop"
 	echo "churn-short: every CPU but CPU 0 went offline and came back $rounds time(s) while the workload ran"
 fi
 # most COLUMN: the largest value of an afmalloc column in any sample.
