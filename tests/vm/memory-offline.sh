@@ -11,13 +11,15 @@
 # vm-test-offline boots once for each, as the blocks brought back online
 # are given out last, so that a second allocator's pages would miss them),
 # on a fresh zram0 (lz4): N MiB (default 96) of pages of every compressibility
-# (bench/churn's kind of data, generated from a seed: a random part of 16
-# bytes to a whole page, the rest repeated text) are written to the raw
+# (generated from a seed: a random part of 16 bytes to a whole page, the
+# rest repeated text) are written to the raw
 # device and its page cache dropped, so that the pool holds them. zram asks
 # for movable pages, which go to ZONE_MOVABLE first: the movable zone's
 # used pages must have grown by at least a quarter of the pool's. Then
-# every online memory block of ZONE_MOVABLE is taken offline, one at a
-# time (each within 120 s), which can only succeed if every used page in
+# every online memory block of ZONE_MOVABLE without holes (the kernel
+# refuses to take one with holes offline; /proc/iomem's System RAM ranges
+# tell) is taken offline, one at a time (each within 120 s), which can
+# only succeed if every used page in
 # it is migrated: the pool's pages among them (as a CMA allocation or
 # virtio-mem's unplug needs). Afterwards every byte is read back from zram
 # (O_DIRECT) and compared by SHA-256, the pool must still store what it
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--alloc) allocs=${2:?}; shift ;;
 	--mb) mb=${2:?}; shift ;;
-	-h|--help) sed -n '3,32p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,34p' "$0"; exit 0 ;;
 	*) fail "unknown option '$1'" ;;
 	esac
 	shift
