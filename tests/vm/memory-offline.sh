@@ -15,7 +15,11 @@
 # rest repeated text) are written to the raw
 # device and its page cache dropped, so that the pool holds them. zram asks
 # for movable pages, which go to ZONE_MOVABLE first: the movable zone's
-# used pages must have grown by at least a quarter of the pool's. Then
+# used pages must have grown by at least a quarter of the pool's. They
+# come from the zone's lowest blocks first (the kernel frees its memory to
+# the tail of the free lists at boot, lowest address first; a block
+# brought online also goes to the tail, hence a boot per allocator), so
+# the pool lies in the blocks taken offline, not only in the top one. Then
 # every online memory block of ZONE_MOVABLE without holes (the kernel
 # refuses to take one with holes offline; /proc/iomem's System RAM ranges
 # tell) is taken offline, one at a time (each within 120 s), which can
@@ -42,7 +46,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--alloc) allocs=${2:?}; shift ;;
 	--mb) mb=${2:?}; shift ;;
-	-h|--help) sed -n '3,34p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,38p' "$0"; exit 0 ;;
 	*) fail "unknown option '$1'" ;;
 	esac
 	shift
