@@ -524,11 +524,11 @@ static void afm_zs_test_migrate_dead_handoff(struct kunit *test)
 	KUNIT_EXPECT_FALSE_MSG(test, core,
 			       "the core got the page back on each of its %u tries",
 			       tries);
-	if (!core)
-		kunit_info(test, "the worker got the page at the core's try %u",
-			   tries);
 	if (core)
 		unlock_page(page);
+	else
+		kunit_info(test, "the worker got the page at the core's try %u",
+			   tries);
 	afm_zs_flush_work(ts->pool);
 	/* The core finds the page freed under it and drops its reference. */
 	ClearPageIsolated(page);

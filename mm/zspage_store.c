@@ -437,11 +437,10 @@
  * migration core, after taking a page back from under it a few times
  * (page_lock_unfairness), hands it the page when it lets go (its retries,
  * and CMA's, could win every time against a worker that polls the lock;
- * afm_zs_free_dead()). A page
- * isolated for migration when its zspage is freed is then owned by the
- * migration core, which frees it without calling migrate_page (counted
- * apart: a page migrated is one whose bytes migrate_page moved to a new
- * page).
+ * afm_zs_free_dead()). A page isolated for migration when its zspage is
+ * freed is then owned by the migration core, which frees it without
+ * calling migrate_page (counted apart: a page migrated is one whose bytes
+ * migrate_page moved to a new page).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
