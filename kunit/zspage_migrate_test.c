@@ -485,9 +485,11 @@ static void afm_zs_test_migrate_dead(struct kunit *test)
  * holds the page isolated and locked while the zspage's last object is
  * freed, waits until someone waits for the page (bounded: that is a
  * state, not a speed), then unlocks and tries the lock again at once, up
- * to AFM_ZS_HANDOFF_TRIES times: room for the default unfairness and for
- * tries that find PG_waiters still set by a waiter that has gone, or by
- * another page's waiter on the same hashed queue.
+ * to AFM_ZS_HANDOFF_TRIES times (a try it wins on a page the worker has
+ * meanwhile taken, freed and let go of counts as the worker's): room for
+ * the default unfairness and for tries that find PG_waiters still set by
+ * a waiter that has gone, or by another page's waiter on the same hashed
+ * queue.
  */
 #define AFM_ZS_HANDOFF_TRIES	32
 static void afm_zs_test_migrate_dead_handoff(struct kunit *test)
@@ -520,6 +522,14 @@ static void afm_zs_test_migrate_dead_handoff(struct kunit *test)
 		unlock_page(page);
 		core = trylock_page(page);
 		tries++;
+		/*
+		 * On another CPU the worker may have had the page, freed it
+		 * (its private field cleared) and let go in between.
+		 */
+		if (core && !page_private(page)) {
+			unlock_page(page);
+			core = false;
+		}
 	}
 	KUNIT_EXPECT_FALSE_MSG(test, core,
 			       "the core got the page back on each of its %u tries",
