@@ -519,7 +519,9 @@ static void afm_test_free_irqs_off(struct kunit *test)
  * about, losing nothing, in both stores: an unmap with nothing mapped; a
  * second map while this CPU has an object mapped (the mapping is per CPU:
  * it would share the bounce buffer, end the first mapping at the first
- * unmap and leave its object pinned for good); a read or write in an
+ * unmap and leave its object pinned for good), and a read or write then
+ * (a page migration waiting for the mapped object's zspage keeps new
+ * accesses out: one there would wait for ever); a read or write in an
  * interrupt-like context (bottom halves off), where it could spin on a pin
  * the interrupted task holds; a destroy of the pool while an object is
  * mapped (the pool is left alone). The first mapping stays usable and
@@ -536,6 +538,8 @@ static void afm_test_map_misuse_store(struct kunit *test,
 
 	ts->h[0] = afm_test_malloc(test, ts->pool, 100);
 	ts->h[1] = afm_test_malloc(test, ts->pool, 200);
+	memset(buf, 0x33, 200);
+	KUNIT_ASSERT_EQ(test, afm_write(ts->pool, ts->h[1], buf, 200), 0);
 	misuses = afm_test_misuse_count();
 
 	afm_unmap_object(ts->pool, ts->h[0]);
@@ -545,12 +549,16 @@ static void afm_test_map_misuse_store(struct kunit *test,
 	KUNIT_ASSERT_NOT_NULL(test, a);
 	memset(a, 0x5a, 100);
 	KUNIT_EXPECT_NULL(test, afm_map_object(ts->pool, ts->h[1], AFM_MM_RO));
+	/* Nor read nor written while one is mapped here. */
+	memset(buf, 0xcc, 200);
+	KUNIT_EXPECT_EQ(test, afm_read(ts->pool, ts->h[1], buf), 0);
+	KUNIT_EXPECT_EQ(test, afm_write(ts->pool, ts->h[1], buf, 200), -EINVAL);
 	/* Destroyed while an object is mapped: left alone (leaked). */
 	afm_destroy_pool(ts->pool);
-	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 5);
 	a[99] = 0xa5;
 	afm_unmap_object(ts->pool, ts->h[0]);
-	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 3);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 5);
 
 	local_bh_disable();
 	n = afm_read(ts->pool, ts->h[0], buf);
@@ -558,17 +566,19 @@ static void afm_test_map_misuse_store(struct kunit *test,
 	local_bh_enable();
 	KUNIT_EXPECT_EQ(test, n, 0);
 	KUNIT_EXPECT_EQ(test, rc, -EINVAL);
-	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 5);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 7);
 
 	KUNIT_EXPECT_EQ(test, afm_read(ts->pool, ts->h[0], buf), 100);
 	KUNIT_EXPECT_NULL(test, memchr_inv(buf, 0x5a, 99));
 	KUNIT_EXPECT_EQ(test, buf[99], 0xa5);
+	KUNIT_EXPECT_EQ(test, afm_read(ts->pool, ts->h[1], buf), 200);
+	KUNIT_EXPECT_NULL(test, memchr_inv(buf, 0x33, 200));
 	/* Both objects can still be mapped, one after the other. */
 	a = afm_map_object(ts->pool, ts->h[1], AFM_MM_RO);
 	KUNIT_EXPECT_NOT_NULL(test, a);
 	if (a)
 		afm_unmap_object(ts->pool, ts->h[1]);
-	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 5);
+	KUNIT_EXPECT_EQ(test, afm_test_misuse_count(), misuses + 7);
 }
 
 /*

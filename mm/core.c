@@ -442,9 +442,14 @@ EXPORT_SYMBOL_GPL(afm_unmap_object);
 
 size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst)
 {
-	/* In an interrupt it could spin on a pin the interrupted task holds. */
+	/*
+	 * In an interrupt it could spin on a pin the interrupted task holds;
+	 * with an object mapped here, on a zspage gate that a migration
+	 * waits for while the mapping holds it.
+	 */
 	if (WARN_ON_ONCE(afm_misused(in_interrupt())) ||
-	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
+	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))) ||
+	    WARN_ON_ONCE(afm_misused(afm_mapped_here())))
 		return 0;
 
 	return pool->ops->read(pool, handle, dst);
@@ -455,7 +460,8 @@ int afm_write(struct afm_pool *pool, unsigned long handle, const void *src,
 	      size_t len)
 {
 	if (WARN_ON_ONCE(afm_misused(in_interrupt())) ||
-	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))))
+	    WARN_ON_ONCE(afm_misused(!afm_handle_ok(handle))) ||
+	    WARN_ON_ONCE(afm_misused(afm_mapped_here())))
 		return -EINVAL;
 
 	return pool->ops->write(pool, handle, src, len);

@@ -213,8 +213,10 @@ void afm_free(struct afm_pool *pool, unsigned long handle);
  * moved by compaction, nor its page migrated, while it is mapped.
  *
  * Only one object can be mapped per CPU at a time, there is no nesting
- * (a second map while one is held is refused), and afm_unmap_object() must
- * be called on the same CPU. Do not sleep in between.
+ * (a second map while one is held is refused, as are afm_read() and
+ * afm_write(): a page migration waiting for the first object's zspage
+ * keeps new accesses to it out), and afm_unmap_object() must be called on
+ * the same CPU. Do not sleep in between.
  *
  * Context: Task context, not in interrupt (in_interrupt() must be false).
  * Returns with a per-CPU local lock held, so preemption disabled, until
@@ -260,10 +262,12 @@ void afm_unmap_object(struct afm_pool *pool, unsigned long handle);
  * zspage store disables it only for the copy. The object may be mapped or
  * read concurrently, but not written.
  *
- * Context: Task context, not in interrupt; does not sleep.
+ * Context: Task context, not in interrupt, no object mapped on this CPU;
+ * does not sleep.
  * Return: the number of bytes copied (the object size), 0 for an invalid
- * handle or in interrupt context (with a warning: it could spin on an
- * object the interrupted task holds).
+ * handle, in interrupt context (it could spin on an object the
+ * interrupted task holds) or with an object mapped on this CPU (see
+ * afm_map_object()), the last three with a warning.
  */
 size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst);
 
@@ -278,10 +282,12 @@ size_t afm_read(struct afm_pool *pool, unsigned long handle, void *dst);
  * (zspage store), without the per-CPU buffer. The object must not be
  * mapped or accessed concurrently.
  *
- * Context: Task context, not in interrupt; does not sleep.
+ * Context: Task context, not in interrupt, no object mapped on this CPU;
+ * does not sleep.
  * Return: 0, or -EINVAL if @len exceeds the object size, the handle is
- * invalid or the caller is in interrupt context (the last two with a
- * warning), or -EOPNOTSUPP without CONFIG_AFMALLOC.
+ * invalid, the caller is in interrupt context or has an object mapped on
+ * this CPU (the last three with a warning), or -EOPNOTSUPP without
+ * CONFIG_AFMALLOC.
  */
 int afm_write(struct afm_pool *pool, unsigned long handle, const void *src,
 	      size_t len);
