@@ -1176,12 +1176,68 @@ bool afm_zs_test_gate_busy(struct afm_pool *pool, unsigned long zspage_id)
 	if (nr >= afm_zs_created(set))
 		return false;
 	z = afm_zs_desc(set->shard[nr], zspage_id >> set->shift);
-	if (!z || !afm_zg_lock(z, false))
+	if (!z || !afm_zg_lock(z))
 		return !!z;
 	afm_zg_unlock(z);
 	return false;
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_gate_busy);
+
+/**
+ * afm_zs_test_gate_open() - whether a mapping could enter a zspage's gate
+ * now without waiting (KUnit hook)
+ * @pool: a zspage-store pool
+ * @zspage_id: the zspage, as afm_zs_obj_info() gives it; it must stay live
+ *	meanwhile
+ *
+ * Enters the gate shared with afm_zg_tryin() and leaves it at once when
+ * that succeeds: a gate held exclusively, or one a migration waits for
+ * (afm_zg_shut()), keeps it out, as it keeps out map, read and write.
+ *
+ * Context: any context that may spin; takes no lock but the gate.
+ * Return: true if the gate let it in.
+ */
+bool afm_zs_test_gate_open(struct afm_pool *pool, unsigned long zspage_id)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned long nr = zspage_id & ((1UL << set->shift) - 1);
+	struct afm_zspage *z;
+
+	if (nr >= afm_zs_created(set))
+		return false;
+	z = afm_zs_desc(set->shard[nr], zspage_id >> set->shift);
+	if (!z || !afm_zg_tryin(z))
+		return false;
+	afm_zg_out(z);
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_gate_open);
+
+/**
+ * afm_zs_test_gate_wait_hook() - call a function when a page migration
+ * starts waiting for the sharers of a zspage's gate (KUnit hook)
+ * @pool: a zspage-store pool
+ * @fn: called with @arg and the zspage (as afm_zs_obj_info() gives it)
+ *	once per wait, from the migration, with preemption disabled and new
+ *	sharers kept out (a map of that zspage would spin until the wait
+ *	ends: @fn must not map it); NULL: no more calls
+ * @arg: passed to @fn
+ *
+ * Context: process context, no page migration running on @pool.
+ * Return: nothing.
+ */
+void afm_zs_test_gate_wait_hook(struct afm_pool *pool,
+				void (*fn)(void *arg, unsigned long zspage_id),
+				void *arg)
+{
+	struct afm_zs_set *set = pool->store;
+
+	WRITE_ONCE(set->test_gate_wait, NULL);
+	WRITE_ONCE(set->test_gate_wait_arg, arg);
+	/* The argument before the function (afm_zs_test_gate_wait()). */
+	smp_store_release(&set->test_gate_wait, fn);
+}
+EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_gate_wait_hook);
 
 atomic64_t *afm_zs_test_spun;
 

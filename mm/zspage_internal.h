@@ -141,10 +141,14 @@
 #define AFM_ZS_VICTIM		BIT(1)	/* being evacuated by compaction */
 #define AFM_ZS_DEAD		BIT(2)	/* empty, pages being freed */
 
-/* Zspage gate: shared count, EXCL. */
+/*
+ * Zspage gate: shared count, EXCL, WAIT (an exclusive taker waits for the
+ * sharers inside to leave: no new sharer enters meanwhile).
+ */
 #define AFM_ZG_EXCL		BIT(29)
+#define AFM_ZG_WAIT		BIT(30)
 #define AFM_ZG_COUNT		(AFM_ZG_EXCL - 1)
-/* Attempts of a waiting exclusive gate, preemptible between attempts. */
+/* Attempts of a synchronous migration at the pool lock, with the gate. */
 #define AFM_ZG_TRIES		1024
 
 /*
@@ -794,6 +798,10 @@ struct afm_zs_pool {
  *	destination zspage.
  * @test_locked_copies: KUnit hook (afm_zs_test_locked_copies()): every
  *	move copies under the pool lock, as when a migration holds a gate.
+ * @test_gate_wait: KUnit hook (afm_zs_test_gate_wait_hook()): called with
+ *	@test_gate_wait_arg by a migration that starts waiting for the
+ *	sharers of a zspage's gate (preemption disabled, AFM_ZG_WAIT set),
+ *	with the zspage as afm_zs_obj_info() gives it.
  * @donors: shards whose indexed holes other shards' allocations may
  *	take (AFM_ZS_DONOR_ON); a shard sets and clears its own bit, under
  *	its lock, with atomic bit operations; read without any lock.
@@ -824,6 +832,8 @@ struct afm_zs_set {
 			    unsigned int offset, unsigned long dst_id);
 	void *test_moving_arg;
 	bool test_locked_copies;
+	void (*test_gate_wait)(void *arg, unsigned long zspage_id);
+	void *test_gate_wait_arg;
 #endif
 	int test_shard;
 	int test_cpu;
@@ -1288,6 +1298,18 @@ static inline void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 extern struct lockdep_map afm_zg_map, afm_ze_map;
 #endif
 
+/*
+ * Whether gate value @old keeps new sharers out: held exclusively, or an
+ * exclusive taker waits for the sharers inside (afm_zg_lock_wait()), who
+ * would otherwise never all be out at once on a zspage that CPUs keep
+ * reading. That taker waits with preemption disabled for accesses that
+ * wait for nothing, so the sharers kept out wait no longer than those.
+ */
+static inline bool afm_zg_shut(int old)
+{
+	return old & (AFM_ZG_EXCL | AFM_ZG_WAIT);
+}
+
 static inline void afm_zg_in(struct afm_zspage *z)
 {
 	int old;
@@ -1296,7 +1318,7 @@ static inline void afm_zg_in(struct afm_zspage *z)
 	lock_map_acquire_read(&afm_zg_map);
 	old = atomic_read(&z->gate);
 	do {
-		while (unlikely(old & AFM_ZG_EXCL)) {
+		while (unlikely(afm_zg_shut(old))) {
 			cpu_relax();
 			old = atomic_read(&z->gate);
 		}
@@ -1305,8 +1327,9 @@ static inline void afm_zg_in(struct afm_zspage *z)
 
 /*
  * afm_zg_in() without waiting: false, with nothing taken, while the gate
- * is held exclusively (a page migration, the free of the zspage). For
- * compaction, which holds the pool lock when it asks (see afm_zs_move()).
+ * is shut (a page migration holds it or waits for it, the zspage is being
+ * freed). For compaction, which holds the pool lock when it asks (see
+ * afm_zs_move()).
  */
 static inline bool afm_zg_tryin(struct afm_zspage *z)
 {
@@ -1315,7 +1338,7 @@ static inline bool afm_zg_tryin(struct afm_zspage *z)
 	preempt_disable();
 	old = atomic_read(&z->gate);
 	do {
-		if (old & AFM_ZG_EXCL) {
+		if (afm_zg_shut(old)) {
 			preempt_enable();
 			return false;
 		}
@@ -1784,7 +1807,8 @@ void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t);
 int afm_zt_init(struct afm_zs_table *t);
 
 /* zspage_pages.c */
-bool afm_zg_lock(struct afm_zspage *z, bool wait);
+bool afm_zg_lock(struct afm_zspage *z);
+void afm_zg_lock_wait(struct afm_zspage *z);
 void afm_zg_unlock(struct afm_zspage *z);
 void afm_zs_copy_out(struct afm_zspage *z, unsigned int off, void *dst,
 		     unsigned int len);

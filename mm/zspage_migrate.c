@@ -8,12 +8,15 @@
  * exclusive gate (keeps out accessors and compaction's copies without the
  * pool lock, which take it shared) and then the pool lock (keeps out
  * malloc, free and compaction's header accesses, which take no gate, and
- * the copies it makes under the lock when a gate is held), both with
- * trylocks (a bounded number of attempts for synchronous
- * migration), and returns -EAGAIN when the zspage stays busy (or has
- * emptied since the page was isolated: nothing is copied, the free worker
- * takes the page once the core unlocks it): it never waits with
- * preemption off. A synchronous migration that got the gate
+ * the copies it makes under the lock when a gate is held). Asynchronous
+ * migration tries each once. Synchronous migration takes the gate as a
+ * queued rwlock's writer does (new sharers kept out while those inside
+ * finish their access, preemption disabled, as zsmalloc's
+ * migrate_write_lock()), and the pool lock with a bounded number of
+ * trylocks, letting go of the gate between them. It returns -EAGAIN when
+ * the zspage stays busy (or has emptied since the page was isolated:
+ * nothing is copied, the free worker takes the page once the core unlocks
+ * it). A synchronous migration that got the gate
  * but not the pool lock says so in the shard's @migrate_wait while it
  * tries again, and a compaction pass holding the lock then lets go of it
  * after its current move (afm_zs_breathe()).
@@ -47,11 +50,13 @@ static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
 }
 
 /*
- * The exclusive gate of @z and its pool lock, without waiting for either:
- * once, or with @wait up to AFM_ZG_TRIES times, preemptible between
- * attempts; from the first time the gate was had but not the lock, counted
- * in @zs->migrate_wait. Return: true if both are held
- * (afm_zs_migrate_unlock()).
+ * The exclusive gate of @z and its pool lock. Without @wait, each once.
+ * With @wait, the gate as a queued rwlock's writer takes it (waiting for
+ * the accesses inside, new ones kept out: afm_zg_lock_wait()), then the
+ * lock with a trylock, up to AFM_ZG_TRIES times, letting go of the gate
+ * (and preemptible) between attempts; from the first time the gate was had
+ * but not the lock, counted in @zs->migrate_wait. Return: true if both are
+ * held (afm_zs_migrate_unlock()).
  */
 static bool afm_zs_migrate_lock(struct afm_zspage *z, struct afm_zs_pool *zs,
 				bool wait)
@@ -60,16 +65,18 @@ static bool afm_zs_migrate_lock(struct afm_zspage *z, struct afm_zs_pool *zs,
 	bool waiting = false, got = false;
 
 	while (tries--) {
-		if (afm_zg_lock(z, false)) {
-			if (spin_trylock(&zs->lock)) {
-				got = true;
-				break;
-			}
-			afm_zg_unlock(z);
-			if (wait && !waiting) {
-				waiting = true;
-				atomic_inc(&zs->migrate_wait);
-			}
+		if (wait)
+			afm_zg_lock_wait(z);
+		else if (!afm_zg_lock(z))
+			break;
+		if (spin_trylock(&zs->lock)) {
+			got = true;
+			break;
+		}
+		afm_zg_unlock(z);
+		if (wait && !waiting) {
+			waiting = true;
+			atomic_inc(&zs->migrate_wait);
 		}
 		cpu_relax();
 	}

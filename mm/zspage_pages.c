@@ -27,27 +27,80 @@ struct lockdep_map afm_ze_map =
 #endif
 
 /*
- * Take the gate exclusively: once, or with @wait up to AFM_ZG_TRIES times,
- * preemptible between attempts (sharers are not held back meanwhile; they
- * hold the gate for one access). On success, returns with preemption
- * disabled (sharers spin: none may wait on a holder that was preempted).
+ * Take the gate exclusively if no sharer holds it, without waiting (an
+ * exclusive taker's AFM_ZG_WAIT does not stop it: that one takes the gate
+ * after it). On success, returns with preemption disabled (sharers spin:
+ * none may wait on a holder that was preempted).
  */
-bool afm_zg_lock(struct afm_zspage *z, bool wait)
+bool afm_zg_lock(struct afm_zspage *z)
 {
-	unsigned int tries = wait ? AFM_ZG_TRIES : 1;
 	int old;
 
-	while (tries--) {
-		preempt_disable();
-		old = 0;
+	preempt_disable();
+	old = atomic_read(&z->gate);
+	while (!(old & (AFM_ZG_COUNT | AFM_ZG_EXCL))) {
 		if (atomic_try_cmpxchg_acquire(&z->gate, &old, AFM_ZG_EXCL)) {
 			lock_map_acquire_try(&afm_zg_map);
 			return true;
 		}
-		preempt_enable();
-		cpu_relax();
 	}
+	preempt_enable();
 	return false;
+}
+
+/* KUnit: the hook of a migration that starts waiting for a gate. */
+static void afm_zs_test_gate_wait(struct afm_zspage *z)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	struct afm_zs_pool *zs = afm_zs_desc_pool(z);
+	struct afm_zs_set *set = zs->pool->store;
+	void (*fn)(void *arg, unsigned long zspage_id);
+
+	/* Pairs with afm_zs_test_gate_wait_hook()'s release. */
+	fn = smp_load_acquire(&set->test_gate_wait);
+	if (fn)
+		fn(READ_ONCE(set->test_gate_wait_arg),
+		   (unsigned long)z->id << set->shift | zs->nr);
+#endif
+}
+
+/*
+ * Take the gate exclusively, waiting for the sharers inside to leave while
+ * new ones are kept out (AFM_ZG_WAIT, afm_zg_shut()), as a queued rwlock's
+ * writer does (zsmalloc's migrate_write_lock()): CPUs reading the zspage
+ * back to back, never all out at once, cannot keep it busy for as long as
+ * they read. The wait lasts as long as the longest access inside: a sharer
+ * holds the gate for one access, with preemption disabled, and waits for
+ * nothing that waits for the gate meanwhile (no other gate: a CPU with an
+ * object mapped maps, reads and writes no other, see afm_map_object(); no
+ * lock a taker of the gate holds). Several takers may wait on one gate:
+ * the one that takes it clears the bit, the others set it again. Returns
+ * with preemption disabled, as afm_zg_lock().
+ */
+void afm_zg_lock_wait(struct afm_zspage *z)
+{
+	bool told = false;
+	int old;
+
+	preempt_disable();
+	old = atomic_read(&z->gate);
+	for (;;) {
+		if (!(old & (AFM_ZG_COUNT | AFM_ZG_EXCL))) {
+			if (atomic_try_cmpxchg_acquire(&z->gate, &old,
+						       AFM_ZG_EXCL))
+				break;
+			continue;
+		}
+		if (!(old & AFM_ZG_WAIT)) {
+			atomic_or(AFM_ZG_WAIT, &z->gate);
+			if (!told)
+				afm_zs_test_gate_wait(z);
+			told = true;
+		}
+		cpu_relax();
+		old = atomic_read(&z->gate);
+	}
+	lock_map_acquire_try(&afm_zg_map);
 }
 
 void afm_zg_unlock(struct afm_zspage *z)
@@ -477,7 +530,7 @@ static bool afm_zs_try_free_pages(struct afm_zs_pool *zs, struct afm_zspage *z)
 	struct page *pages[AFM_ZS_PAGES];
 	unsigned int i, locked, n = afm_zs_npages(z);
 
-	if (!afm_zg_lock(z, false))
+	if (!afm_zg_lock(z))
 		return false;
 	for (locked = 0; locked < n; locked++) {
 		pages[locked] = locked ? (struct page *)pages[locked - 1]->index :

@@ -409,9 +409,13 @@
  *                                   exclusive: migration replacing a page
  *                                   (then also the pool lock, taken after
  *                                   it with a trylock: the chain is stable
- *                                   under either), and freeing a zspage.
- *                                   Held with preemption disabled, never
- *                                   across a sleep.
+ *                                   under either), and freeing a zspage
+ *                                   (trylock). A synchronous migration
+ *                                   waits for the sharers inside with
+ *                                   AFM_ZG_WAIT set, which keeps new
+ *                                   ones out, a bounded number of spins.
+ *                                   Held, and waited for, with preemption
+ *                                   disabled, never across a sleep.
  * The entry LOCK bit and pins, and the gate, are lockdep maps
  * (afm_ze_map, afm_zg_map): shared sides as recursive read locks, LOCK and
  * the exclusive gate as the trylocks they are.
@@ -419,17 +423,24 @@
  * is set), which fixes the object's location and keeps its zspage alive,
  * then take the gate shared. A pinned object is never moved: compaction
  * sets LOCK only with a cmpxchg from an unpinned entry and skips pinned
- * ones. Migration never waits for a lock: it takes the gate exclusively
- * and then the pool lock, each with a trylock, once (MIGRATE_ASYNC) or up
- * to AFM_ZG_TRIES times, preemptible between attempts, and returns -EAGAIN
- * when the zspage stays busy; since it only tries, a migration that has
- * the gate and tries the pool lock again counts itself in the shard's
- * migrate_wait, and a compaction pass seeing it lets go of the lock after
- * its current move and leaves it free until none waits (a long pass
- * would otherwise take it back between two of those tries, and migrating
- * the shard's other pages, for CMA or memory offlining, would fail for as
- * long as it runs); accessors never wait for a migrator that has
- * not got both, malloc and free never meet the gate. Freeing a
+ * ones. Migration waits for no lock but the gate: it takes the gate
+ * exclusively and then the pool lock, each once (MIGRATE_ASYNC), or
+ * spinning up to AFM_ZG_TRIES times in all: for the gate as a queued
+ * rwlock's writer does, with preemption disabled and new sharers kept out
+ * (AFM_ZG_WAIT) while those inside finish their access (else CPUs
+ * reading one zspage back to back, never all out at once, would keep it
+ * from migrating for as long as they read), for the pool lock with
+ * trylocks, preemptible between them; it returns -EAGAIN when the zspage
+ * stays busy. The bound on the gate's wait is for a sharer that would
+ * wait for it (one that holds the gate and maps again); accessors wait
+ * for a migrator only while it spins with preemption disabled. Since it
+ * only tries the pool lock, a migration that has the gate and tries the
+ * pool lock again counts itself in the shard's migrate_wait, and a
+ * compaction pass seeing it lets go of the lock after its current move
+ * and leaves it free until none waits (a long pass would otherwise take
+ * it back between two of those tries, and migrating the shard's other
+ * pages, for CMA or memory offlining, would fail for as long as it runs).
+ * Malloc and free never meet the gate. Freeing a
  * zspage trylocks the gate and then every page lock (as zsmalloc's
  * trylock_zspage()), clears __PageMovable under the page lock and drops its
  * page reference; if any trylock fails the zspage goes to a worker that

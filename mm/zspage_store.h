@@ -248,6 +248,10 @@ void afm_zs_test_move_hook(struct afm_pool *pool,
 			   void *arg);
 void afm_zs_test_locked_copies(struct afm_pool *pool, bool on);
 bool afm_zs_test_gate_busy(struct afm_pool *pool, unsigned long zspage_id);
+bool afm_zs_test_gate_open(struct afm_pool *pool, unsigned long zspage_id);
+void afm_zs_test_gate_wait_hook(struct afm_pool *pool,
+				void (*fn)(void *arg, unsigned long zspage_id),
+				void *arg);
 bool afm_zs_test_pin_spun(struct afm_pool *pool, unsigned long handle);
 void afm_zs_flush_work(struct afm_pool *pool);
 void afm_zs_test_run_auto(struct afm_pool *pool);
