@@ -590,8 +590,9 @@ struct afm_zs_pend {
  *	returns; slots are taken (xchg to 0)
  *	only under the pool lock, by afm_zs_rfree_drain(). Atomic, see
  *	"Frees that find the lock held" in zspage_alloc.c.
- * @migrate_wait: page migrations spinning for @lock, having got their
- *	zspage's gate (afm_zs_migrate_lock() in a synchronous mode): a
+ * @migrate_wait: page migrations trying @lock again, having had their
+ *	zspage's gate with it busy (afm_zs_migrate_lock() in a synchronous
+ *	mode; between tries they let go of the gate and wait for it anew): a
  *	compaction pass that sees one lets go of the lock at its next step,
  *	after at most one move, and leaves it free until none waits (at most
  *	AFM_ZG_TRIES spins; afm_zs_breathe()), so that a long pass does not
@@ -1291,8 +1292,10 @@ static inline void afm_zt_put(struct afm_zs_pool *zs, struct afm_zs_table *t,
 /*
  * The gate and the entry LOCK bit are spinning locks of their own; these
  * maps let lockdep check their order against the pool lock and each other
- * (the shared side as a recursive read lock, the exclusive side as the
- * trylock it is).
+ * (pins as recursive read locks; the gate's sharers as read locks, not
+ * recursive: while a migration waits for a gate no sharer enters it, so
+ * one entering a gate while it holds one could wait for ever; LOCK, the
+ * exclusive gate and compaction's shared tries as the trylocks they are).
  */
 #ifdef CONFIG_DEBUG_LOCK_ALLOC
 extern struct lockdep_map afm_zg_map, afm_ze_map;
@@ -1315,7 +1318,7 @@ static inline void afm_zg_in(struct afm_zspage *z)
 	int old;
 
 	preempt_disable();
-	lock_map_acquire_read(&afm_zg_map);
+	lock_acquire_shared(&afm_zg_map, 0, 0, NULL, _THIS_IP_);
 	old = atomic_read(&z->gate);
 	do {
 		while (unlikely(afm_zg_shut(old))) {
