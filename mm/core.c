@@ -156,8 +156,9 @@
  * - Locks: compact_lock -> shard compact_lock (one pass at a time in a
  *   shard: automatic runs, shrinker) -> page lock -> shard pool lock
  *   (spinlock) -> entry move lock; map/read/write take only an entry pin
- *   and the zspage gate (shared); migration takes the gate (exclusive),
- *   then the pool lock, each with a trylock. The whole map, with the lock
+ *   and the zspage gate (shared); migration takes the gate (exclusive;
+ *   synchronous migration waits for its sharers, new ones kept out),
+ *   then the pool lock with a trylock. The whole map, with the lock
  *   rules, opens zspage_store.c.
  */
 

@@ -14,9 +14,10 @@
  * finish their access, preemption disabled, as zsmalloc's
  * migrate_write_lock()), and the pool lock with a bounded number of
  * trylocks, letting go of the gate between them. It returns -EAGAIN when
- * the zspage stays busy (or has emptied since the page was isolated:
- * nothing is copied, the free worker takes the page once the core unlocks
- * it). A synchronous migration that got the gate
+ * it cannot have both (asynchronous: either busy; synchronous: the pool
+ * lock busy for every try), or when the zspage has emptied since the page
+ * was isolated (nothing is copied, the free worker takes the page once
+ * the core unlocks it). A synchronous migration that got the gate
  * but not the pool lock says so in the shard's @migrate_wait while it
  * tries again, and a compaction pass holding the lock then lets go of it
  * after its current move (afm_zs_breathe()).

@@ -413,33 +413,44 @@
  *                                   (trylock). A synchronous migration
  *                                   waits for the sharers inside with
  *                                   AFM_ZG_WAIT set, which keeps new
- *                                   ones out, a bounded number of spins.
+ *                                   ones out, until they have left.
  *                                   Held, and waited for, with preemption
- *                                   disabled, never across a sleep.
+ *                                   disabled, never across a sleep; not
+ *                                   recursive: no sharer enters a gate
+ *                                   while it holds one.
  * The entry LOCK bit and pins, and the gate, are lockdep maps
- * (afm_ze_map, afm_zg_map): shared sides as recursive read locks, LOCK and
- * the exclusive gate as the trylocks they are.
+ * (afm_ze_map, afm_zg_map): pins as recursive read locks, the gate's
+ * sharers as read locks (not recursive: lockdep reports a sharer entering
+ * a gate while it holds one, which a waiting migration would keep out for
+ * ever), compaction's shared tries, LOCK and the exclusive gate as the
+ * trylocks they are (a waiting migration tells lockdep once it has the
+ * gate).
  * Accessors pin the entry (a cmpxchg on the pin count, spinning while LOCK
  * is set), which fixes the object's location and keeps its zspage alive,
  * then take the gate shared. A pinned object is never moved: compaction
  * sets LOCK only with a cmpxchg from an unpinned entry and skips pinned
  * ones. Migration waits for no lock but the gate: it takes the gate
- * exclusively and then the pool lock, each once (MIGRATE_ASYNC), or
- * spinning up to AFM_ZG_TRIES times in all: for the gate as a queued
- * rwlock's writer does, with preemption disabled and new sharers kept out
- * (AFM_ZG_WAIT) while those inside finish their access (else CPUs
- * reading one zspage back to back, never all out at once, would keep it
- * from migrating for as long as they read), for the pool lock with
- * trylocks, preemptible between them; it returns -EAGAIN when the zspage
- * stays busy. The bound on the gate's wait is for a sharer that would
- * wait for it (one that holds the gate and maps again); accessors wait
- * for a migrator only while it spins with preemption disabled. Since it
- * only tries the pool lock, a migration that has the gate and tries the
- * pool lock again counts itself in the shard's migrate_wait, and a
- * compaction pass seeing it lets go of the lock after its current move
- * and leaves it free until none waits (a long pass would otherwise take
- * it back between two of those tries, and migrating the shard's other
- * pages, for CMA or memory offlining, would fail for as long as it runs).
+ * exclusively and then the pool lock, each once (MIGRATE_ASYNC: -EAGAIN
+ * when either is busy), or the gate as a queued rwlock's writer does
+ * (zsmalloc's migrate_write_lock()), with preemption disabled and new
+ * sharers kept out (AFM_ZG_WAIT) until those inside have finished their
+ * access (else CPUs reading one zspage back to back, never all out at
+ * once, would keep it from migrating for as long as they read), and then
+ * the pool lock with a trylock, up to AFM_ZG_TRIES times, letting go of
+ * the gate and preemptible between tries (-EAGAIN when the lock stays
+ * busy). Sharers wait for a migrator only while it waits for them, with
+ * preemption disabled. The wait has no bound, as a lock's has none:
+ * every sharer holds the gate for one access, with preemption disabled,
+ * and waits for no gate meanwhile (afm_map_object() refuses a second map
+ * on a CPU with one, afm_read() and afm_write() refuse then too; a sharer
+ * that entered a second gate could wait for a migration that waits for
+ * it, on one zspage or, with two migrations, across two). Since it only
+ * tries the pool lock, a migration that has the gate and tries the pool
+ * lock again counts itself in the shard's migrate_wait, and a compaction
+ * pass seeing it lets go of the lock after its current move and leaves it
+ * free until none waits (a long pass would otherwise take it back between
+ * two of those tries, and migrating the shard's other pages, for CMA or
+ * memory offlining, would fail for as long as it runs).
  * Malloc and free never meet the gate. Freeing a
  * zspage trylocks the gate and then every page lock (as zsmalloc's
  * trylock_zspage()), clears __PageMovable under the page lock and drops its

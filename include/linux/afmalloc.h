@@ -216,7 +216,8 @@ void afm_free(struct afm_pool *pool, unsigned long handle);
  * (a second map while one is held is refused, as are afm_read() and
  * afm_write(): a page migration waiting for the first object's zspage
  * keeps new accesses to it out), and afm_unmap_object() must be called on
- * the same CPU. Do not sleep in between.
+ * the same CPU. Do not sleep in between, and keep the mapping short: a
+ * page migration of the object's zspage spins until it ends.
  *
  * Context: Task context, not in interrupt (in_interrupt() must be false).
  * Returns with a per-CPU local lock held, so preemption disabled, until
