@@ -243,12 +243,12 @@ static void afm_zs_test_compact_pinned(struct kunit *test)
 }
 
 /*
- * A page migration waiting for a shard's pool lock (it only ever tries it)
- * makes a compaction pass let go of the lock after every move, so that a
- * long pass does not make migration fail for as long as it runs; with none
- * waiting the pass keeps it for its usual stretch. The waiting migration is
- * the hook's count, the state afm_zs_migrate_lock() leaves while it tries
- * again: nothing here depends on timing.
+ * A page migration waiting for a shard's pool lock (holding a zspage's
+ * gate, so that its readers wait too) makes a compaction pass let go of
+ * the lock after every move, so that it does not wait for a long pass;
+ * with none waiting the pass keeps it for its usual stretch. The waiting
+ * migration is the hook's count, the state afm_zs_migrate_lock() leaves
+ * while it waits: nothing here depends on timing.
  */
 static void afm_zs_test_compact_yields(struct kunit *test)
 {

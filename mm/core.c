@@ -158,8 +158,8 @@
  *   (spinlock) -> entry move lock; map/read/write take only an entry pin
  *   and the zspage gate (shared); migration takes the gate (exclusive;
  *   synchronous migration waits for its sharers, new ones kept out),
- *   then the pool lock with a trylock. The whole map, with the lock
- *   rules, opens zspage_store.c.
+ *   then the pool lock. The whole map, with the lock rules, opens
+ *   zspage_store.c.
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt

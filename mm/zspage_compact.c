@@ -107,16 +107,15 @@ int afm_zs_want_auto(struct afm_zs_pool *zs)
 
 /*
  * Leave the pool lock free for the page migrations that wait for it (see
- * @migrate_wait, which a migration leaves once it has the lock or gives
- * up): until none waits, at most AFM_ZG_TRIES times, preemptible.
- * Migration only ever tries the lock, so without this the walk would take
- * it back before any try could land.
+ * @migrate_wait, which a migration leaves once it has the lock): until
+ * none waits, at most AFM_ZS_YIELD_SPINS times, preemptible.
  */
 static void afm_zs_yield_migration(struct afm_zs_pool *zs)
 {
 	unsigned int i;
 
-	for (i = 0; i < AFM_ZG_TRIES && atomic_read(&zs->migrate_wait) > 0; i++)
+	for (i = 0; i < AFM_ZS_YIELD_SPINS && atomic_read(&zs->migrate_wait) > 0;
+	     i++)
 		cpu_relax();
 }
 

@@ -1214,27 +1214,31 @@ bool afm_zs_test_gate_open(struct afm_pool *pool, unsigned long zspage_id)
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_gate_open);
 
 /**
- * afm_zs_test_gate_wait_hook() - call a function when a page migration
- * starts waiting for the sharers of a zspage's gate (KUnit hook)
+ * afm_zs_test_gate_wait_hook() - call a function when a synchronous page
+ * migration starts to wait for the sharers of a zspage's gate or for its
+ * shard's pool lock (KUnit hook)
  * @pool: a zspage-store pool
- * @fn: called with @arg and the zspage (as afm_zs_obj_info() gives it)
- *	once per wait, from the migration, with preemption disabled and new
- *	sharers kept out (a map of that zspage would spin until the wait
- *	ends: @fn must not map it); NULL: no more calls
+ * @fn: called with @arg, the zspage (as afm_zs_obj_info() gives it) and
+ *	what the migration waits for (@lock false: the gate's sharers, new
+ *	ones kept out; true: the pool lock, the gate held exclusively) once
+ *	per wait, from the migration, with preemption disabled (a map of
+ *	that zspage would spin until the migration is done: @fn must not
+ *	map it); NULL: no more calls
  * @arg: passed to @fn
  *
  * Context: process context, no page migration running on @pool.
  * Return: nothing.
  */
 void afm_zs_test_gate_wait_hook(struct afm_pool *pool,
-				void (*fn)(void *arg, unsigned long zspage_id),
+				void (*fn)(void *arg, unsigned long zspage_id,
+					   bool lock),
 				void *arg)
 {
 	struct afm_zs_set *set = pool->store;
 
 	WRITE_ONCE(set->test_gate_wait, NULL);
 	WRITE_ONCE(set->test_gate_wait_arg, arg);
-	/* The argument before the function (afm_zs_test_gate_wait()). */
+	/* The argument before the function (afm_zs_test_migrate_waits()). */
 	smp_store_release(&set->test_gate_wait, fn);
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_gate_wait_hook);
@@ -1667,7 +1671,7 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_busy);
  * @pool: a zspage-store pool
  * @delta: 1 (one more waits) or -1 (one fewer)
  *
- * What afm_zs_migrate_lock() does while it tries the lock again, without
+ * What afm_zs_migrate_lock() does while it waits for the lock, without
  * a migration: compaction passes then let go of the lock after every move.
  * Shards created later start with the hook's count.
  *

@@ -148,8 +148,8 @@
 #define AFM_ZG_EXCL		BIT(29)
 #define AFM_ZG_WAIT		BIT(30)
 #define AFM_ZG_COUNT		(AFM_ZG_EXCL - 1)
-/* Attempts of a synchronous migration at the pool lock, with the gate. */
-#define AFM_ZG_TRIES		1024
+/* Spins of a compaction pass leaving the pool lock to waiting migrations. */
+#define AFM_ZS_YIELD_SPINS	1024
 
 /*
  * Object headers (see "Reverse map"): AFM_ZS_HDR bytes, little endian,
@@ -590,13 +590,13 @@ struct afm_zs_pend {
  *	returns; slots are taken (xchg to 0)
  *	only under the pool lock, by afm_zs_rfree_drain(). Atomic, see
  *	"Frees that find the lock held" in zspage_alloc.c.
- * @migrate_wait: page migrations trying @lock again, having had their
- *	zspage's gate with it busy (afm_zs_migrate_lock() in a synchronous
- *	mode; between tries they let go of the gate and wait for it anew): a
+ * @migrate_wait: page migrations waiting for @lock, holding their
+ *	zspage's gate (afm_zs_migrate_lock() in a synchronous mode): a
  *	compaction pass that sees one lets go of the lock at its next step,
  *	after at most one move, and leaves it free until none waits (at most
- *	AFM_ZG_TRIES spins; afm_zs_breathe()), so that a long pass does not
- *	make migration give up. Atomic, no lock.
+ *	AFM_ZS_YIELD_SPINS spins; afm_zs_breathe()), so that the readers of
+ *	that zspage, kept out meanwhile, do not wait for a long pass.
+ *	Atomic, no lock.
  * @rfree_work: drains @rfree when no allocation or free comes to do it,
  *	AFM_ZS_RFREE_DELAY after a free put the first handle there.
  * @free_work: frees the zspages of @dead.
@@ -800,9 +800,10 @@ struct afm_zs_pool {
  * @test_locked_copies: KUnit hook (afm_zs_test_locked_copies()): every
  *	move copies under the pool lock, as when a migration holds a gate.
  * @test_gate_wait: KUnit hook (afm_zs_test_gate_wait_hook()): called with
- *	@test_gate_wait_arg by a migration that starts waiting for the
- *	sharers of a zspage's gate (preemption disabled, AFM_ZG_WAIT set),
- *	with the zspage as afm_zs_obj_info() gives it.
+ *	@test_gate_wait_arg by a synchronous migration that starts waiting
+ *	for the sharers of a zspage's gate (preemption disabled, AFM_ZG_WAIT
+ *	set; lock false) or, holding the gate, for the pool lock (lock
+ *	true), with the zspage as afm_zs_obj_info() gives it.
  * @donors: shards whose indexed holes other shards' allocations may
  *	take (AFM_ZS_DONOR_ON); a shard sets and clears its own bit, under
  *	its lock, with atomic bit operations; read without any lock.
@@ -833,7 +834,7 @@ struct afm_zs_set {
 			    unsigned int offset, unsigned long dst_id);
 	void *test_moving_arg;
 	bool test_locked_copies;
-	void (*test_gate_wait)(void *arg, unsigned long zspage_id);
+	void (*test_gate_wait)(void *arg, unsigned long zspage_id, bool lock);
 	void *test_gate_wait_arg;
 #endif
 	int test_shard;
@@ -1810,6 +1811,25 @@ void afm_zt_destroy(struct afm_zs_pool *zs, struct afm_zs_table *t);
 int afm_zt_init(struct afm_zs_table *t);
 
 /* zspage_pages.c */
+/*
+ * KUnit: the hook of a synchronous migration that starts waiting for the
+ * sharers of @z's gate, or (@lock), holding the gate, for the pool lock.
+ */
+static inline void afm_zs_test_migrate_waits(struct afm_zspage *z, bool lock)
+{
+#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
+	struct afm_zs_pool *zs = afm_zs_desc_pool(z);
+	struct afm_zs_set *set = zs->pool->store;
+	void (*fn)(void *arg, unsigned long zspage_id, bool lock);
+
+	/* Pairs with afm_zs_test_gate_wait_hook()'s release. */
+	fn = smp_load_acquire(&set->test_gate_wait);
+	if (fn)
+		fn(READ_ONCE(set->test_gate_wait_arg),
+		   (unsigned long)z->id << set->shift | zs->nr, lock);
+#endif
+}
+
 bool afm_zg_lock(struct afm_zspage *z);
 void afm_zg_lock_wait(struct afm_zspage *z);
 void afm_zg_unlock(struct afm_zspage *z);

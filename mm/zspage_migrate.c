@@ -12,15 +12,13 @@
  * migration tries each once. Synchronous migration takes the gate as a
  * queued rwlock's writer does (new sharers kept out while those inside
  * finish their access, preemption disabled, as zsmalloc's
- * migrate_write_lock()), and the pool lock with a bounded number of
- * trylocks, letting go of the gate between them. It returns -EAGAIN when
- * it cannot have both (asynchronous: either busy; synchronous: the pool
- * lock busy for every try), or when the zspage has emptied since the page
- * was isolated (nothing is copied, the free worker takes the page once
- * the core unlocks it). A synchronous migration that got the gate
- * but not the pool lock says so in the shard's @migrate_wait while it
- * tries again, and a compaction pass holding the lock then lets go of it
- * after its current move (afm_zs_breathe()).
+ * migrate_write_lock()), and then waits for the pool lock (as zsmalloc's
+ * migration does for its class lock), saying so in the shard's
+ * @migrate_wait, so that a compaction pass holding the lock lets go of it
+ * after its current move (afm_zs_breathe()). It returns -EAGAIN when an
+ * asynchronous one finds either busy, or when the zspage has emptied since
+ * the page was isolated (nothing is copied, the free worker takes the page
+ * once the core unlocks it).
  */
 
 #define pr_fmt(fmt) "afmalloc: " fmt
@@ -51,39 +49,34 @@ static bool afm_zs_isolate_page(struct page *page, isolate_mode_t mode)
 }
 
 /*
- * The exclusive gate of @z and its pool lock. Without @wait, each once.
- * With @wait, the gate as a queued rwlock's writer takes it (waiting for
- * the accesses inside, new ones kept out: afm_zg_lock_wait()), then the
- * lock with a trylock, up to AFM_ZG_TRIES times, letting go of the gate
- * (and preemptible) between attempts; from the first time the gate was had
- * but not the lock, counted in @zs->migrate_wait. Return: true if both are
- * held (afm_zs_migrate_unlock()).
+ * The exclusive gate of @z and its pool lock. Without @wait, each with a
+ * trylock. With @wait, the gate as a queued rwlock's writer takes it
+ * (waiting for the accesses inside, new ones kept out: afm_zg_lock_wait())
+ * and then the lock, counted in @zs->migrate_wait while it waits for it,
+ * so that a compaction pass holding it lets go after its current move.
+ * Nothing that holds the pool lock waits for a gate (they only try), so
+ * the order gate, then lock, cannot close a cycle. Return: true if both
+ * are held (afm_zs_migrate_unlock()); with @wait, always.
  */
 static bool afm_zs_migrate_lock(struct afm_zspage *z, struct afm_zs_pool *zs,
 				bool wait)
 {
-	unsigned int tries = wait ? AFM_ZG_TRIES : 1;
-	bool waiting = false, got = false;
-
-	while (tries--) {
-		if (wait)
-			afm_zg_lock_wait(z);
-		else if (!afm_zg_lock(z))
-			break;
-		if (spin_trylock(&zs->lock)) {
-			got = true;
-			break;
-		}
+	if (!wait) {
+		if (!afm_zg_lock(z))
+			return false;
+		if (spin_trylock(&zs->lock))
+			return true;
 		afm_zg_unlock(z);
-		if (wait && !waiting) {
-			waiting = true;
-			atomic_inc(&zs->migrate_wait);
-		}
-		cpu_relax();
+		return false;
 	}
-	if (waiting)
+	afm_zg_lock_wait(z);
+	if (!spin_trylock(&zs->lock)) {
+		atomic_inc(&zs->migrate_wait);
+		afm_zs_test_migrate_waits(z, true);
+		spin_lock(&zs->lock);
 		atomic_dec(&zs->migrate_wait);
-	return got;
+	}
+	return true;
 }
 
 static void afm_zs_migrate_unlock(struct afm_zspage *z, struct afm_zs_pool *zs)

@@ -48,22 +48,6 @@ bool afm_zg_lock(struct afm_zspage *z)
 	return false;
 }
 
-/* KUnit: the hook of a migration that starts waiting for a gate. */
-static void afm_zs_test_gate_wait(struct afm_zspage *z)
-{
-#if IS_ENABLED(CONFIG_AFMALLOC_KUNIT_TEST)
-	struct afm_zs_pool *zs = afm_zs_desc_pool(z);
-	struct afm_zs_set *set = zs->pool->store;
-	void (*fn)(void *arg, unsigned long zspage_id);
-
-	/* Pairs with afm_zs_test_gate_wait_hook()'s release. */
-	fn = smp_load_acquire(&set->test_gate_wait);
-	if (fn)
-		fn(READ_ONCE(set->test_gate_wait_arg),
-		   (unsigned long)z->id << set->shift | zs->nr);
-#endif
-}
-
 /*
  * Take the gate exclusively, waiting for the sharers inside to leave while
  * new ones are kept out (AFM_ZG_WAIT, afm_zg_shut()), as a queued rwlock's
@@ -94,7 +78,7 @@ void afm_zg_lock_wait(struct afm_zspage *z)
 		if (!(old & AFM_ZG_WAIT)) {
 			atomic_or(AFM_ZG_WAIT, &z->gate);
 			if (!told)
-				afm_zs_test_gate_wait(z);
+				afm_zs_test_migrate_waits(z, false);
 			told = true;
 		}
 		cpu_relax();

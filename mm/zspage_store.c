@@ -378,10 +378,11 @@
  *                                   (below); with it, header accesses need
  *                                   no zspage gate. Not taken by map,
  *                                   read or write; migration takes it
- *                                   after the exclusive gate, with a
- *                                   trylock, and a compaction pass lets
- *                                   go of it after its current move when
- *                                   one waits (afm_zs_pool.migrate_wait).
+ *                                   after the exclusive gate (a trylock
+ *                                   when asynchronous), and a compaction
+ *                                   pass lets go of it after its current
+ *                                   move when one waits
+ *                                   (afm_zs_pool.migrate_wait).
  *                                   Never taken in interrupt context (no
  *                                   caller allocates or frees there), so
  *                                   taken with spin_lock(); free may also
@@ -408,8 +409,8 @@
  *                                   chain stable;
  *                                   exclusive: migration replacing a page
  *                                   (then also the pool lock, taken after
- *                                   it with a trylock: the chain is stable
- *                                   under either), and freeing a zspage
+ *                                   it: the chain is stable under
+ *                                   either), and freeing a zspage
  *                                   (trylock). A synchronous migration
  *                                   waits for the sharers inside with
  *                                   AFM_ZG_WAIT set, which keeps new
@@ -429,28 +430,26 @@
  * is set), which fixes the object's location and keeps its zspage alive,
  * then take the gate shared. A pinned object is never moved: compaction
  * sets LOCK only with a cmpxchg from an unpinned entry and skips pinned
- * ones. Migration waits for no lock but the gate: it takes the gate
- * exclusively and then the pool lock, each once (MIGRATE_ASYNC: -EAGAIN
- * when either is busy), or the gate as a queued rwlock's writer does
- * (zsmalloc's migrate_write_lock()), with preemption disabled and new
- * sharers kept out (AFM_ZG_WAIT) until those inside have finished their
- * access (else CPUs reading one zspage back to back, never all out at
- * once, would keep it from migrating for as long as they read), and then
- * the pool lock with a trylock, up to AFM_ZG_TRIES times, letting go of
- * the gate and preemptible between tries (-EAGAIN when the lock stays
- * busy). Sharers wait for a migrator only while it waits for them, with
- * preemption disabled. The wait has no bound, as a lock's has none:
+ * ones. Migration takes the gate exclusively and then the pool lock, each
+ * with a trylock (MIGRATE_ASYNC: -EAGAIN when either is busy), or the gate
+ * as a queued rwlock's writer does (zsmalloc's migrate_write_lock()), with
+ * preemption disabled and new sharers kept out (AFM_ZG_WAIT) until those
+ * inside have finished their access (else CPUs reading one zspage back to
+ * back, never all out at once, would keep it from migrating for as long
+ * as they read), and then the pool lock, waiting for it (nothing that
+ * holds the pool lock waits for a gate: it only tries them). Sharers wait
+ * for a migrator while it waits for them and while it waits for the pool
+ * lock and migrates, with preemption disabled. The gate's wait has no
+ * bound, as a lock's has none:
  * every sharer holds the gate for one access, with preemption disabled,
  * and waits for no gate meanwhile (afm_map_object() refuses a second map
  * on a CPU with one, afm_read() and afm_write() refuse then too; a sharer
  * that entered a second gate could wait for a migration that waits for
- * it, on one zspage or, with two migrations, across two). Since it only
- * tries the pool lock, a migration that has the gate and tries the pool
- * lock again counts itself in the shard's migrate_wait, and a compaction
- * pass seeing it lets go of the lock after its current move and leaves it
- * free until none waits (a long pass would otherwise take it back between
- * two of those tries, and migrating the shard's other pages, for CMA or
- * memory offlining, would fail for as long as it runs).
+ * it, on one zspage or, with two migrations, across two). A migration
+ * waiting for the pool lock, the gate held, counts itself in the shard's
+ * migrate_wait, and a compaction pass seeing it lets go of the lock after
+ * its current move and leaves it free until none waits (the zspage's
+ * readers wait for the migration meanwhile: not for a whole pass).
  * Malloc and free never meet the gate. Freeing a
  * zspage trylocks the gate and then every page lock (as zsmalloc's
  * trylock_zspage()), clears __PageMovable under the page lock and drops its

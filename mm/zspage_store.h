@@ -250,7 +250,8 @@ void afm_zs_test_locked_copies(struct afm_pool *pool, bool on);
 bool afm_zs_test_gate_busy(struct afm_pool *pool, unsigned long zspage_id);
 bool afm_zs_test_gate_open(struct afm_pool *pool, unsigned long zspage_id);
 void afm_zs_test_gate_wait_hook(struct afm_pool *pool,
-				void (*fn)(void *arg, unsigned long zspage_id),
+				void (*fn)(void *arg, unsigned long zspage_id,
+					   bool lock),
 				void *arg);
 bool afm_zs_test_pin_spun(struct afm_pool *pool, unsigned long handle);
 void afm_zs_flush_work(struct afm_pool *pool);
