@@ -957,8 +957,8 @@ static unsigned int afm_zs_nr_classes(struct afm_pool *pool)
  *            deferred free / hole bytes in pages (all holes; the
  *            shrinker counts only those of the hole lists' zspages)
  *   migrate  pages migrated (contents moved to a new page) / migrations
- *            refused (-EAGAIN, zspage busy) / pages isolated / isolated
- *            pages put back
+ *            refused (-EAGAIN: asynchronous, zspage or shard busy) /
+ *            pages isolated / isolated pages put back
  *   compact  objects moved / victims emptied / passes / pages freed by
  *            compaction (manual, automatic and shrinker)
  *   auto     automatic runs / shrinker scans / pages freed by automatic

@@ -66,7 +66,8 @@
  * @migrated: zspage pages migrated: contents moved to a new page by the
  *	migrate_page callback (not a refusal, a putback or a page freed while
  *	isolated).
- * @migrate_busy: migrate_page calls refused with -EAGAIN (zspage busy).
+ * @migrate_busy: migrate_page calls refused with -EAGAIN (asynchronous,
+ *	zspage or shard busy).
  * @isolated: pages isolated for migration.
  * @putback: isolated pages put back (migration refused or given up).
  * @isolated_freed: pages of zspages freed while isolated for migration
