@@ -1154,6 +1154,21 @@ void afm_zs_test_locked_copies(struct afm_pool *pool, bool on)
 }
 EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_locked_copies);
 
+/*
+ * The descriptor of zspage @zspage_id (as afm_zs_obj_info() gives it), or
+ * NULL when it names no created shard or no descriptor.
+ */
+static struct afm_zspage *afm_zs_test_desc(struct afm_pool *pool,
+					   unsigned long zspage_id)
+{
+	struct afm_zs_set *set = pool->store;
+	unsigned long nr = zspage_id & ((1UL << set->shift) - 1);
+
+	if (nr >= afm_zs_created(set))
+		return NULL;
+	return afm_zs_desc(set->shard[nr], zspage_id >> set->shift);
+}
+
 /**
  * afm_zs_test_gate_busy() - whether a zspage's gate keeps page migration
  * out now (KUnit hook)
@@ -1169,13 +1184,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_locked_copies);
  */
 bool afm_zs_test_gate_busy(struct afm_pool *pool, unsigned long zspage_id)
 {
-	struct afm_zs_set *set = pool->store;
-	unsigned long nr = zspage_id & ((1UL << set->shift) - 1);
-	struct afm_zspage *z;
+	struct afm_zspage *z = afm_zs_test_desc(pool, zspage_id);
 
-	if (nr >= afm_zs_created(set))
-		return false;
-	z = afm_zs_desc(set->shard[nr], zspage_id >> set->shift);
 	if (!z || !afm_zg_lock(z))
 		return !!z;
 	afm_zg_unlock(z);
@@ -1199,13 +1209,8 @@ EXPORT_SYMBOL_IF_KUNIT(afm_zs_test_gate_busy);
  */
 bool afm_zs_test_gate_open(struct afm_pool *pool, unsigned long zspage_id)
 {
-	struct afm_zs_set *set = pool->store;
-	unsigned long nr = zspage_id & ((1UL << set->shift) - 1);
-	struct afm_zspage *z;
+	struct afm_zspage *z = afm_zs_test_desc(pool, zspage_id);
 
-	if (nr >= afm_zs_created(set))
-		return false;
-	z = afm_zs_desc(set->shard[nr], zspage_id >> set->shift);
 	if (!z || !afm_zg_tryin(z))
 		return false;
 	afm_zg_out(z);
