@@ -25,7 +25,11 @@
 # tell) is taken offline, one at a time (each within 120 s), which can
 # only succeed if every used page in
 # it is migrated: the pool's pages among them (as a CMA allocation or
-# virtio-mem's unplug needs). Afterwards every byte is read back from zram
+# virtio-mem's unplug needs), while two readers read the whole device
+# over and over (O_DIRECT), each pass compared with what was written, so
+# that migrations meet zspages being read (afmalloc's migration then waits
+# for the reads under way, keeping new ones out, as zsmalloc's does); any
+# pass that differs fails the test. Afterwards every byte is read back from zram
 # (O_DIRECT) and compared by SHA-256, the pool must still store what it
 # stored, and for afmalloc its debugfs "migrate" row must count pages
 # migrated (zsmalloc: /proc/vmstat pgmigrate_success must have grown). The
@@ -46,13 +50,15 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--alloc) allocs=${2:?}; shift ;;
 	--mb) mb=${2:?}; shift ;;
-	-h|--help) sed -n '3,38p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,/^set -/p' "$0" | sed '$d'; exit 0 ;;
 	*) fail "unknown option '$1'" ;;
 	esac
 	shift
 done
 
 sys=/sys/block/zram0 mem=/sys/devices/system/memory dbg=/sys/kernel/debug
+work=$(mktemp -d /tmp/memory-offline.XXXXXX)
+trap 'touch "$work/stop"; wait; rm -rf "$work"' EXIT
 [ -d $sys ] || modprobe zram num_devices=1 2>/dev/null || true
 [ -d $sys ] || fail "no zram0"
 [ -f $sys/allocator ] || skip "this zram has no allocator selection (patches/0002)"
@@ -97,6 +103,15 @@ afm_row() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' $dbg/afmalloc/zram0/c
 readback() {
 	dd if=/dev/zram0 bs=1M count="$mb" iflag=direct status=none | sha256sum | cut -d' ' -f1
 }
+# reader K: readback over and over, each pass compared with $sum, until
+# $work/stop appears; then "passes mismatches" into $work/reader.K.
+reader() {
+	local n=0 bad=0
+	while [ ! -e "$work/stop" ]; do
+		if [ "$(readback)" = "$sum" ]; then n=$((n + 1)); else bad=$((bad + 1)); fi
+	done
+	echo "$n $bad" > "$work/reader.$1"
+}
 # generate: N MiB of pages to stdout, their SHA-256 to fd 3.
 generate() {
 	python3 - "$mb" 3>&- <<'EOF' | tee >(sha256sum | cut -d' ' -f1 >&3)
@@ -129,6 +144,8 @@ for a in ${allocs//,/ }; do
 		fail "$a: ZONE_MOVABLE took $((used1 - used0)) pages, under a quarter of the pool's $pages: nothing to test"
 	mig0=$(vmstat pgmigrate_success) am0=0
 	[ "$a" = zsmalloc ] || am0=$(afm_row migrate 2)
+	rm -f "$work"/stop "$work"/reader.*
+	for k in 1 2; do reader "$k" & done
 	t0=$SECONDS
 	for b in "${blocks[@]}"; do
 		rc=0
@@ -139,6 +156,15 @@ for a in ${allocs//,/ }; do
 		fi
 		[ "$(cat "$b/state")" = offline ] || fail "$a: ${b##*/} reads $(cat "$b/state")"
 	done
+	touch "$work/stop"
+	wait
+	passes=0
+	for k in 1 2; do
+		read -r n bad < "$work/reader.$k" || fail "$a: reader $k left no count"
+		[ "$bad" = 0 ] || fail "$a: reader $k read data that differs in $bad of its $((n + bad)) passes while the blocks went offline"
+		passes=$((passes + n))
+	done
+	say "$a: two readers read the device $passes times in all while the blocks went offline, every pass as written"
 	mig=$(( $(vmstat pgmigrate_success) - mig0 ))
 	say "$a: ${#blocks[@]} blocks offline in $((SECONDS - t0)) s; pgmigrate_success +$mig; ZONE_MOVABLE used $(movable_used) pages"
 	echo 3 > /proc/sys/vm/drop_caches
