@@ -158,8 +158,9 @@ vm-test-smp: guest-debug vm-inputs
 		--kunit-dir $(DEBUG_KDIR) --only kunit
 
 # Memory hot-remove (tests/vm/memory-offline.sh): the debug guest booted
-# with 384 MiB of its 1 GiB in ZONE_MOVABLE, where zram's pages go first;
-# the blocks holding them are taken offline, which migrates every page:
+# with 384 MiB of its 1 GiB in ZONE_MOVABLE, where zram's and zswap's
+# pages go first; the blocks holding them are taken offline, which
+# migrates every page:
 # afmalloc/zspage, then zsmalloc (the control) in a boot of its own, the
 # blocks as fresh as for the first (make check runs it).
 VM_OFFLINE = $(VM_DEBUG) --kernel $(DEBUG_KDIR) --timeout 900 \
