@@ -10,8 +10,11 @@
 #   make vm-test-smp    the KUnit suites in the debug guest with SMP_CPUS (8)
 #                  vCPUs, more than the host's cores (make check's KUnit
 #                  step in the debug guest)
-#   make vm-test-offline  memory blocks holding zram's pages taken offline
-#                  (the debug guest with ZONE_MOVABLE; in make check)
+#   make vm-test-offline  memory blocks holding zram's and zswap's pages
+#                  taken offline (the debug guest with ZONE_MOVABLE; in make
+#                  check)
+#   make vm-test-offline-kasan  the same for afmalloc/zspage on the KASAN
+#                  kernel with 4 vCPUs
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
 #   make vm-test-kasan-smp  vm-test-smp on the KASAN kernel (SMP_CPUS vCPUs)
 #   make kunit-arm64    the KUnit suites on an emulated arm64 kernel (2 CPUs;
@@ -68,7 +71,7 @@ SETUP := $(if $(SETUP_DONE),,setup)
 TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
-	vm-test-stock vm-test-debug vm-test-smp vm-test-offline vm-test-kasan vm-test-kasan-smp check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
+	vm-test-stock vm-test-debug vm-test-smp vm-test-offline vm-test-offline-kasan vm-test-kasan vm-test-kasan-smp check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch docs
 
 all: help
@@ -163,11 +166,21 @@ vm-test-smp: guest-debug vm-inputs
 # migrates every page:
 # afmalloc/zspage, then zsmalloc (the control) in a boot of its own, the
 # blocks as fresh as for the first (make check runs it).
-VM_OFFLINE = $(VM_DEBUG) --kernel $(DEBUG_KDIR) --timeout 900 \
+VM_OFFLINE = $(VM_DEBUG) --kernel $(DEBUG_KDIR) --timeout 1200 \
 	--append "slab_nomerge page_owner=on movablecore=384M" $(TOP)/tests/vm/memory-offline.sh
 vm-test-offline: guest-debug
 	$(TIMED) vm-memory-offline $(VM_OFFLINE) --alloc afmalloc/zspage
 	$(TIMED) vm-memory-offline-zsmalloc $(VM_OFFLINE) --alloc zsmalloc
+
+# vm-test-offline for afmalloc/zspage on the KASAN kernel with
+# OFFLINE_CPUS vCPUs (outside make check, as vm-test-kasan): there the
+# kernel's boot-time reservations reach into ZONE_MOVABLE, and the test
+# leaves out the blocks they lie in.
+OFFLINE_CPUS ?= 4
+vm-test-offline-kasan: guest-kasan
+	$(TIMED) vm-memory-offline-kasan $(VM_DEBUG) --kernel $(KASAN_KDIR) --cpus $(OFFLINE_CPUS) \
+		--timeout 1800 --append "slab_nomerge page_owner=on movablecore=384M" \
+		$(TOP)/tests/vm/memory-offline.sh --alloc afmalloc/zspage
 
 vm-test-kasan: guest-kasan vm-inputs
 	$(TIMED) vm-kasan-suite $(VM_DEBUG) --kernel $(KASAN_KDIR) $(DEBUG_SUITE) --kunit-dir $(KASAN_KDIR) --kasan
