@@ -15,6 +15,8 @@
 #                  check)
 #   make vm-test-offline-kasan  the same for afmalloc/zspage on the KASAN
 #                  kernel with 4 vCPUs
+#   make vm-test-cma  a CMA area holding zram's and zswap's pages allocated
+#                  whole (the debug guest with cma=)
 #   make vm-test-kasan  make check's in-VM tests on the debug kernel with KASAN
 #   make vm-test-kasan-smp  vm-test-smp on the KASAN kernel (SMP_CPUS vCPUs)
 #   make kunit-arm64    the KUnit suites on an emulated arm64 kernel (2 CPUs;
@@ -71,7 +73,7 @@ SETUP := $(if $(SETUP_DONE),,setup)
 TIMED := $(TOP)/scripts/timed.sh
 
 .PHONY: all help setup source tree kunit kunit-arm64 guest guest-debug guest-kasan vm-test vm-inputs vm-test-zswap \
-	vm-test-stock vm-test-debug vm-test-smp vm-test-offline vm-test-offline-kasan vm-test-kasan vm-test-kasan-smp check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
+	vm-test-stock vm-test-debug vm-test-smp vm-test-offline vm-test-offline-kasan vm-test-cma vm-test-kasan vm-test-kasan-smp check timings-begin readme-check script-tests readme demo bench bench-speed bench-zswap bench-fio \
 	bench-zswap-time bench-speed-uml bench-speed-arm64 bench-arm64 bench-churn bench-smallpool vm-test-churn vm-test-zero-race vm-test-cx16 results-collect module module-clean checkpatch docs
 
 all: help
@@ -166,11 +168,23 @@ vm-test-smp: guest-debug vm-inputs
 # migrates every page:
 # afmalloc/zspage, then zsmalloc (the control) in a boot of its own, the
 # blocks as fresh as for the first (make check runs it).
-VM_OFFLINE = $(VM_DEBUG) --kernel $(DEBUG_KDIR) --timeout 1200 \
+VM_OFFLINE = $(VM_DEBUG) --kernel $(DEBUG_KDIR) --timeout 1800 \
 	--append "slab_nomerge page_owner=on movablecore=384M" $(TOP)/tests/vm/memory-offline.sh
 vm-test-offline: guest-debug
 	$(TIMED) vm-memory-offline $(VM_OFFLINE) --alloc afmalloc/zspage
 	$(TIMED) vm-memory-offline-zsmalloc $(VM_OFFLINE) --alloc zsmalloc
+
+# CMA (tests/vm/memory-offline.sh --cma): the debug guest booted with
+# 512 MiB of its 1 GiB a CMA area, where movable pages go first while it
+# holds more than half of the free memory; the area allocated whole
+# through debugfs, as a driver's cma_alloc() would, which gives up where
+# a page does not move (offlining retries until it does): afmalloc/zspage,
+# then zsmalloc in a boot of its own.
+VM_CMA = $(VM_DEBUG) --kernel $(DEBUG_KDIR) --timeout 1800 \
+	--append "slab_nomerge page_owner=on cma=512M" $(TOP)/tests/vm/memory-offline.sh --cma
+vm-test-cma: guest-debug
+	$(TIMED) vm-cma $(VM_CMA) --alloc afmalloc/zspage
+	$(TIMED) vm-cma-zsmalloc $(VM_CMA) --alloc zsmalloc
 
 # vm-test-offline for afmalloc/zspage on the KASAN kernel with
 # OFFLINE_CPUS vCPUs (outside make check, as vm-test-kasan): there the
