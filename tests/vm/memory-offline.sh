@@ -180,11 +180,10 @@ used() {
 # take: every page of the area must move: the blocks taken offline, one
 # at a time, or (--cma) the CMA area allocated whole, 4 MiB at a time or
 # the largest free run of it (cma_alloc() tries every free range of the
-# area for each, the migrations of each a few times; a range whose
-# allocation fails moves on by one page, leaving runs shorter than 4 MiB),
-# tries that fail repeated until 300 s have passed (counted in $cma_fails: a page pinned for a moment, as the
-# readers' buffers are while a read is under way, fails a try); give:
-# back.
+# area for each, the migrations of each a few times; after a range fails
+# it tries the one a page further on, leaving runs shorter than 4 MiB),
+# requests that fail (every range of their size failed) repeated until
+# 300 s have passed, counted in $cma_fails; give: back.
 take() {
 	local b rc=0 n
 	if [ $cma = 1 ]; then
@@ -401,7 +400,7 @@ for a in ${allocs//,/ }; do
 	[ "$zmb" = 0 ] || zsw_check "$a"
 	mig=$(( $(vmstat pgmigrate_success) - mig0 ))
 	if [ $cma = 1 ]; then
-		say "$a: all of $area allocated in $((t1 - t0)) s, $cma_fails tries of 4 MiB failing on the way; pgmigrate_success +$mig"
+		say "$a: all of $area allocated in $((t1 - t0)) s, $cma_fails requests failing on the way; pgmigrate_success +$mig"
 	else
 		say "$a: ${#blocks[@]} blocks offline in $((t1 - t0)) s; pgmigrate_success +$mig; $area used $(used) pages"
 	fi
