@@ -29,9 +29,11 @@
 # /proc/kpageflags tell) is taken offline, one at a time (each within
 # 300 s: offlining retries until every page has moved, as fast as the host
 # lets it), as virtio-mem's unplug does. With --cma, the whole CMA area is
-# allocated at once through debugfs, as a camera or display driver on a
-# phone calls cma_alloc(), which tries the range once, each batch of
-# pages a few times, and fails (-EBUSY) where a page would not move.
+# allocated through debugfs, 4 MiB (or its largest free run) at a time,
+# as a camera or display driver on a phone calls cma_alloc(), which tries
+# each free range once, each batch of pages a few times, and fails
+# (-EBUSY) where a page would not move; failed requests are repeated for
+# up to 300 s.
 # Meanwhile two readers read the whole device over and over (O_DIRECT),
 # each pass compared with what was written, so that migrations meet
 # zspages being read (afmalloc's migration then waits for the reads under
@@ -191,7 +193,7 @@ take() {
 		while n=$(cat "$cmad/used"); [ "$n" -lt "$cma_pages" ]; do
 			[ $((SECONDS - t0)) -lt 300 ] || {
 				dmesg | tail -n 20
-				fail "$a: $area has $n of its $cma_pages pages allocated after 300 s, $cma_fails tries failed (dmesg above)"
+				fail "$a: $area has $n of its $cma_pages pages allocated after 300 s, $cma_fails requests failed (dmesg above)"
 			}
 			n=$(cat "$cmad/maxchunk")
 			echo $((n < 1024 ? n : 1024)) > "$cmad/alloc" 2>/dev/null || cma_fails=$((cma_fails + 1))
